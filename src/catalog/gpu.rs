@@ -1,0 +1,93 @@
+//! Accelerator presets: dense tensor-core peaks, HBM, power, which number formats run natively,
+//! and the per-GPU efficiency factors the performance model applies. Data in `data/gpus.toml`;
+//! the same fields form an inline `[[gpu]]` table in a sweep file.
+
+use serde::Deserialize;
+
+use super::dtype::ComputeClass;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+    #[serde(default)]
+    pub notes: String,
+    /// Dense (no sparsity) BF16 tensor-core peak, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 peak, TFLOP/s; absent when the GPU has no FP8 tensor cores.
+    pub fp8_tflops: Option<f64>,
+    /// Dense FP4 peak, TFLOP/s; absent when the GPU has no FP4 tensor cores.
+    pub fp4_tflops: Option<f64>,
+    /// Dense INT8 peak, TOP/s; absent when unknown or unsupported.
+    pub int8_tops: Option<f64>,
+    /// HBM capacity, GB (1e9 bytes).
+    pub hbm_gb: f64,
+    /// Peak HBM bandwidth, TB/s (1e12 bytes/s).
+    pub hbm_tbps: f64,
+    /// Board power (TDP/TGP), W; absent when no reliable source states it.
+    pub tdp_w: Option<f64>,
+    /// Number formats the tensor cores execute natively (ids of `data/dtypes.toml`).
+    pub native_dtypes: Vec<String>,
+    /// Rack preset used when the sweep does not name one.
+    pub default_rack: String,
+    pub efficiency: Efficiency,
+}
+
+/// Achievable fractions of the peaks above, each measured or documented at its source in
+/// `data/gpus.toml` and `docs/model.md`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Efficiency {
+    /// Fraction of the dense peak reached by large GEMMs, per compute class.
+    pub gemm_bf16: f64,
+    /// Required when the GPU has the matching peak; absent otherwise.
+    pub gemm_fp8: Option<f64>,
+    pub gemm_int8: Option<f64>,
+    pub gemm_fp4: Option<f64>,
+    /// Fraction of peak HBM bandwidth reached by streaming reads (weights, KV cache).
+    pub hbm: f64,
+    /// Fraction of link bandwidth reached by collectives (NCCL/RCCL bus bandwidth over link peak).
+    pub link: f64,
+}
+
+impl Gpu {
+    /// Dense peak of a compute class in FLOP/s (TOP/s for int8), if the GPU has it.
+    pub fn peak_flops(&self, class: ComputeClass) -> Option<f64> {
+        let tflops = match class {
+            ComputeClass::Bf16 => Some(self.bf16_tflops),
+            ComputeClass::Fp8 => self.fp8_tflops,
+            ComputeClass::Int8 => self.int8_tops,
+            ComputeClass::Fp4 => self.fp4_tflops,
+        };
+        tflops.map(|t| t * 1e12)
+    }
+
+    /// Achievable GEMM fraction of peak for a compute class, if the GPU has that class.
+    pub fn gemm_efficiency(&self, class: ComputeClass) -> Option<f64> {
+        match class {
+            ComputeClass::Bf16 => Some(self.efficiency.gemm_bf16),
+            ComputeClass::Fp8 => self.efficiency.gemm_fp8,
+            ComputeClass::Int8 => self.efficiency.gemm_int8,
+            ComputeClass::Fp4 => self.efficiency.gemm_fp4,
+        }
+    }
+
+    /// Achievable dense FLOP/s of a compute class (peak x GEMM efficiency), if the GPU has it.
+    pub fn achievable_flops(&self, class: ComputeClass) -> Option<f64> {
+        Some(self.peak_flops(class)? * self.gemm_efficiency(class)?)
+    }
+
+    pub fn supports_natively(&self, dtype_id: &str) -> bool {
+        self.native_dtypes.iter().any(|d| d == dtype_id)
+    }
+
+    pub fn hbm_bytes(&self) -> f64 {
+        self.hbm_gb * 1e9
+    }
+
+    pub fn hbm_bytes_per_s(&self) -> f64 {
+        self.hbm_tbps * 1e12
+    }
+}

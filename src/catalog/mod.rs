@@ -1,0 +1,381 @@
+//! The built-in presets (GPUs, racks, models, number formats), embedded from `data/*.toml`, plus
+//! the checks every preset passes, built-in or inline in a sweep file. Owns lookups by id; does not
+//! know about sweeps or the performance model.
+
+pub mod dtype;
+pub mod gpu;
+pub mod model;
+pub mod rack;
+
+use serde::Deserialize;
+
+pub use dtype::{ComputeClass, Dtype};
+pub use gpu::Gpu;
+pub use model::{Attention, Model};
+pub use rack::Rack;
+
+const GPUS_TOML: &str = include_str!("data/gpus.toml");
+const RACKS_TOML: &str = include_str!("data/racks.toml");
+const MODELS_TOML: &str = include_str!("data/models.toml");
+const DTYPES_TOML: &str = include_str!("data/dtypes.toml");
+
+/// Every preset known to one sweep: the built-in ones plus the sweep's inline tables.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub gpus: Vec<Gpu>,
+    pub racks: Vec<Rack>,
+    pub models: Vec<Model>,
+    pub dtypes: Vec<Dtype>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuFile {
+    gpu: Vec<Gpu>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RackFile {
+    rack: Vec<Rack>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    model: Vec<Model>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DtypeFile {
+    dtype: Vec<Dtype>,
+}
+
+impl Catalog {
+    /// The embedded presets. They are checked by the test suite, so a failure here is a bug.
+    pub fn builtin() -> Result<Catalog, String> {
+        fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> Result<T, String> {
+            toml::from_str(text).map_err(|e| format!("built-in catalog {name}: {e}"))
+        }
+        let catalog = Catalog {
+            gpus: parse::<GpuFile>("gpus.toml", GPUS_TOML)?.gpu,
+            racks: parse::<RackFile>("racks.toml", RACKS_TOML)?.rack,
+            models: parse::<ModelFile>("models.toml", MODELS_TOML)?.model,
+            dtypes: parse::<DtypeFile>("dtypes.toml", DTYPES_TOML)?.dtype,
+        };
+        for gpu in &catalog.gpus {
+            catalog.check_gpu(gpu).map_err(|e| format!("built-in gpu {}: {e}", gpu.id))?;
+        }
+        for rack in &catalog.racks {
+            catalog.check_rack(rack).map_err(|e| format!("built-in rack {}: {e}", rack.id))?;
+        }
+        for model in &catalog.models {
+            check_model(model).map_err(|e| format!("built-in model {}: {e}", model.id))?;
+        }
+        Ok(catalog)
+    }
+
+    pub fn gpu(&self, id: &str) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.id == id)
+    }
+
+    pub fn rack(&self, id: &str) -> Option<&Rack> {
+        self.racks.iter().find(|r| r.id == id)
+    }
+
+    pub fn model(&self, id: &str) -> Option<&Model> {
+        self.models.iter().find(|m| m.id == id)
+    }
+
+    pub fn dtype(&self, id: &str) -> Option<&Dtype> {
+        self.dtypes.iter().find(|d| d.id == id)
+    }
+
+    pub fn gpu_index(&self, id: &str) -> Option<usize> {
+        self.gpus.iter().position(|g| g.id == id)
+    }
+
+    pub fn rack_index(&self, id: &str) -> Option<usize> {
+        self.racks.iter().position(|r| r.id == id)
+    }
+
+    pub fn dtype_index(&self, id: &str) -> Option<usize> {
+        self.dtypes.iter().position(|d| d.id == id)
+    }
+
+    /// A GPU's fields are in range and name known formats and a rack that hosts it.
+    pub fn check_gpu(&self, gpu: &Gpu) -> Result<(), String> {
+        check_id("id", &gpu.id)?;
+        positive("bf16_tflops", gpu.bf16_tflops)?;
+        for (key, value) in [
+            ("fp8_tflops", gpu.fp8_tflops),
+            ("fp4_tflops", gpu.fp4_tflops),
+            ("int8_tops", gpu.int8_tops),
+            ("tdp_w", gpu.tdp_w),
+        ] {
+            if let Some(v) = value {
+                positive(key, v)?;
+            }
+        }
+        positive("hbm_gb", gpu.hbm_gb)?;
+        positive("hbm_tbps", gpu.hbm_tbps)?;
+        let e = &gpu.efficiency;
+        for (key, value) in [
+            ("efficiency.gemm_bf16", e.gemm_bf16),
+            ("efficiency.hbm", e.hbm),
+            ("efficiency.link", e.link),
+        ] {
+            fraction(key, value)?;
+        }
+        for (class, key, value) in [
+            (ComputeClass::Fp8, "efficiency.gemm_fp8", e.gemm_fp8),
+            (ComputeClass::Int8, "efficiency.gemm_int8", e.gemm_int8),
+            (ComputeClass::Fp4, "efficiency.gemm_fp4", e.gemm_fp4),
+        ] {
+            match (gpu.peak_flops(class), value) {
+                (Some(_), Some(v)) => fraction(key, v)?,
+                (Some(_), None) => {
+                    return Err(format!("{key}: required because {}_t*ops is set", class.as_str()));
+                }
+                (None, Some(_)) => {
+                    return Err(format!("{key}: set but the GPU has no {} peak", class.as_str()));
+                }
+                (None, None) => {}
+            }
+        }
+        for (i, d) in gpu.native_dtypes.iter().enumerate() {
+            let Some(dtype) = self.dtype(d) else {
+                return Err(format!("native_dtypes[{i}]: unknown number format \"{d}\""));
+            };
+            if gpu.peak_flops(dtype.compute).is_none() {
+                return Err(format!(
+                    "native_dtypes[{i}]: \"{d}\" computes on {} tensor cores but {}_tflops is not set",
+                    dtype.compute.as_str(),
+                    dtype.compute.as_str()
+                ));
+            }
+        }
+        match self.rack(&gpu.default_rack) {
+            None => Err(format!("default_rack: unknown rack \"{}\"", gpu.default_rack)),
+            Some(rack) if rack.gpu != gpu.id => Err(format!(
+                "default_rack: rack \"{}\" hosts \"{}\", not \"{}\"",
+                rack.id, rack.gpu, gpu.id
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// A rack's fields are in range, its GPU exists and its scale-up domains tile the rack.
+    pub fn check_rack(&self, rack: &Rack) -> Result<(), String> {
+        check_id("id", &rack.id)?;
+        if self.gpu(&rack.gpu).is_none() {
+            return Err(format!("gpu: unknown GPU \"{}\"", rack.gpu));
+        }
+        for (key, value) in [
+            ("gpus_per_server", rack.gpus_per_server),
+            ("servers_per_rack", rack.servers_per_rack),
+            ("scaleup_domain_gpus", rack.scaleup_domain_gpus),
+        ] {
+            if value == 0 {
+                return Err(format!("{key}: must be at least 1"));
+            }
+        }
+        let per_rack = rack.gpus_per_rack();
+        if per_rack % rack.scaleup_domain_gpus != 0 {
+            return Err(format!(
+                "scaleup_domain_gpus: {} does not divide the {per_rack} GPUs of the rack",
+                rack.scaleup_domain_gpus
+            ));
+        }
+        for (key, value) in [
+            ("scaleup_gbps_per_gpu", rack.scaleup_gbps_per_gpu),
+            ("scaleout_gbps_per_gpu", rack.scaleout_gbps_per_gpu),
+            ("server_power_kw", rack.server_power_kw),
+            ("rack_power_budget_kw", rack.rack_power_budget_kw),
+        ] {
+            positive(key, value)?;
+        }
+        for (key, value) in [
+            ("scaleup_latency_us", rack.scaleup_latency_us),
+            ("scaleout_latency_us", rack.scaleout_latency_us),
+            ("collective_launch_us", rack.collective_launch_us),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("{key}: {value} must be zero or positive"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A model's shapes are consistent (heads group evenly, MoE and MLA fields complete).
+pub fn check_model(m: &Model) -> Result<(), String> {
+    check_id("id", &m.id)?;
+    for (key, value) in [
+        ("layers", m.layers),
+        ("hidden", m.hidden),
+        ("heads", m.heads),
+        ("kv_heads", m.kv_heads),
+        ("head_dim", m.head_dim),
+        ("max_context", m.max_context),
+    ] {
+        if value == 0 {
+            return Err(format!("{key}: must be at least 1"));
+        }
+    }
+    if m.heads % m.kv_heads != 0 {
+        return Err(format!("kv_heads: {} does not divide heads ({})", m.kv_heads, m.heads));
+    }
+    if m.attention == Attention::Mha && m.kv_heads != m.heads {
+        return Err(format!("kv_heads: multi-head attention needs kv_heads = heads ({})", m.heads));
+    }
+    if m.attention == Attention::Mla
+        && (m.mla_kv_lora_rank.is_none() || m.mla_rope_head_dim.is_none())
+    {
+        return Err("attention = \"mla\" needs mla_kv_lora_rank and mla_rope_head_dim".into());
+    }
+    match (m.experts, m.experts_per_token, m.moe_ffn_hidden) {
+        (None, None, None) => {
+            if m.ffn_hidden.is_none() {
+                return Err("ffn_hidden: a dense model needs its MLP width".into());
+            }
+        }
+        (Some(e), Some(k), Some(_)) => {
+            if k == 0 || k > e {
+                return Err(format!("experts_per_token: {k} must be between 1 and experts ({e})"));
+            }
+            if m.dense_layers.unwrap_or(0) > 0 && m.ffn_hidden.is_none() {
+                return Err("ffn_hidden: dense_layers need the dense MLP width".into());
+            }
+            if m.dense_layers.unwrap_or(0) >= m.layers {
+                return Err("dense_layers: must be fewer than layers".into());
+            }
+        }
+        _ => {
+            return Err(
+                "experts, experts_per_token and moe_ffn_hidden must be set together".into()
+            );
+        }
+    }
+    match (m.sliding_window, m.sliding_window_layers) {
+        (None, None) => {}
+        (Some(w), Some(n)) => {
+            if w == 0 || n > m.layers {
+                return Err(format!(
+                    "sliding_window_layers: {n} must not exceed layers ({}), window must be positive",
+                    m.layers
+                ));
+            }
+        }
+        _ => return Err("sliding_window and sliding_window_layers must be set together".into()),
+    }
+    Ok(())
+}
+
+fn check_id(key: &str, id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{key}: \"{id}\" must be lowercase letters, digits, '-', '_' or '.'"))
+    }
+}
+
+fn positive(key: &str, value: f64) -> Result<(), String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key}: {value} must be positive"))
+    }
+}
+
+fn fraction(key: &str, value: f64) -> Result<(), String> {
+    if value.is_finite() && value > 0.0 && value <= 1.0 {
+        Ok(())
+    } else {
+        Err(format!("{key}: {value} must be a fraction in (0, 1]"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        Catalog::builtin().expect("built-in catalog is valid")
+    }
+
+    #[test]
+    fn builtin_catalog_is_valid_and_has_every_reference_id() {
+        let c = catalog();
+        for id in [
+            "a100-80gb", "h100-sxm", "h800-sxm", "h200-sxm", "b200", "b300", "gb200-nvl72",
+            "gb300-nvl72", "mi300x", "mi325x", "mi355x",
+        ] {
+            assert!(c.gpu(id).is_some(), "gpu {id}");
+        }
+        assert_eq!(c.models.len(), 28);
+        for id in ["bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4"] {
+            assert!(c.dtype(id).is_some(), "dtype {id}");
+        }
+    }
+
+    #[test]
+    fn bytes_per_param_include_block_scales() {
+        let c = catalog();
+        let bytes = |id: &str| c.dtype(id).unwrap().bytes_per_param();
+        assert_eq!(bytes("bf16"), 2.0);
+        assert_eq!(bytes("fp8"), 1.0);
+        assert_eq!(bytes("nvfp4"), 0.5 + 1.0 / 16.0);
+        assert_eq!(bytes("mxfp4"), 0.5 + 1.0 / 32.0);
+        assert_eq!(bytes("int4"), 0.5 + 2.0 / 128.0);
+    }
+
+    /// Parameter counts from the shapes agree with the published totals within 1.5 %, or within
+    /// the rounding of the published figure: Narayanan et al. print one decimal (their own eq. 2
+    /// gives 1.652B for the "1.7B" model) and count learned position embeddings and biases,
+    /// which we leave out (< 0.3 % at that size).
+    #[test]
+    fn computed_parameters_match_published_counts() {
+        let c = catalog();
+        let mut checked = 0;
+        for m in &c.models {
+            let (Some(counts), Some(published)) = (m.param_counts(), m.published_total_params_b)
+            else {
+                continue;
+            };
+            let total_b = counts.total(m.experts()) / 1e9;
+            let tolerance = (0.015 * published).max(0.06);
+            assert!((total_b - published).abs() <= tolerance, "{}: computed {total_b:.2}B vs published {published}B", m.id);
+            checked += 1;
+        }
+        assert!(checked >= 25, "only {checked} models checked");
+    }
+
+    #[test]
+    fn llama_3_1_70b_parameters_by_hand() {
+        let c = catalog();
+        let m = c.model("llama-3.1-70b").unwrap();
+        let p = m.param_counts().unwrap();
+        // q,o: 8192x8192 each; k,v: 8192x1024 each; two norms of 8192.
+        assert_eq!(p.attention_per_layer, 2.0 * 8192.0 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 16384.0);
+        assert_eq!(p.dense_mlp_per_layer, 3.0 * 8192.0 * 28672.0);
+        assert_eq!(p.embedding, 128256.0 * 8192.0);
+        let total = p.total(0);
+        assert!((total / 1e9 - 70.55).abs() < 0.01, "{total}");
+    }
+
+    #[test]
+    fn deepseek_v3_active_parameters() {
+        let c = catalog();
+        let m = c.model("deepseek-v3").unwrap();
+        let p = m.param_counts().unwrap();
+        assert_eq!(p.moe_layers, 58);
+        assert_eq!(p.dense_layers, 3);
+        let active_b = p.active(8) / 1e9;
+        // Published 37B; the model card's count excludes the MTP module as we do.
+        assert!((active_b - 37.6).abs() < 0.5, "{active_b}");
+    }
+}

@@ -1,0 +1,39 @@
+//! Rack presets: how GPUs are packaged (servers, racks), the scale-up domain (NVLink / Infinity
+//! Fabric) and scale-out network they talk over, and the power envelope. Data in
+//! `data/racks.toml`; the same fields form an inline `[[rack]]` table in a sweep file.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rack {
+    pub id: String,
+    /// GPU preset id this rack hosts.
+    pub gpu: String,
+    pub description: String,
+    pub gpus_per_server: u32,
+    pub servers_per_rack: u32,
+    /// GPUs in one scale-up (NVLink / Infinity Fabric) domain: 8 for HGX-class servers, 72 for NVL72.
+    pub scaleup_domain_gpus: u32,
+    /// Scale-up bandwidth per GPU per direction, GB/s.
+    pub scaleup_gbps_per_gpu: f64,
+    /// Per-hop latency (alpha) of a collective step inside the scale-up domain, microseconds.
+    pub scaleup_latency_us: f64,
+    /// Fixed cost of one collective call (kernel launch and synchronization), microseconds.
+    pub collective_launch_us: f64,
+    /// Scale-out (NIC) bandwidth per GPU per direction, GB/s.
+    pub scaleout_gbps_per_gpu: f64,
+    /// Per-hop latency (alpha) of a collective step over the scale-out network, microseconds.
+    pub scaleout_latency_us: f64,
+    /// Maximum power of one server (GPUs, CPUs, NICs, fans), kW.
+    pub server_power_kw: f64,
+    /// Power budget of the rack as deployed, kW.
+    pub rack_power_budget_kw: f64,
+    pub source: String,
+}
+
+impl Rack {
+    pub fn gpus_per_rack(&self) -> u32 {
+        self.gpus_per_server * self.servers_per_rack
+    }
+}

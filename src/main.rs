@@ -1,0 +1,6 @@
+mod catalog;
+mod error;
+mod grid;
+mod perf;
+mod suggest;
+fn main() {}

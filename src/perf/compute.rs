@@ -1,0 +1,136 @@
+//! Floating-point work of one engine step on one GPU, and which tensor cores run it.
+//!
+//! Linear layers cost 2 FLOPs per parameter per token (Kaplan et al. 2020, "Scaling Laws for
+//! Neural Language Models", section 2.1; Pope et al. 2022, section 2). Routed experts run only
+//! for the tokens routed to them. Attention adds `QK^T` and `AV` over the attended context:
+//! `4 x heads x head_dim` FLOPs per token per context token per layer for MHA/GQA (Pope et al.
+//! 2022, section 3.3); MLA decode uses the absorbed form over the latent (DeepSeek-V3 report,
+//! section 2.1.1), MLA prefill the decompressed heads. Formulas: docs/model.md, "Compute".
+
+use crate::catalog::{ComputeClass, Dtype, Gpu};
+
+use super::memory::StageParams;
+use super::ModelFacts;
+
+/// The tensor cores a weight format computes on for one GPU: the native class where the GPU
+/// executes the format natively, else the fastest fallback the GPU has (weight-only
+/// quantization dequantizes inside the GEMM). `None` when nothing fits.
+pub fn compute_class(gpu: &Gpu, dtype: &Dtype) -> Option<ComputeClass> {
+    let native = gpu.supports_natively(&dtype.id).then_some(dtype.compute);
+    native
+        .into_iter()
+        .chain(dtype.fallback.iter().copied())
+        .filter(|&c| gpu.achievable_flops(c).is_some())
+        .max_by(|&a, &b| {
+            let fa = gpu.achievable_flops(a).unwrap_or(0.0);
+            let fb = gpu.achievable_flops(b).unwrap_or(0.0);
+            fa.total_cmp(&fb)
+        })
+}
+
+/// Tokens of one step on one GPU's attention rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTokens {
+    /// Decode tokens (one per running sequence) on this attention rank.
+    pub decode: f64,
+    /// Mean context a decode token attends to.
+    pub decode_context: f64,
+    /// Prefill tokens on this attention rank.
+    pub prefill: f64,
+    /// Mean context a prefill token attends to (half the prompt: causal mask).
+    pub prefill_context: f64,
+    /// Tokens this step passes through each MoE layer, all attention ranks of the stage together.
+    pub moe_tokens: f64,
+    /// Rows of logits computed (decode tokens plus prompts that finish in this step).
+    pub logit_rows: f64,
+}
+
+impl StepTokens {
+    pub fn rank_tokens(&self) -> f64 {
+        self.decode + self.prefill
+    }
+}
+
+/// FLOPs one GPU performs in one step of one stage, split by the tensor cores that run them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepFlops {
+    /// Linear layers (attention projections, MLPs, experts, LM head): weight-format tensor cores.
+    pub linear: f64,
+    /// Attention score and value products: bf16 tensor cores.
+    pub attention: f64,
+}
+
+pub fn step_flops(m: &ModelFacts, s: &StageParams, tp: u32, stage_gpus: u32, t: &StepTokens) -> StepFlops {
+    let routed = 2.0 * t.moe_tokens * f64::from(m.experts_per_token) * m.expert_params
+        / f64::from(stage_gpus)
+        * s.moe_layers;
+    let linear = 2.0 * t.rank_tokens() * s.replicated_params + routed + 2.0 * t.logit_rows * s.head_params;
+    let per_layer = t.decode * m.attended_tokens(t.decode_context) * m.decode_attention_flops_per_context
+        + t.prefill * m.attended_tokens(t.prefill_context) * m.prefill_attention_flops_per_context;
+    StepFlops { linear, attention: s.layers * per_layer / f64::from(tp) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::perf::tests::{facts, layout};
+
+    #[test]
+    fn native_formats_and_fallbacks() {
+        let c = Catalog::builtin().unwrap();
+        let class = |g: &str, d: &str| compute_class(c.gpu(g).unwrap(), c.dtype(d).unwrap());
+        assert_eq!(class("h100-sxm", "fp8"), Some(ComputeClass::Fp8));
+        assert_eq!(class("a100-80gb", "fp8"), Some(ComputeClass::Bf16));
+        assert_eq!(class("b200", "nvfp4"), Some(ComputeClass::Fp4));
+        // MI355X has FP4 tensor cores for MXFP4 but not NVFP4's E4M3 block scales.
+        assert_eq!(class("mi355x", "mxfp4"), Some(ComputeClass::Fp4));
+        assert_eq!(class("mi355x", "nvfp4"), Some(ComputeClass::Fp8));
+        assert_eq!(class("h100-sxm", "int4"), Some(ComputeClass::Fp8));
+        assert_eq!(class("a100-80gb", "int4"), Some(ComputeClass::Bf16));
+        // B300 cut INT8 to 153.5 TOP/s; the engine runs INT8 weights on bf16 tensor cores instead.
+        assert_eq!(class("b300", "int8"), Some(ComputeClass::Bf16));
+    }
+
+    /// One decode token of llama-3.1-70b at batch 1 costs about 2 x 70B FLOPs (minus the input
+    /// embedding lookup) plus attention over its context.
+    #[test]
+    fn dense_decode_flops_by_hand() {
+        let m = facts("llama-3.1-70b");
+        let l = layout(1, 1, 1, 1);
+        let [s, _] = StageParams::bounding_stages(&m, &l);
+        let t = StepTokens {
+            decode: 1.0,
+            decode_context: 1000.0,
+            prefill: 0.0,
+            prefill_context: 0.0,
+            moe_tokens: 1.0,
+            logit_rows: 1.0,
+        };
+        let f = step_flops(&m, &s, 1, 1, &t);
+        let non_embedding = 70.55e9 - 128_256.0 * 8192.0;
+        assert!((f.linear - 2.0 * non_embedding).abs() / f.linear < 1e-3, "{}", f.linear);
+        // 80 layers x 1000 context x 4 x 64 heads x 128 dims.
+        assert_eq!(f.attention, 80.0 * 1000.0 * 4.0 * 64.0 * 128.0);
+    }
+
+    /// deepseek-v3 with 256 experts over 8 GPUs: each GPU computes the routed work of
+    /// tokens x 8 experts / 8 GPUs.
+    #[test]
+    fn moe_flops_count_routed_experts_only() {
+        let m = facts("deepseek-v3");
+        let l = layout(1, 1, 8, 1);
+        let [s, _] = StageParams::bounding_stages(&m, &l);
+        let t = StepTokens {
+            decode: 0.0,
+            decode_context: 0.0,
+            prefill: 0.0,
+            prefill_context: 0.0,
+            moe_tokens: 64.0,
+            logit_rows: 0.0,
+        };
+        let f = step_flops(&m, &s, 1, 8, &t);
+        let expert = 3.0 * 7168.0 * 2048.0;
+        assert_eq!(f.linear, 2.0 * 64.0 * 8.0 * expert / 8.0 * 58.0);
+    }
+}

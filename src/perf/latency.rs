@@ -1,0 +1,157 @@
+//! Time of one engine step per pipeline stage (roofline of compute and HBM traffic plus
+//! non-overlapped communication), and from it time per output token, time to first token and
+//! throughput. Formulas: docs/model.md, "Step time", "Decode", "Prefill".
+//!
+//! Decode runs continuous batching in steady state: each step advances every running sequence by
+//! one token and, in the same step, prefills `input/output` prompt tokens per running sequence
+//! (chunked prefill piggybacking on decode, Agrawal et al. 2024, Sarathi-Serve), so the weights
+//! read once per step serve both. Linear layers and attention are a roofline: the slower of
+//! compute and memory traffic (Williams et al. 2009; Pope et al. 2022, section 2). Tensor-parallel
+//! all-reduces and expert all-to-alls sit on the critical path between layers and are not
+//! overlapped (TensorRT-LLM and vLLM issue them synchronously in decode).
+
+use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
+use super::compute::{step_flops, StepTokens};
+use super::layout::{Layout, Tier};
+use super::memory::{kv_bytes_per_sequence, StageParams, ACTIVATION_BYTES};
+use super::ModelFacts;
+
+/// Hardware rates a step runs at, for one GPU of one platform and weight format.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// Achievable FLOP/s of the weight format's tensor cores.
+    pub linear_flops_per_s: f64,
+    /// Achievable bf16 FLOP/s (attention).
+    pub attention_flops_per_s: f64,
+    /// Achievable HBM bytes/s.
+    pub hbm_bytes_per_s: f64,
+    pub weight_bytes_per_param: f64,
+    pub kv_bytes_per_element: f64,
+    pub scaleup: Tier,
+    pub scaleout: Tier,
+    pub scaleup_domain_gpus: u32,
+    /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
+    pub one_shot_all_reduce: bool,
+}
+
+/// Seconds one stage spends on a step, by resource.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StageTime {
+    pub compute_s: f64,
+    pub memory_s: f64,
+    pub comm_s: f64,
+}
+
+impl StageTime {
+    /// Roofline of compute and memory plus the communication on the critical path.
+    pub fn total_s(&self) -> f64 {
+        self.compute_s.max(self.memory_s) + self.comm_s
+    }
+}
+
+/// Time one GPU of stage `s` takes for a step carrying `t`.
+pub fn stage_time(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, t: &StepTokens) -> StageTime {
+    let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
+    let compute_s = flops.linear / r.linear_flops_per_s + flops.attention / r.attention_flops_per_s;
+
+    let touched = m.expert_fraction_touched(t.moe_tokens);
+    let weight_bytes = (s.replicated_params + s.moe_layers * s.expert_params_per_layer * touched)
+        * r.weight_bytes_per_param
+        + s.head_params * ACTIVATION_BYTES;
+    let kv_read = t.decode * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
+    let kv_written = t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
+    let memory_s = (weight_bytes + kv_read + kv_written) / r.hbm_bytes_per_s;
+
+    StageTime { compute_s, memory_s, comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()) }
+}
+
+/// Communication of one step through the stage's layers: an all-reduce after attention and after
+/// each dense MLP when tp > 1; for MoE layers, an all-reduce inside the tensor-parallel group when
+/// tokens are replicated over it (attention_dp = 1, experts sharded within the group as
+/// TensorRT-LLM does), else all-to-all dispatch and combine over the ep group plus the
+/// tensor-parallel all-reduce of the shared path.
+fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tokens: f64) -> f64 {
+    let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
+    let tp_all_reduce = all_reduce_s(l.tp, message, r.scaleup, r.one_shot_all_reduce);
+    let attention = s.layers * tp_all_reduce;
+    let dense = s.dense_layers * tp_all_reduce;
+    let moe = if s.moe_layers == 0.0 {
+        0.0
+    } else if l.attention_dp == 1 {
+        s.moe_layers * tp_all_reduce
+    } else {
+        let dispatched = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token) * m.hidden * ACTIVATION_BYTES;
+        let a2a = all_to_all_s(l.ep, dispatched, r.scaleup_domain_gpus, r.scaleup, r.scaleout);
+        s.moe_layers * (2.0 * a2a + tp_all_reduce)
+    };
+    attention + dense + moe
+}
+
+/// Seconds of pipeline hops for `tokens` activations passing through all `pp - 1` boundaries.
+pub fn pipeline_hops_s(m: &ModelFacts, l: &Layout, r: &Rates, tokens: f64) -> f64 {
+    if l.pp <= 1 {
+        return 0.0;
+    }
+    let bytes = tokens * m.hidden * ACTIVATION_BYTES;
+    let out = f64::from(l.pp_hops_scaleout);
+    let up = f64::from(l.pp - 1) - out;
+    up * point_to_point_s(bytes, r.scaleup) + out * point_to_point_s(bytes, r.scaleout)
+}
+
+/// The slower of the bounding stages for a step.
+pub fn slowest_stage(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, t: &StepTokens) -> StageTime {
+    let a = stage_time(m, l, &stages[0], r, t);
+    if stages[0] == stages[1] {
+        return a;
+    }
+    let b = stage_time(m, l, &stages[1], r, t);
+    if a.total_s() >= b.total_s() { a } else { b }
+}
+
+/// Steady-state decode of an instance running `batch` sequences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decode {
+    /// Seconds between two output tokens of one sequence (one pipeline cycle).
+    pub tpot_s: f64,
+    /// The slowest stage's step, per resource.
+    pub stage: StageTime,
+    /// Pipeline hop time per cycle.
+    pub hops_s: f64,
+    /// Decode sequences per attention rank per step (for activation sizing).
+    pub rank_sequences: f64,
+}
+
+/// Decode with `batch` sequences split into `min(pp, batch)` micro-batches that flow through the
+/// pipeline; a sequence advances one token per cycle of `pp` stage steps plus the hops.
+pub fn decode(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, batch: u32, input_tokens: f64, output_tokens: f64) -> Decode {
+    let micro_batches = l.pp.min(batch);
+    let micro_batch = f64::from(batch.div_ceil(micro_batches));
+    let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
+    let prefill = rank_sequences * input_tokens / output_tokens;
+    let t = StepTokens {
+        decode: rank_sequences,
+        decode_context: input_tokens + output_tokens / 2.0,
+        prefill,
+        prefill_context: input_tokens / 2.0,
+        moe_tokens: (rank_sequences + prefill) * f64::from(l.attention_dp),
+        logit_rows: rank_sequences + prefill / input_tokens,
+    };
+    let stage = slowest_stage(m, l, stages, r, &t);
+    let hops_s = pipeline_hops_s(m, l, r, micro_batch * (1.0 + input_tokens / output_tokens));
+    Decode { tpot_s: f64::from(l.pp) * stage.total_s() + hops_s, stage, hops_s, rank_sequences }
+}
+
+/// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
+/// through every stage in turn on one attention rank; routed experts see all prompt tokens.
+pub fn prefill_s(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, input_tokens: f64) -> f64 {
+    let t = StepTokens {
+        decode: 0.0,
+        decode_context: 0.0,
+        prefill: input_tokens,
+        prefill_context: input_tokens / 2.0,
+        moe_tokens: input_tokens,
+        logit_rows: 1.0,
+    };
+    let stage = slowest_stage(m, l, stages, r, &t);
+    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, input_tokens)
+}

@@ -1,0 +1,189 @@
+//! How one model instance maps onto the cluster: which (tp, pp, ep) splits are valid for the model
+//! and the rack, how many instances fit, and which network tier each collective crosses.
+//!
+//! Convention (docs/model.md, "Layout"), matching how TensorRT-LLM, vLLM and SGLang deploy:
+//! a pipeline stage spans `w = max(tp, ep)` GPUs. Attention and dense layers are tensor-parallel
+//! over `tp` and data-parallel over `w / tp` attention ranks ("attention data parallelism", written
+//! `tp=1, ep=N`); routed experts are spread over all `w` GPUs: `ep` expert groups, each expert
+//! sliced over `w / ep` GPUs. An instance is `pp` stages, `w * pp` GPUs.
+
+use crate::catalog::Rack;
+
+use super::Reason;
+
+/// Network tier a collective runs on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tier {
+    /// Achievable bandwidth per GPU per direction, bytes/s (link peak x link efficiency).
+    pub bytes_per_s: f64,
+    /// Per-step latency, seconds.
+    pub alpha_s: f64,
+    /// Fixed cost of one collective call, seconds.
+    pub launch_s: f64,
+}
+
+/// A valid placement of one (tp, pp, ep) split on `racks` racks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Layout {
+    pub tp: u32,
+    pub pp: u32,
+    pub ep: u32,
+    /// GPUs per pipeline stage, `max(tp, ep)`.
+    pub stage_gpus: u32,
+    /// Attention data-parallel ranks per stage, `stage_gpus / tp`.
+    pub attention_dp: u32,
+    pub gpus: u32,
+    pub gpus_per_instance: u32,
+    pub instances: u32,
+    /// Whether the routed-expert group of `ep` GPUs stays inside one scale-up domain.
+    pub ep_in_domain: bool,
+    /// Pipeline hops (of `pp - 1`) that cross a scale-up domain boundary.
+    pub pp_hops_scaleout: u32,
+}
+
+/// Model facts the layout rules need.
+#[derive(Debug, Clone, Copy)]
+pub struct LayoutModel {
+    pub layers: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    /// MLA keeps one latent per token for all heads, so kv_heads do not constrain tp.
+    pub mla: bool,
+    /// Routed experts per MoE layer; 0 for dense models.
+    pub experts: u32,
+}
+
+/// Places `tp x pp x ep` on `racks` racks, or says why it cannot run.
+pub fn place(m: &LayoutModel, rack: &Rack, racks: u32, tp: u32, pp: u32, ep: u32) -> Result<Layout, Reason> {
+    if ep > 1 && m.experts == 0 {
+        return Err(Reason::EpNeedsMoe);
+    }
+    if m.heads % tp != 0 {
+        return Err(Reason::TpDoesNotDivideHeads);
+    }
+    // GQA: each GPU holds kv_heads / tp heads, or one replicated head when tp > kv_heads
+    // (vLLM / TensorRT-LLM replicate KV heads); either way the two must divide one another.
+    if !m.mla && m.kv_heads % tp != 0 && tp % m.kv_heads != 0 {
+        return Err(Reason::TpDoesNotDivideKvHeads);
+    }
+    if m.experts > 0 && m.experts % ep != 0 {
+        return Err(Reason::EpDoesNotDivideExperts);
+    }
+    let stage_gpus = tp.max(ep);
+    if stage_gpus % tp != 0 || stage_gpus % ep != 0 {
+        return Err(Reason::TpEpMismatch);
+    }
+    let domain = rack.scaleup_domain_gpus;
+    // Tensor parallelism all-reduces twice per layer on the critical path; engines keep it inside
+    // the scale-up domain (TensorRT-LLM and vLLM span nodes with pipeline or expert parallelism).
+    if tp > domain {
+        return Err(Reason::TpExceedsScaleupDomain);
+    }
+    if stage_gpus > domain && stage_gpus % domain != 0 {
+        return Err(Reason::StageDoesNotTileDomains);
+    }
+    if pp > m.layers {
+        return Err(Reason::PpExceedsLayers);
+    }
+    let gpus = racks * rack.gpus_per_rack();
+    let domains = gpus / domain;
+    // Stages are packed into scale-up domains; a stage wider than a domain spans whole domains.
+    let stage_groups = if stage_gpus <= domain {
+        domains * (domain / stage_gpus)
+    } else {
+        domains / (stage_gpus / domain)
+    };
+    let instances = stage_groups / pp;
+    if instances == 0 {
+        return Err(Reason::InstanceExceedsCluster);
+    }
+    let pp_hops_scaleout = if stage_gpus * pp <= domain {
+        0
+    } else if stage_gpus <= domain {
+        let stages_per_domain = domain / stage_gpus;
+        pp.div_ceil(stages_per_domain) - 1
+    } else {
+        pp - 1
+    };
+    Ok(Layout {
+        tp,
+        pp,
+        ep,
+        stage_gpus,
+        attention_dp: stage_gpus / tp,
+        gpus,
+        gpus_per_instance: stage_gpus * pp,
+        instances,
+        ep_in_domain: ep <= domain,
+        pp_hops_scaleout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rack(domain: u32, per_server: u32, servers: u32) -> Rack {
+        Rack {
+            id: "r".into(),
+            gpu: "g".into(),
+            description: String::new(),
+            gpus_per_server: per_server,
+            servers_per_rack: servers,
+            scaleup_domain_gpus: domain,
+            scaleup_gbps_per_gpu: 450.0,
+            scaleup_latency_us: 1.0,
+            collective_launch_us: 5.0,
+            scaleout_gbps_per_gpu: 50.0,
+            scaleout_latency_us: 5.0,
+            server_power_kw: 10.0,
+            rack_power_budget_kw: 40.0,
+            source: String::new(),
+        }
+    }
+
+    const LLAMA_70B: LayoutModel = LayoutModel { layers: 80, heads: 64, kv_heads: 8, mla: false, experts: 0 };
+    const DSV3: LayoutModel = LayoutModel { layers: 61, heads: 128, kv_heads: 128, mla: true, experts: 256 };
+
+    #[test]
+    fn hgx_rack_packs_instances_per_server() {
+        let r = rack(8, 8, 4);
+        let l = place(&LLAMA_70B, &r, 1, 4, 1, 1).unwrap();
+        assert_eq!((l.gpus, l.instances, l.gpus_per_instance), (32, 8, 4));
+        let l = place(&LLAMA_70B, &r, 1, 8, 2, 1).unwrap();
+        assert_eq!((l.instances, l.pp_hops_scaleout), (2, 1));
+        let l = place(&LLAMA_70B, &r, 1, 8, 4, 1).unwrap();
+        assert_eq!((l.instances, l.pp_hops_scaleout), (1, 3));
+        assert_eq!(place(&LLAMA_70B, &r, 1, 8, 8, 1), Err(Reason::InstanceExceedsCluster));
+    }
+
+    #[test]
+    fn nvl72_leaves_gpus_idle_when_stages_do_not_divide_the_domain() {
+        let r = rack(72, 4, 18);
+        // tp = 16: four instances per 72-GPU domain, 8 GPUs idle.
+        let l = place(&LLAMA_70B, &r, 1, 16, 1, 1).unwrap();
+        assert_eq!((l.gpus, l.instances), (72, 4));
+        let l = place(&LLAMA_70B, &r, 2, 8, 2, 1).unwrap();
+        // 9 stages of 8 per domain -> 18 stages over two racks -> 9 instances of 16 GPUs.
+        assert_eq!((l.instances, l.pp_hops_scaleout), (9, 0));
+    }
+
+    #[test]
+    fn invalid_splits_have_reasons() {
+        let r = rack(8, 8, 4);
+        assert_eq!(place(&LLAMA_70B, &r, 1, 3, 1, 1), Err(Reason::TpDoesNotDivideHeads));
+        assert_eq!(place(&LLAMA_70B, &r, 1, 1, 1, 2), Err(Reason::EpNeedsMoe));
+        assert_eq!(place(&LLAMA_70B, &r, 1, 1, 81, 1), Err(Reason::PpExceedsLayers));
+        assert_eq!(place(&DSV3, &r, 1, 2, 1, 3), Err(Reason::EpDoesNotDivideExperts));
+        assert_eq!(place(&DSV3, &r, 1, 16, 1, 1), Err(Reason::TpExceedsScaleupDomain));
+    }
+
+    #[test]
+    fn attention_data_parallel_moe_spans_domains_over_scale_out() {
+        let r = rack(8, 8, 4);
+        let l = place(&DSV3, &r, 1, 1, 1, 16).unwrap();
+        assert_eq!((l.stage_gpus, l.attention_dp, l.instances, l.ep_in_domain), (16, 16, 2, false));
+        let l = place(&DSV3, &r, 1, 8, 1, 8).unwrap();
+        assert_eq!((l.attention_dp, l.instances, l.ep_in_domain), (1, 4, true));
+    }
+}

@@ -1,0 +1,202 @@
+//! Bytes each GPU holds: weights of its pipeline stage (sharded over tp, experts over the stage),
+//! the KV cache of the sequences it serves, and the activation workspace of one step.
+//! Formulas and sources: docs/model.md, "Memory".
+
+use super::layout::Layout;
+use super::ModelFacts;
+
+/// Fraction of HBM an engine lets weights, KV cache and activations use; the rest is CUDA/HIP
+/// context, communication buffers and allocator slack. vLLM's default `gpu_memory_utilization`
+/// is 0.90 (docs.vllm.ai, engine arguments); TensorRT-LLM's default
+/// `kv_cache_free_gpu_memory_fraction` is also 0.90 of what remains after weights.
+pub const MEMORY_UTILIZATION: f64 = 0.90;
+
+/// Tokens one engine step may carry (decode tokens plus prefill chunk); sizes the activation
+/// workspace. TensorRT-LLM's default `max_num_tokens` is 8192 (TensorRT-LLM docs, "Tuning max
+/// batch size and max num tokens").
+pub const MAX_NUM_TOKENS: f64 = 8192.0;
+
+/// Bytes per element of activations, embeddings and the LM head (bf16). Engines quantize the
+/// linear layers of the transformer blocks and keep embeddings and the LM head in 16 bits
+/// (NVIDIA ModelOpt and vLLM quantization configs exclude `lm_head` by default).
+pub const ACTIVATION_BYTES: f64 = 2.0;
+
+/// Bytes per element of the logits buffer (fp32).
+const LOGIT_BYTES: f64 = 4.0;
+
+/// Parameters one GPU of a pipeline stage holds, by kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageParams {
+    /// Transformer layers in the stage.
+    pub layers: f64,
+    /// Of which use a dense MLP.
+    pub dense_layers: f64,
+    /// Of which use MoE.
+    pub moe_layers: f64,
+    /// Attention, dense MLP, shared experts and router weights on this GPU (already divided by tp).
+    pub replicated_params: f64,
+    /// Routed-expert parameters this GPU holds in one MoE layer (`experts x expert / stage_gpus`).
+    pub expert_params_per_layer: f64,
+    /// Input-embedding parameters on this GPU (first stage only, vocab-parallel over tp).
+    pub embedding_params: f64,
+    /// LM-head parameters on this GPU (last stage only, vocab-parallel over tp).
+    pub head_params: f64,
+}
+
+impl StageParams {
+    /// Parameters of `layers` consecutive layers starting at `first_layer`, as one GPU holds them.
+    pub fn new(m: &ModelFacts, l: &Layout, first_layer: u32, layers: u32, first: bool, last: bool) -> StageParams {
+        let end = first_layer + layers;
+        let dense = m.dense_layers.min(end).saturating_sub(first_layer);
+        let moe = layers - dense;
+        let tp = f64::from(l.tp);
+        let replicated = (f64::from(layers) * m.attention_params_per_layer
+            + f64::from(dense) * m.dense_mlp_params_per_layer
+            + f64::from(moe) * m.moe_shared_params_per_layer)
+            / tp;
+        let expert_params_per_layer =
+            m.expert_params * f64::from(m.experts) / f64::from(l.stage_gpus);
+        StageParams {
+            layers: f64::from(layers),
+            dense_layers: f64::from(dense),
+            moe_layers: f64::from(moe),
+            replicated_params: replicated,
+            expert_params_per_layer,
+            // A tied embedding doubles as the LM head; one copy suffices when one stage holds both.
+            embedding_params: if first && !(m.tied_embeddings && last) {
+                m.embedding_params / tp
+            } else {
+                0.0
+            },
+            head_params: if last { m.head_params / tp } else { 0.0 },
+        }
+    }
+
+    /// The two stages that bound per-GPU load: the first (dense layers and embedding) and the last
+    /// (LM head). Stages hold `ceil(layers / pp)` layers at most; middle stages are never heavier
+    /// than the last one. With `pp = 1` both are the single stage.
+    pub fn bounding_stages(m: &ModelFacts, l: &Layout) -> [StageParams; 2] {
+        let per_stage = m.layers.div_ceil(l.pp);
+        if l.pp == 1 {
+            let only = StageParams::new(m, l, 0, m.layers, true, true);
+            return [only, only];
+        }
+        let last_first_layer = m.layers - per_stage;
+        [
+            StageParams::new(m, l, 0, per_stage, true, false),
+            StageParams::new(m, l, last_first_layer, per_stage, false, true),
+        ]
+    }
+
+    /// Weight bytes held: transformer weights in the weight format, embedding and head in bf16.
+    pub fn weight_bytes(&self, weight_bytes_per_param: f64) -> f64 {
+        (self.replicated_params + self.moe_layers * self.expert_params_per_layer) * weight_bytes_per_param
+            + (self.embedding_params + self.head_params) * ACTIVATION_BYTES
+    }
+}
+
+/// KV-cache elements one GPU stores per token per layer.
+/// GQA/MHA: K and V for `kv_heads / tp` heads, at least one (heads are replicated when
+/// tp > kv_heads). MLA: the compressed latent plus the decoupled RoPE key, the same on every
+/// tensor-parallel rank (DeepSeek-V3 report, section 2.1.1; vLLM/SGLang replicate it under TP).
+pub fn kv_elements_per_token_per_layer(m: &ModelFacts, tp: u32) -> f64 {
+    if m.mla {
+        m.mla_latent_dim
+    } else {
+        let heads_per_gpu = (f64::from(m.kv_heads) / f64::from(tp)).max(1.0);
+        2.0 * heads_per_gpu * m.head_dim
+    }
+}
+
+/// KV-cache bytes one GPU holds for one sequence of `context_tokens` in a stage of `layers`
+/// layers; sliding-window layers keep at most `window` tokens.
+pub fn kv_bytes_per_sequence(m: &ModelFacts, tp: u32, layers: f64, kv_bytes_per_element: f64, context_tokens: f64) -> f64 {
+    let per_token_layer = kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element;
+    let tokens_per_layer = m.attended_tokens(context_tokens);
+    layers * tokens_per_layer * per_token_layer
+}
+
+/// Peak activation workspace of one step on one GPU: the residual stream and the widest MLP
+/// intermediate for the step's tokens, plus fp32 logits of the decode tokens.
+pub fn activation_bytes(m: &ModelFacts, l: &Layout, decode_tokens_per_rank: f64) -> f64 {
+    let tokens = MAX_NUM_TOKENS.max(decode_tokens_per_rank);
+    let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
+    let moe_inner = m.moe_inner_per_token * f64::from(m.experts_per_token)
+        * f64::from(l.attention_dp)
+        / f64::from(l.stage_gpus);
+    let per_token = 2.0 * m.hidden + dense_inner.max(moe_inner);
+    tokens * per_token * ACTIVATION_BYTES + decode_tokens_per_rank * m.vocab / f64::from(l.tp) * LOGIT_BYTES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::tests::{facts, layout};
+
+    /// llama-3.1-70b KV cache at bf16: 2 x 80 layers x 8 kv_heads x 128 x 2 bytes = 327,680 B/token.
+    #[test]
+    fn llama_70b_kv_bytes_per_token() {
+        let m = facts("llama-3.1-70b");
+        assert_eq!(kv_bytes_per_sequence(&m, 1, 80.0, 2.0, 1.0), 327_680.0);
+        // tp = 8 splits the 8 KV heads; tp = 16 would replicate (one head per GPU).
+        assert_eq!(kv_bytes_per_sequence(&m, 8, 80.0, 2.0, 1.0), 327_680.0 / 8.0);
+        assert_eq!(kv_bytes_per_sequence(&m, 16, 80.0, 2.0, 1.0), 327_680.0 / 8.0);
+    }
+
+    /// deepseek-v3 MLA: 61 layers x (512 latent + 64 rope) x 1 byte (fp8) = 35,136 B/token, on
+    /// every tensor-parallel rank.
+    #[test]
+    fn deepseek_v3_mla_kv_bytes_per_token() {
+        let m = facts("deepseek-v3");
+        assert_eq!(kv_bytes_per_sequence(&m, 1, 61.0, 1.0, 1.0), 35_136.0);
+        assert_eq!(kv_bytes_per_sequence(&m, 8, 61.0, 1.0, 1.0), 35_136.0);
+    }
+
+    /// gpt-oss-120b: 18 of 36 layers keep only the last 128 tokens.
+    #[test]
+    fn sliding_window_layers_cap_the_cache() {
+        let m = facts("gpt-oss-120b");
+        // 2 x 8 heads x 64 dims x 2 bytes = 2048 B per token per layer.
+        let full = kv_bytes_per_sequence(&m, 1, 36.0, 2.0, 8192.0);
+        assert_eq!(full, 2048.0 * (18.0 * 8192.0 + 18.0 * 128.0));
+    }
+
+    /// llama-3.1-70b weights at bf16 are about 141 GB; at fp8 the transformer layers halve while
+    /// the embedding and LM head stay in bf16.
+    #[test]
+    fn llama_70b_weights() {
+        let m = facts("llama-3.1-70b");
+        let l = layout(1, 1, 1, 1);
+        let [stage, _] = StageParams::bounding_stages(&m, &l);
+        let bf16_gb = stage.weight_bytes(2.0) / 1e9;
+        assert!((bf16_gb - 141.1).abs() < 0.1, "{bf16_gb}");
+        let fp8_gb = stage.weight_bytes(1.0) / 1e9;
+        let embed_gb = 2.0 * 128_256.0 * 8192.0 * 2.0 / 1e9;
+        assert!((fp8_gb - (68.45 + embed_gb)).abs() < 0.05, "{fp8_gb}");
+        // tp = 8: one eighth on each GPU.
+        let l8 = layout(8, 1, 1, 1);
+        let [s8, _] = StageParams::bounding_stages(&m, &l8);
+        assert!((s8.weight_bytes(2.0) * 8.0 / 1e9 - 141.1).abs() < 0.1);
+    }
+
+    /// With pp = 2 each stage holds 40 layers; the first keeps the embedding, the last the head.
+    #[test]
+    fn pipeline_stages_split_layers_and_embeddings() {
+        let m = facts("llama-3.1-70b");
+        let l = layout(1, 2, 1, 1);
+        let [first, last] = StageParams::bounding_stages(&m, &l);
+        assert_eq!((first.layers, last.layers), (40.0, 40.0));
+        assert_eq!((first.head_params, last.embedding_params), (0.0, 0.0));
+        assert_eq!(first.embedding_params, 128_256.0 * 8192.0);
+    }
+
+    /// deepseek-v3 at ep = 8: each GPU holds 32 of the 256 experts of every MoE layer.
+    #[test]
+    fn experts_spread_over_the_stage() {
+        let m = facts("deepseek-v3");
+        let l = layout(1, 1, 8, 1);
+        let [s, _] = StageParams::bounding_stages(&m, &l);
+        assert_eq!(s.moe_layers, 58.0);
+        assert_eq!(s.expert_params_per_layer, 3.0 * 7168.0 * 2048.0 * 32.0);
+    }
+}

@@ -1,0 +1,491 @@
+//! The analytical inference performance model: `evaluate(context, point) -> Estimate`, a pure
+//! function with no I/O and no allocation. Split by concern: `layout` (placement and validity),
+//! `memory` (bytes per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives) and
+//! `latency` (step time, TPOT, TTFT). Every formula and its source: docs/model.md.
+
+pub mod comm;
+pub mod compute;
+pub mod latency;
+pub mod layout;
+pub mod memory;
+
+use crate::catalog::{Attention, Catalog, Model, Rack};
+use crate::grid::{Grid, Point};
+
+use layout::{LayoutModel, Tier};
+use latency::Rates;
+use memory::StageParams;
+
+/// Why a configuration cannot run. Written to `infeasible_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    EpNeedsMoe,
+    TpDoesNotDivideHeads,
+    TpDoesNotDivideKvHeads,
+    EpDoesNotDivideExperts,
+    TpEpMismatch,
+    TpExceedsScaleupDomain,
+    StageDoesNotTileDomains,
+    PpExceedsLayers,
+    InstanceExceedsCluster,
+    DtypeUnsupported,
+    DoesNotFit,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 11] = [
+        Reason::EpNeedsMoe,
+        Reason::TpDoesNotDivideHeads,
+        Reason::TpDoesNotDivideKvHeads,
+        Reason::EpDoesNotDivideExperts,
+        Reason::TpEpMismatch,
+        Reason::TpExceedsScaleupDomain,
+        Reason::StageDoesNotTileDomains,
+        Reason::PpExceedsLayers,
+        Reason::InstanceExceedsCluster,
+        Reason::DtypeUnsupported,
+        Reason::DoesNotFit,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::EpNeedsMoe => "ep_needs_moe",
+            Reason::TpDoesNotDivideHeads => "tp_does_not_divide_heads",
+            Reason::TpDoesNotDivideKvHeads => "tp_does_not_divide_kv_heads",
+            Reason::EpDoesNotDivideExperts => "ep_does_not_divide_experts",
+            Reason::TpEpMismatch => "tp_ep_mismatch",
+            Reason::TpExceedsScaleupDomain => "tp_exceeds_scaleup_domain",
+            Reason::StageDoesNotTileDomains => "stage_does_not_tile_domains",
+            Reason::PpExceedsLayers => "pp_exceeds_layers",
+            Reason::InstanceExceedsCluster => "instance_exceeds_cluster",
+            Reason::DtypeUnsupported => "dtype_unsupported",
+            Reason::DoesNotFit => "does_not_fit",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reason::EpNeedsMoe => "ep > 1 on a dense model (expert parallelism needs experts)",
+            Reason::TpDoesNotDivideHeads => "tp does not divide the attention heads",
+            Reason::TpDoesNotDivideKvHeads => "tp and kv_heads do not divide one another",
+            Reason::EpDoesNotDivideExperts => "ep does not divide the routed experts",
+            Reason::TpEpMismatch => "tp and ep do not divide one another",
+            Reason::TpExceedsScaleupDomain => "tp exceeds the scale-up (NVLink/xGMI) domain",
+            Reason::StageDoesNotTileDomains => {
+                "a stage wider than the scale-up domain is not a whole number of domains"
+            }
+            Reason::PpExceedsLayers => "pp exceeds the number of layers",
+            Reason::InstanceExceedsCluster => "one instance needs more GPUs than the racks hold",
+            Reason::DtypeUnsupported => "the GPU cannot hold the KV cache in this format",
+            Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
+        }
+    }
+}
+
+/// The resource that bounds a configuration. Written to `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Limit {
+    Compute,
+    Hbm,
+    Comm,
+    /// The configuration does not fit in HBM.
+    Memory,
+}
+
+impl Limit {
+    pub const ALL: [Limit; 4] = [Limit::Compute, Limit::Hbm, Limit::Comm, Limit::Memory];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Compute => "compute",
+            Limit::Hbm => "hbm",
+            Limit::Comm => "comm",
+            Limit::Memory => "memory",
+        }
+    }
+}
+
+/// What the model predicts for one configuration. Quantities that do not apply are NaN here and
+/// null in the output (never an invented number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// `None` when the configuration runs.
+    pub reason: Option<Reason>,
+    pub limit: Option<Limit>,
+    pub gpus: u32,
+    /// 0 when the layout is invalid (written as null).
+    pub gpus_per_instance: u32,
+    pub instances: u32,
+    pub attention_dp: u32,
+    pub hbm_used_gb_per_gpu: f64,
+    pub hbm_weights_gb_per_gpu: f64,
+    pub hbm_kv_gb_per_gpu: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub tokens_per_s_per_user: f64,
+    pub tokens_per_s_per_instance: f64,
+    pub tokens_per_s_per_gpu: f64,
+    pub output_tokens_per_s: f64,
+    pub compute_bound_tokens_per_s_per_gpu: f64,
+    pub hbm_bound_tokens_per_s_per_gpu: f64,
+    pub comm_bound_tokens_per_s_per_gpu: f64,
+}
+
+impl Estimate {
+    fn infeasible(reason: Reason, gpus: u32) -> Estimate {
+        Estimate {
+            reason: Some(reason),
+            limit: None,
+            gpus,
+            gpus_per_instance: 0,
+            instances: 0,
+            attention_dp: 0,
+            hbm_used_gb_per_gpu: f64::NAN,
+            hbm_weights_gb_per_gpu: f64::NAN,
+            hbm_kv_gb_per_gpu: f64::NAN,
+            ttft_ms: f64::NAN,
+            tpot_ms: f64::NAN,
+            tokens_per_s_per_user: f64::NAN,
+            tokens_per_s_per_instance: f64::NAN,
+            tokens_per_s_per_gpu: f64::NAN,
+            output_tokens_per_s: f64::NAN,
+            compute_bound_tokens_per_s_per_gpu: f64::NAN,
+            hbm_bound_tokens_per_s_per_gpu: f64::NAN,
+            comm_bound_tokens_per_s_per_gpu: f64::NAN,
+        }
+    }
+
+    pub fn feasible(&self) -> bool {
+        self.reason.is_none()
+    }
+}
+
+/// Model facts the performance model uses, derived once per sweep from the catalog entry.
+#[derive(Debug, Clone)]
+pub struct ModelFacts {
+    pub layers: u32,
+    /// Leading layers with a dense MLP (all layers for a dense model).
+    pub dense_layers: u32,
+    pub hidden: f64,
+    pub vocab: f64,
+    pub kv_heads: u32,
+    pub head_dim: f64,
+    pub mla: bool,
+    /// MLA: compressed latent plus decoupled RoPE key per token per layer.
+    pub mla_latent_dim: f64,
+    pub attention_params_per_layer: f64,
+    pub dense_mlp_params_per_layer: f64,
+    pub moe_shared_params_per_layer: f64,
+    pub expert_params: f64,
+    pub experts: u32,
+    pub experts_per_token: u32,
+    pub embedding_params: f64,
+    /// LM head parameters (the embedding matrix when tied).
+    pub head_params: f64,
+    pub tied_embeddings: bool,
+    /// Intermediate activations per token of the dense MLP (gate and up outputs).
+    pub mlp_inner_per_token: f64,
+    /// Intermediate activations per token per routed expert.
+    pub moe_inner_per_token: f64,
+    /// Attention FLOPs per token per attended context token per layer, all heads.
+    pub decode_attention_flops_per_context: f64,
+    pub prefill_attention_flops_per_context: f64,
+    /// Fraction of layers with sliding-window attention and their window (tokens).
+    pub sliding_fraction: f64,
+    pub sliding_window: f64,
+    /// `ln(1 - experts_per_token / experts)`, for the expected share of experts a step touches.
+    ln_expert_miss: f64,
+    layout_model: LayoutModel,
+}
+
+impl ModelFacts {
+    /// `None` when the catalog entry lacks what evaluation needs (its vocabulary).
+    pub fn new(model: &Model) -> Option<ModelFacts> {
+        let counts = model.param_counts()?;
+        let hidden = f64::from(model.hidden);
+        let heads = f64::from(model.heads);
+        let head_dim = f64::from(model.head_dim);
+        let mla = model.attention == Attention::Mla;
+        let latent = f64::from(model.mla_kv_lora_rank.unwrap_or(0));
+        let rope = f64::from(model.mla_rope_head_dim.unwrap_or(0));
+        let (decode_attention, prefill_attention) = if mla {
+            // Absorbed decode: scores over latent + rope dims, values over the latent.
+            // Prefill: decompressed heads with (nope + rope) key dims and head_dim value dims.
+            (2.0 * heads * (2.0 * latent + rope), 2.0 * heads * (head_dim + rope + head_dim))
+        } else {
+            (4.0 * heads * head_dim, 4.0 * heads * head_dim)
+        };
+        let inner_matrices = model.mlp.matrices() - 1.0;
+        let experts = if model.is_moe() { model.experts() } else { 0 };
+        let k = if model.is_moe() { model.experts_per_token() } else { 0 };
+        let ln_expert_miss = if experts > 0 {
+            (1.0 - f64::from(k) / f64::from(experts)).ln()
+        } else {
+            0.0
+        };
+        Some(ModelFacts {
+            layers: model.layers,
+            dense_layers: counts.dense_layers,
+            hidden,
+            vocab: f64::from(model.vocab?),
+            kv_heads: model.kv_heads,
+            head_dim,
+            mla,
+            mla_latent_dim: latent + rope,
+            attention_params_per_layer: counts.attention_per_layer,
+            dense_mlp_params_per_layer: counts.dense_mlp_per_layer,
+            moe_shared_params_per_layer: counts.moe_shared_per_layer,
+            expert_params: counts.expert,
+            experts,
+            experts_per_token: k,
+            embedding_params: counts.embedding,
+            head_params: counts.embedding,
+            tied_embeddings: model.tied_embeddings,
+            mlp_inner_per_token: inner_matrices * f64::from(model.ffn_hidden.unwrap_or(0)),
+            moe_inner_per_token: inner_matrices * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
+            decode_attention_flops_per_context: decode_attention,
+            prefill_attention_flops_per_context: prefill_attention,
+            sliding_fraction: f64::from(model.sliding_window_layers.unwrap_or(0)) / f64::from(model.layers),
+            sliding_window: f64::from(model.sliding_window.unwrap_or(0)),
+            ln_expert_miss,
+            layout_model: LayoutModel {
+                layers: model.layers,
+                heads: model.heads,
+                kv_heads: model.kv_heads,
+                mla,
+                experts,
+            },
+        })
+    }
+
+    /// Tokens a layer attends to (and caches) for a context, averaged over full-attention and
+    /// sliding-window layers.
+    pub fn attended_tokens(&self, context: f64) -> f64 {
+        (1.0 - self.sliding_fraction) * context + self.sliding_fraction * context.min(self.sliding_window)
+    }
+
+    /// Expected share of a GPU's routed experts that at least one of `tokens` tokens selects, with
+    /// uniform top-k routing: `1 - (1 - k/E)^tokens` (each token picks k distinct experts of E).
+    pub fn expert_fraction_touched(&self, tokens: f64) -> f64 {
+        if self.experts == 0 {
+            return 0.0;
+        }
+        1.0 - (tokens * self.ln_expert_miss).exp()
+    }
+}
+
+/// Per-platform facts, resolved once per sweep.
+#[derive(Debug, Clone)]
+struct PlatformFacts {
+    rack: Rack,
+    usable_hbm_bytes: f64,
+    /// Rates per weight-dtype axis entry and kv-dtype axis entry; `None` = unsupported.
+    linear_flops_per_s: Vec<Option<f64>>,
+    weight_bytes_per_param: Vec<f64>,
+    kv_bytes_per_element: Vec<Option<f64>>,
+    attention_flops_per_s: f64,
+    hbm_bytes_per_s: f64,
+    scaleup: Tier,
+    scaleout: Tier,
+}
+
+/// Everything `evaluate` needs, precomputed from the sweep so the hot loop only does arithmetic.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub model: ModelFacts,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    platforms: Vec<PlatformFacts>,
+}
+
+impl Context {
+    /// Resolves the grid's categorical axes against the catalog. `None` when the model lacks a
+    /// vocabulary (the spec layer reports that as a user error first).
+    pub fn new(catalog: &Catalog, model: &Model, grid: &Grid, input_tokens: f64, output_tokens: f64) -> Option<Context> {
+        let model = ModelFacts::new(model)?;
+        let platforms = grid
+            .platforms
+            .iter()
+            .map(|p| {
+                let gpu = &catalog.gpus[p.gpu];
+                let rack = catalog.racks[p.rack].clone();
+                let link = gpu.efficiency.link;
+                let linear_flops_per_s = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| {
+                        let class = compute::compute_class(gpu, &catalog.dtypes[d])?;
+                        gpu.achievable_flops(class)
+                    })
+                    .collect();
+                let weight_bytes_per_param =
+                    grid.weight_dtypes.iter().map(|&d| catalog.dtypes[d].bytes_per_param()).collect();
+                let kv_bytes_per_element = grid
+                    .kv_dtypes
+                    .iter()
+                    .map(|&d| {
+                        let dtype = &catalog.dtypes[d];
+                        (dtype.kv_without_native || gpu.supports_natively(&dtype.id))
+                            .then(|| dtype.bytes_per_param())
+                    })
+                    .collect();
+                PlatformFacts {
+                    usable_hbm_bytes: gpu.hbm_bytes() * memory::MEMORY_UTILIZATION,
+                    linear_flops_per_s,
+                    weight_bytes_per_param,
+                    kv_bytes_per_element,
+                    attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
+                    hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,
+                    scaleup: Tier {
+                        bytes_per_s: rack.scaleup_gbps_per_gpu * 1e9 * link,
+                        alpha_s: rack.scaleup_latency_us * 1e-6,
+                        launch_s: rack.collective_launch_us * 1e-6,
+                    },
+                    scaleout: Tier {
+                        bytes_per_s: rack.scaleout_gbps_per_gpu * 1e9 * link,
+                        alpha_s: rack.scaleout_latency_us * 1e-6,
+                        launch_s: rack.collective_launch_us * 1e-6,
+                    },
+                    rack,
+                }
+            })
+            .collect();
+        Some(Context { model, input_tokens, output_tokens, platforms })
+    }
+}
+
+/// Predicts one configuration. Pure: no I/O, no allocation.
+pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
+    let platform = &ctx.platforms[p.platform as usize];
+    let m = &ctx.model;
+    let gpus = p.racks * platform.rack.gpus_per_rack();
+    let l = match layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep) {
+        Ok(l) => l,
+        Err(reason) => return Estimate::infeasible(reason, gpus),
+    };
+    let with_layout = |reason| Estimate {
+        gpus_per_instance: l.gpus_per_instance,
+        instances: l.instances,
+        attention_dp: l.attention_dp,
+        ..Estimate::infeasible(reason, gpus)
+    };
+    let (Some(linear_flops_per_s), Some(kv_bytes_per_element)) = (
+        platform.linear_flops_per_s[p.weight_dtype as usize],
+        platform.kv_bytes_per_element[p.kv_dtype as usize],
+    ) else {
+        return with_layout(Reason::DtypeUnsupported);
+    };
+    let rates = Rates {
+        linear_flops_per_s,
+        attention_flops_per_s: platform.attention_flops_per_s,
+        hbm_bytes_per_s: platform.hbm_bytes_per_s,
+        weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
+        kv_bytes_per_element,
+        scaleup: platform.scaleup,
+        scaleout: platform.scaleout,
+        scaleup_domain_gpus: platform.rack.scaleup_domain_gpus,
+        one_shot_all_reduce: true,
+    };
+
+    // Memory: the heavier of the bounding stages must fit.
+    let stages = StageParams::bounding_stages(m, &l);
+    let rank_sequences_held = (f64::from(p.batch) / f64::from(l.attention_dp)).ceil();
+    let context = ctx.input_tokens + ctx.output_tokens;
+    let mut weights_bytes = 0.0_f64;
+    let mut kv_bytes = 0.0_f64;
+    for s in &stages {
+        let w = s.weight_bytes(rates.weight_bytes_per_param);
+        let kv = rank_sequences_held * memory::kv_bytes_per_sequence(m, l.tp, s.layers, kv_bytes_per_element, context);
+        if w + kv > weights_bytes + kv_bytes {
+            weights_bytes = w;
+            kv_bytes = kv;
+        }
+    }
+    let decode = latency::decode(m, &l, &stages, &rates, p.batch, ctx.input_tokens, ctx.output_tokens);
+    let used_bytes = weights_bytes + kv_bytes + memory::activation_bytes(m, &l, decode.rank_sequences);
+    let memory = Estimate {
+        hbm_used_gb_per_gpu: used_bytes / 1e9,
+        hbm_weights_gb_per_gpu: weights_bytes / 1e9,
+        hbm_kv_gb_per_gpu: kv_bytes / 1e9,
+        ..with_layout(Reason::DoesNotFit)
+    };
+    if used_bytes > platform.usable_hbm_bytes {
+        return Estimate { limit: Some(Limit::Memory), ..memory };
+    }
+
+    let ttft_s = latency::prefill_s(m, &l, &stages, &rates, ctx.input_tokens);
+    let tpot_s = decode.tpot_s;
+    let batch = f64::from(p.batch);
+    let instances = f64::from(l.instances);
+    let per_gpu = |seconds: f64| {
+        if seconds > 0.0 { batch / seconds * instances / f64::from(gpus) } else { f64::NAN }
+    };
+    let pp = f64::from(l.pp);
+    let compute_s = pp * decode.stage.compute_s;
+    let memory_s = pp * decode.stage.memory_s;
+    let comm_s = pp * decode.stage.comm_s + decode.hops_s;
+    let limit = if comm_s >= compute_s.max(memory_s) {
+        Limit::Comm
+    } else if compute_s >= memory_s {
+        Limit::Compute
+    } else {
+        Limit::Hbm
+    };
+    let tokens_per_s_per_instance = batch / tpot_s;
+    let output_tokens_per_s = tokens_per_s_per_instance * instances;
+    Estimate {
+        reason: None,
+        limit: Some(limit),
+        ttft_ms: ttft_s * 1e3,
+        tpot_ms: tpot_s * 1e3,
+        tokens_per_s_per_user: 1.0 / tpot_s,
+        tokens_per_s_per_instance,
+        tokens_per_s_per_gpu: output_tokens_per_s / f64::from(gpus),
+        output_tokens_per_s,
+        compute_bound_tokens_per_s_per_gpu: per_gpu(compute_s),
+        hbm_bound_tokens_per_s_per_gpu: per_gpu(memory_s),
+        comm_bound_tokens_per_s_per_gpu: per_gpu(comm_s),
+        ..memory
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use layout::Layout;
+
+    pub fn facts(id: &str) -> ModelFacts {
+        let c = Catalog::builtin().unwrap();
+        ModelFacts::new(c.model(id).unwrap()).unwrap()
+    }
+
+    /// A layout built directly (placement rules are tested in `layout`).
+    pub fn layout(tp: u32, pp: u32, ep: u32, instances: u32) -> Layout {
+        let stage_gpus = tp.max(ep);
+        Layout {
+            tp,
+            pp,
+            ep,
+            stage_gpus,
+            attention_dp: stage_gpus / tp,
+            gpus: stage_gpus * pp * instances,
+            gpus_per_instance: stage_gpus * pp,
+            instances,
+            ep_in_domain: true,
+            pp_hops_scaleout: 0,
+        }
+    }
+
+    #[test]
+    fn expert_fraction_touched_grows_with_batch() {
+        let m = facts("deepseek-v3");
+        // One token touches exactly 8 of 256 experts.
+        assert!((m.expert_fraction_touched(1.0) - 8.0 / 256.0).abs() < 1e-12);
+        // 1024 tokens x 8 choices: essentially every expert.
+        assert!(m.expert_fraction_touched(1024.0) > 0.9999);
+        let dense = facts("llama-3.1-70b");
+        assert_eq!(dense.expert_fraction_touched(100.0), 0.0);
+    }
+}
