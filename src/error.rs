@@ -12,7 +12,10 @@ pub struct UserError {
 
 impl UserError {
     pub fn new(message: impl Into<String>) -> Self {
-        UserError { message: message.into(), hint: None }
+        UserError {
+            message: message.into(),
+            hint: None,
+        }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {

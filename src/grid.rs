@@ -32,8 +32,16 @@ pub struct Point {
 pub const AXES: usize = 8;
 
 /// Axis names as they appear in `racksweep check` and the sweep file.
-pub const AXIS_NAMES: [&str; AXES] =
-    ["hardware x rack", "weight_dtype", "kv_dtype", "racks", "tp", "pp", "ep", "batch"];
+pub const AXIS_NAMES: [&str; AXES] = [
+    "hardware x rack",
+    "weight_dtype",
+    "kv_dtype",
+    "racks",
+    "tp",
+    "pp",
+    "ep",
+    "batch",
+];
 
 #[derive(Debug, Clone)]
 pub struct Grid {
@@ -66,12 +74,15 @@ impl Grid {
 
     /// Number of configurations, or `None` if it overflows u64.
     pub fn checked_len(&self) -> Option<u64> {
-        self.radices().iter().try_fold(1u64, |acc, &r| acc.checked_mul(r))
+        self.radices()
+            .iter()
+            .try_fold(1u64, |acc, &r| acc.checked_mul(r))
     }
 
     /// Number of configurations. Spec validation guarantees it fits in u64.
     pub fn len(&self) -> u64 {
-        self.checked_len().expect("grid size validated at spec load")
+        self.checked_len()
+            .expect("grid size validated at spec load")
     }
 
     pub fn is_empty(&self) -> bool {
@@ -137,7 +148,13 @@ impl Grid {
     /// point).
     pub fn range(&self, start: u64, end: u64) -> Points<'_> {
         let end = end.min(self.len());
-        Points { grid: self, radices: self.radices(), digits: self.digits(start.min(end)), next: start.min(end), end }
+        Points {
+            grid: self,
+            radices: self.radices(),
+            digits: self.digits(start.min(end)),
+            next: start.min(end),
+            end,
+        }
     }
 }
 
@@ -188,7 +205,9 @@ mod tests {
 
     fn grid(sizes: [usize; AXES]) -> Grid {
         Grid {
-            platforms: (0..sizes[0]).map(|i| Platform { gpu: i, rack: i }).collect(),
+            platforms: (0..sizes[0])
+                .map(|i| Platform { gpu: i, rack: i })
+                .collect(),
             weight_dtypes: (0..sizes[1]).collect(),
             kv_dtypes: (0..sizes[2]).collect(),
             racks: distinct(sizes[3], 1),

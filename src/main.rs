@@ -1,6 +1,58 @@
-mod catalog;
-mod error;
-mod grid;
-mod perf;
-mod suggest;
-fn main() {}
+//! racksweep: parse the command line, run one command, map its outcome to an exit code
+//! (0 success, 1 user error, 2 internal error).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use racksweep::cli::{Cli, Command};
+use racksweep::commands;
+use racksweep::error::UserError;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => commands::run::run(args).map(|summary| (None, summary)),
+        Command::Check(args) => commands::check::run(args).map(|out| (Some(out), None)),
+        Command::Catalog(args) => commands::catalog::run(args).map(|out| (Some(out), None)),
+    };
+    match result {
+        Ok((stdout, stderr)) => {
+            if let Some(text) = stdout {
+                let mut out = std::io::stdout().lock();
+                // A closed pipe (`racksweep catalog | head`) is not an error.
+                if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                    && e.kind() != std::io::ErrorKind::BrokenPipe
+                {
+                    eprintln!("error: writing to stdout: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            if let Some(text) = stderr {
+                eprintln!("{text}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => match e.downcast_ref::<UserError>() {
+            Some(user) => {
+                eprintln!("error: {user}");
+                ExitCode::from(1)
+            }
+            None => {
+                eprintln!("error: internal: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}

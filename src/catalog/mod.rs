@@ -65,10 +65,14 @@ impl Catalog {
             dtypes: parse::<DtypeFile>("dtypes.toml", DTYPES_TOML)?.dtype,
         };
         for gpu in &catalog.gpus {
-            catalog.check_gpu(gpu).map_err(|e| format!("built-in gpu {}: {e}", gpu.id))?;
+            catalog
+                .check_gpu(gpu)
+                .map_err(|e| format!("built-in gpu {}: {e}", gpu.id))?;
         }
         for rack in &catalog.racks {
-            catalog.check_rack(rack).map_err(|e| format!("built-in rack {}: {e}", rack.id))?;
+            catalog
+                .check_rack(rack)
+                .map_err(|e| format!("built-in rack {}: {e}", rack.id))?;
         }
         for model in &catalog.models {
             check_model(model).map_err(|e| format!("built-in model {}: {e}", model.id))?;
@@ -136,10 +140,16 @@ impl Catalog {
             match (gpu.peak_flops(class), value) {
                 (Some(_), Some(v)) => fraction(key, v)?,
                 (Some(_), None) => {
-                    return Err(format!("{key}: required because {}_t*ops is set", class.as_str()));
+                    return Err(format!(
+                        "{key}: required because {}_t*ops is set",
+                        class.as_str()
+                    ));
                 }
                 (None, Some(_)) => {
-                    return Err(format!("{key}: set but the GPU has no {} peak", class.as_str()));
+                    return Err(format!(
+                        "{key}: set but the GPU has no {} peak",
+                        class.as_str()
+                    ));
                 }
                 (None, None) => {}
             }
@@ -157,7 +167,10 @@ impl Catalog {
             }
         }
         match self.rack(&gpu.default_rack) {
-            None => Err(format!("default_rack: unknown rack \"{}\"", gpu.default_rack)),
+            None => Err(format!(
+                "default_rack: unknown rack \"{}\"",
+                gpu.default_rack
+            )),
             Some(rack) if rack.gpu != gpu.id => Err(format!(
                 "default_rack: rack \"{}\" hosts \"{}\", not \"{}\"",
                 rack.id, rack.gpu, gpu.id
@@ -182,7 +195,7 @@ impl Catalog {
             }
         }
         let per_rack = rack.gpus_per_rack();
-        if per_rack % rack.scaleup_domain_gpus != 0 {
+        if !per_rack.is_multiple_of(rack.scaleup_domain_gpus) {
             return Err(format!(
                 "scaleup_domain_gpus: {} does not divide the {per_rack} GPUs of the rack",
                 rack.scaleup_domain_gpus
@@ -224,11 +237,17 @@ pub fn check_model(m: &Model) -> Result<(), String> {
             return Err(format!("{key}: must be at least 1"));
         }
     }
-    if m.heads % m.kv_heads != 0 {
-        return Err(format!("kv_heads: {} does not divide heads ({})", m.kv_heads, m.heads));
+    if !m.heads.is_multiple_of(m.kv_heads) {
+        return Err(format!(
+            "kv_heads: {} does not divide heads ({})",
+            m.kv_heads, m.heads
+        ));
     }
     if m.attention == Attention::Mha && m.kv_heads != m.heads {
-        return Err(format!("kv_heads: multi-head attention needs kv_heads = heads ({})", m.heads));
+        return Err(format!(
+            "kv_heads: multi-head attention needs kv_heads = heads ({})",
+            m.heads
+        ));
     }
     if m.attention == Attention::Mla
         && (m.mla_kv_lora_rank.is_none() || m.mla_rope_head_dim.is_none())
@@ -243,7 +262,9 @@ pub fn check_model(m: &Model) -> Result<(), String> {
         }
         (Some(e), Some(k), Some(_)) => {
             if k == 0 || k > e {
-                return Err(format!("experts_per_token: {k} must be between 1 and experts ({e})"));
+                return Err(format!(
+                    "experts_per_token: {k} must be between 1 and experts ({e})"
+                ));
             }
             if m.dense_layers.unwrap_or(0) > 0 && m.ffn_hidden.is_none() {
                 return Err("ffn_hidden: dense_layers need the dense MLP width".into());
@@ -254,7 +275,7 @@ pub fn check_model(m: &Model) -> Result<(), String> {
         }
         _ => {
             return Err(
-                "experts, experts_per_token and moe_ffn_hidden must be set together".into()
+                "experts, experts_per_token and moe_ffn_hidden must be set together".into(),
             );
         }
     }
@@ -275,11 +296,15 @@ pub fn check_model(m: &Model) -> Result<(), String> {
 
 fn check_id(key: &str, id: &str) -> Result<(), String> {
     let ok = !id.is_empty()
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
     if ok {
         Ok(())
     } else {
-        Err(format!("{key}: \"{id}\" must be lowercase letters, digits, '-', '_' or '.'"))
+        Err(format!(
+            "{key}: \"{id}\" must be lowercase letters, digits, '-', '_' or '.'"
+        ))
     }
 }
 
@@ -311,13 +336,24 @@ mod tests {
     fn builtin_catalog_is_valid_and_has_every_reference_id() {
         let c = catalog();
         for id in [
-            "a100-80gb", "h100-sxm", "h800-sxm", "h200-sxm", "b200", "b300", "gb200-nvl72",
-            "gb300-nvl72", "mi300x", "mi325x", "mi355x",
+            "a100-80gb",
+            "h100-sxm",
+            "h800-sxm",
+            "h200-sxm",
+            "b200",
+            "b300",
+            "gb200-nvl72",
+            "gb300-nvl72",
+            "mi300x",
+            "mi325x",
+            "mi355x",
         ] {
             assert!(c.gpu(id).is_some(), "gpu {id}");
         }
         assert_eq!(c.models.len(), 28);
-        for id in ["bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4"] {
+        for id in [
+            "bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4",
+        ] {
             assert!(c.dtype(id).is_some(), "dtype {id}");
         }
     }
@@ -348,7 +384,11 @@ mod tests {
             };
             let total_b = counts.total(m.experts()) / 1e9;
             let tolerance = (0.015 * published).max(0.06);
-            assert!((total_b - published).abs() <= tolerance, "{}: computed {total_b:.2}B vs published {published}B", m.id);
+            assert!(
+                (total_b - published).abs() <= tolerance,
+                "{}: computed {total_b:.2}B vs published {published}B",
+                m.id
+            );
             checked += 1;
         }
         assert!(checked >= 25, "only {checked} models checked");
@@ -360,7 +400,10 @@ mod tests {
         let m = c.model("llama-3.1-70b").unwrap();
         let p = m.param_counts().unwrap();
         // q,o: 8192x8192 each; k,v: 8192x1024 each; two norms of 8192.
-        assert_eq!(p.attention_per_layer, 2.0 * 8192.0 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 16384.0);
+        assert_eq!(
+            p.attention_per_layer,
+            2.0 * 8192.0 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 16384.0
+        );
         assert_eq!(p.dense_mlp_per_layer, 3.0 * 8192.0 * 28672.0);
         assert_eq!(p.embedding, 128256.0 * 8192.0);
         let total = p.total(0);

@@ -102,7 +102,10 @@ impl ParamCounts {
 
     /// All parameters.
     pub fn total(&self, experts: u32) -> f64 {
-        self.non_expert_layers() + self.routed_experts_total(experts) + self.embedding + self.lm_head
+        self.non_expert_layers()
+            + self.routed_experts_total(experts)
+            + self.embedding
+            + self.lm_head
     }
 
     /// Parameters one token touches: every non-expert weight plus `experts_per_token` experts.

@@ -17,7 +17,9 @@ pub fn all_reduce_s(n: u32, bytes: f64, tier: Tier, one_shot: bool) -> f64 {
         return 0.0;
     }
     let n = f64::from(n);
-    let ring = tier.launch_s + 2.0 * (n - 1.0) * tier.alpha_s + 2.0 * (n - 1.0) / n * bytes / tier.bytes_per_s;
+    let ring = tier.launch_s
+        + 2.0 * (n - 1.0) * tier.alpha_s
+        + 2.0 * (n - 1.0) / n * bytes / tier.bytes_per_s;
     if one_shot {
         let single = tier.launch_s + tier.alpha_s + (n - 1.0) * bytes / tier.bytes_per_s;
         ring.min(single)
@@ -54,8 +56,16 @@ pub fn point_to_point_s(bytes: f64, tier: Tier) -> f64 {
 mod tests {
     use super::*;
 
-    const NVLINK: Tier = Tier { bytes_per_s: 400e9, alpha_s: 1e-6, launch_s: 5e-6 };
-    const IB: Tier = Tier { bytes_per_s: 50e9, alpha_s: 5e-6, launch_s: 5e-6 };
+    const NVLINK: Tier = Tier {
+        bytes_per_s: 400e9,
+        alpha_s: 1e-6,
+        launch_s: 5e-6,
+    };
+    const IB: Tier = Tier {
+        bytes_per_s: 50e9,
+        alpha_s: 5e-6,
+        launch_s: 5e-6,
+    };
 
     /// 1 GB over 8 GPUs at 400 GB/s: ring moves 2 x 7/8 GB per GPU = 4.375 ms, plus 14 alphas.
     #[test]

@@ -9,8 +9,8 @@
 
 use crate::catalog::{ComputeClass, Dtype, Gpu};
 
-use super::memory::StageParams;
 use super::ModelFacts;
+use super::memory::StageParams;
 
 /// The tensor cores a weight format computes on for one GPU: the native class where the GPU
 /// executes the format natively, else the fastest fallback the GPU has (weight-only
@@ -60,14 +60,26 @@ pub struct StepFlops {
     pub attention: f64,
 }
 
-pub fn step_flops(m: &ModelFacts, s: &StageParams, tp: u32, stage_gpus: u32, t: &StepTokens) -> StepFlops {
+pub fn step_flops(
+    m: &ModelFacts,
+    s: &StageParams,
+    tp: u32,
+    stage_gpus: u32,
+    t: &StepTokens,
+) -> StepFlops {
     let routed = 2.0 * t.moe_tokens * f64::from(m.experts_per_token) * m.expert_params
         / f64::from(stage_gpus)
         * s.moe_layers;
-    let linear = 2.0 * t.rank_tokens() * s.replicated_params + routed + 2.0 * t.logit_rows * s.head_params;
-    let per_layer = t.decode * m.attended_tokens(t.decode_context) * m.decode_attention_flops_per_context
+    let linear =
+        2.0 * t.rank_tokens() * s.replicated_params + routed + 2.0 * t.logit_rows * s.head_params;
+    let per_layer = t.decode
+        * m.attended_tokens(t.decode_context)
+        * m.decode_attention_flops_per_context
         + t.prefill * m.attended_tokens(t.prefill_context) * m.prefill_attention_flops_per_context;
-    StepFlops { linear, attention: s.layers * per_layer / f64::from(tp) }
+    StepFlops {
+        linear,
+        attention: s.layers * per_layer / f64::from(tp),
+    }
 }
 
 #[cfg(test)]
@@ -109,7 +121,11 @@ mod tests {
         };
         let f = step_flops(&m, &s, 1, 1, &t);
         let non_embedding = 70.55e9 - 128_256.0 * 8192.0;
-        assert!((f.linear - 2.0 * non_embedding).abs() / f.linear < 1e-3, "{}", f.linear);
+        assert!(
+            (f.linear - 2.0 * non_embedding).abs() / f.linear < 1e-3,
+            "{}",
+            f.linear
+        );
         // 80 layers x 1000 context x 4 x 64 heads x 128 dims.
         assert_eq!(f.attention, 80.0 * 1000.0 * 4.0 * 64.0 * 128.0);
     }

@@ -10,11 +10,11 @@
 //! all-reduces and expert all-to-alls sit on the critical path between layers and are not
 //! overlapped (TensorRT-LLM and vLLM issue them synchronously in decode).
 
-use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
-use super::compute::{step_flops, StepTokens};
-use super::layout::{Layout, Tier};
-use super::memory::{kv_bytes_per_sequence, StageParams, ACTIVATION_BYTES};
 use super::ModelFacts;
+use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
+use super::compute::{StepTokens, step_flops};
+use super::layout::{Layout, Tier};
+use super::memory::{ACTIVATION_BYTES, StageParams, kv_bytes_per_sequence};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,7 +50,13 @@ impl StageTime {
 }
 
 /// Time one GPU of stage `s` takes for a step carrying `t`.
-pub fn stage_time(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, t: &StepTokens) -> StageTime {
+pub fn stage_time(
+    m: &ModelFacts,
+    l: &Layout,
+    s: &StageParams,
+    r: &Rates,
+    t: &StepTokens,
+) -> StageTime {
     let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
     let compute_s = flops.linear / r.linear_flops_per_s + flops.attention / r.attention_flops_per_s;
 
@@ -58,11 +64,17 @@ pub fn stage_time(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, t: &St
     let weight_bytes = (s.replicated_params + s.moe_layers * s.expert_params_per_layer * touched)
         * r.weight_bytes_per_param
         + s.head_params * ACTIVATION_BYTES;
-    let kv_read = t.decode * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
-    let kv_written = t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
+    let kv_read = t.decode
+        * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
+    let kv_written =
+        t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
     let memory_s = (weight_bytes + kv_read + kv_written) / r.hbm_bytes_per_s;
 
-    StageTime { compute_s, memory_s, comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()) }
+    StageTime {
+        compute_s,
+        memory_s,
+        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()),
+    }
 }
 
 /// Communication of one step through the stage's layers: an all-reduce after attention and after
@@ -80,8 +92,17 @@ fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tok
     } else if l.attention_dp == 1 {
         s.moe_layers * tp_all_reduce
     } else {
-        let dispatched = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token) * m.hidden * ACTIVATION_BYTES;
-        let a2a = all_to_all_s(l.ep, dispatched, r.scaleup_domain_gpus, r.scaleup, r.scaleout);
+        let dispatched = rank_tokens / f64::from(l.tp)
+            * f64::from(m.experts_per_token)
+            * m.hidden
+            * ACTIVATION_BYTES;
+        let a2a = all_to_all_s(
+            l.ep,
+            dispatched,
+            r.scaleup_domain_gpus,
+            r.scaleup,
+            r.scaleout,
+        );
         s.moe_layers * (2.0 * a2a + tp_all_reduce)
     };
     attention + dense + moe
@@ -99,7 +120,13 @@ pub fn pipeline_hops_s(m: &ModelFacts, l: &Layout, r: &Rates, tokens: f64) -> f6
 }
 
 /// The slower of the bounding stages for a step.
-pub fn slowest_stage(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, t: &StepTokens) -> StageTime {
+pub fn slowest_stage(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    t: &StepTokens,
+) -> StageTime {
     let a = stage_time(m, l, &stages[0], r, t);
     if stages[0] == stages[1] {
         return a;
@@ -123,7 +150,15 @@ pub struct Decode {
 
 /// Decode with `batch` sequences split into `min(pp, batch)` micro-batches that flow through the
 /// pipeline; a sequence advances one token per cycle of `pp` stage steps plus the hops.
-pub fn decode(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, batch: u32, input_tokens: f64, output_tokens: f64) -> Decode {
+pub fn decode(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    batch: u32,
+    input_tokens: f64,
+    output_tokens: f64,
+) -> Decode {
     let micro_batches = l.pp.min(batch);
     let micro_batch = f64::from(batch.div_ceil(micro_batches));
     let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
@@ -138,12 +173,23 @@ pub fn decode(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, 
     };
     let stage = slowest_stage(m, l, stages, r, &t);
     let hops_s = pipeline_hops_s(m, l, r, micro_batch * (1.0 + input_tokens / output_tokens));
-    Decode { tpot_s: f64::from(l.pp) * stage.total_s() + hops_s, stage, hops_s, rank_sequences }
+    Decode {
+        tpot_s: f64::from(l.pp) * stage.total_s() + hops_s,
+        stage,
+        hops_s,
+        rank_sequences,
+    }
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
 /// through every stage in turn on one attention rank; routed experts see all prompt tokens.
-pub fn prefill_s(m: &ModelFacts, l: &Layout, stages: &[StageParams; 2], r: &Rates, input_tokens: f64) -> f64 {
+pub fn prefill_s(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    input_tokens: f64,
+) -> f64 {
     let t = StepTokens {
         decode: 0.0,
         decode_context: 0.0,

@@ -54,23 +54,30 @@ pub struct LayoutModel {
 }
 
 /// Places `tp x pp x ep` on `racks` racks, or says why it cannot run.
-pub fn place(m: &LayoutModel, rack: &Rack, racks: u32, tp: u32, pp: u32, ep: u32) -> Result<Layout, Reason> {
+pub fn place(
+    m: &LayoutModel,
+    rack: &Rack,
+    racks: u32,
+    tp: u32,
+    pp: u32,
+    ep: u32,
+) -> Result<Layout, Reason> {
     if ep > 1 && m.experts == 0 {
         return Err(Reason::EpNeedsMoe);
     }
-    if m.heads % tp != 0 {
+    if !m.heads.is_multiple_of(tp) {
         return Err(Reason::TpDoesNotDivideHeads);
     }
     // GQA: each GPU holds kv_heads / tp heads, or one replicated head when tp > kv_heads
     // (vLLM / TensorRT-LLM replicate KV heads); either way the two must divide one another.
-    if !m.mla && m.kv_heads % tp != 0 && tp % m.kv_heads != 0 {
+    if !m.mla && !m.kv_heads.is_multiple_of(tp) && !tp.is_multiple_of(m.kv_heads) {
         return Err(Reason::TpDoesNotDivideKvHeads);
     }
-    if m.experts > 0 && m.experts % ep != 0 {
+    if m.experts > 0 && !m.experts.is_multiple_of(ep) {
         return Err(Reason::EpDoesNotDivideExperts);
     }
     let stage_gpus = tp.max(ep);
-    if stage_gpus % tp != 0 || stage_gpus % ep != 0 {
+    if !stage_gpus.is_multiple_of(tp) || !stage_gpus.is_multiple_of(ep) {
         return Err(Reason::TpEpMismatch);
     }
     let domain = rack.scaleup_domain_gpus;
@@ -79,7 +86,7 @@ pub fn place(m: &LayoutModel, rack: &Rack, racks: u32, tp: u32, pp: u32, ep: u32
     if tp > domain {
         return Err(Reason::TpExceedsScaleupDomain);
     }
-    if stage_gpus > domain && stage_gpus % domain != 0 {
+    if stage_gpus > domain && !stage_gpus.is_multiple_of(domain) {
         return Err(Reason::StageDoesNotTileDomains);
     }
     if pp > m.layers {
@@ -142,8 +149,20 @@ mod tests {
         }
     }
 
-    const LLAMA_70B: LayoutModel = LayoutModel { layers: 80, heads: 64, kv_heads: 8, mla: false, experts: 0 };
-    const DSV3: LayoutModel = LayoutModel { layers: 61, heads: 128, kv_heads: 128, mla: true, experts: 256 };
+    const LLAMA_70B: LayoutModel = LayoutModel {
+        layers: 80,
+        heads: 64,
+        kv_heads: 8,
+        mla: false,
+        experts: 0,
+    };
+    const DSV3: LayoutModel = LayoutModel {
+        layers: 61,
+        heads: 128,
+        kv_heads: 128,
+        mla: true,
+        experts: 256,
+    };
 
     #[test]
     fn hgx_rack_packs_instances_per_server() {
@@ -154,7 +173,10 @@ mod tests {
         assert_eq!((l.instances, l.pp_hops_scaleout), (2, 1));
         let l = place(&LLAMA_70B, &r, 1, 8, 4, 1).unwrap();
         assert_eq!((l.instances, l.pp_hops_scaleout), (1, 3));
-        assert_eq!(place(&LLAMA_70B, &r, 1, 8, 8, 1), Err(Reason::InstanceExceedsCluster));
+        assert_eq!(
+            place(&LLAMA_70B, &r, 1, 8, 8, 1),
+            Err(Reason::InstanceExceedsCluster)
+        );
     }
 
     #[test]
@@ -171,18 +193,33 @@ mod tests {
     #[test]
     fn invalid_splits_have_reasons() {
         let r = rack(8, 8, 4);
-        assert_eq!(place(&LLAMA_70B, &r, 1, 3, 1, 1), Err(Reason::TpDoesNotDivideHeads));
+        assert_eq!(
+            place(&LLAMA_70B, &r, 1, 3, 1, 1),
+            Err(Reason::TpDoesNotDivideHeads)
+        );
         assert_eq!(place(&LLAMA_70B, &r, 1, 1, 1, 2), Err(Reason::EpNeedsMoe));
-        assert_eq!(place(&LLAMA_70B, &r, 1, 1, 81, 1), Err(Reason::PpExceedsLayers));
-        assert_eq!(place(&DSV3, &r, 1, 2, 1, 3), Err(Reason::EpDoesNotDivideExperts));
-        assert_eq!(place(&DSV3, &r, 1, 16, 1, 1), Err(Reason::TpExceedsScaleupDomain));
+        assert_eq!(
+            place(&LLAMA_70B, &r, 1, 1, 81, 1),
+            Err(Reason::PpExceedsLayers)
+        );
+        assert_eq!(
+            place(&DSV3, &r, 1, 2, 1, 3),
+            Err(Reason::EpDoesNotDivideExperts)
+        );
+        assert_eq!(
+            place(&DSV3, &r, 1, 16, 1, 1),
+            Err(Reason::TpExceedsScaleupDomain)
+        );
     }
 
     #[test]
     fn attention_data_parallel_moe_spans_domains_over_scale_out() {
         let r = rack(8, 8, 4);
         let l = place(&DSV3, &r, 1, 1, 1, 16).unwrap();
-        assert_eq!((l.stage_gpus, l.attention_dp, l.instances, l.ep_in_domain), (16, 16, 2, false));
+        assert_eq!(
+            (l.stage_gpus, l.attention_dp, l.instances, l.ep_in_domain),
+            (16, 16, 2, false)
+        );
         let l = place(&DSV3, &r, 1, 8, 1, 8).unwrap();
         assert_eq!((l.attention_dp, l.instances, l.ep_in_domain), (1, 4, true));
     }

@@ -2,8 +2,8 @@
 //! the KV cache of the sequences it serves, and the activation workspace of one step.
 //! Formulas and sources: docs/model.md, "Memory".
 
-use super::layout::Layout;
 use super::ModelFacts;
+use super::layout::Layout;
 
 /// Fraction of HBM an engine lets weights, KV cache and activations use; the rest is CUDA/HIP
 /// context, communication buffers and allocator slack. vLLM's default `gpu_memory_utilization`
@@ -45,7 +45,14 @@ pub struct StageParams {
 
 impl StageParams {
     /// Parameters of `layers` consecutive layers starting at `first_layer`, as one GPU holds them.
-    pub fn new(m: &ModelFacts, l: &Layout, first_layer: u32, layers: u32, first: bool, last: bool) -> StageParams {
+    pub fn new(
+        m: &ModelFacts,
+        l: &Layout,
+        first_layer: u32,
+        layers: u32,
+        first: bool,
+        last: bool,
+    ) -> StageParams {
         let end = first_layer + layers;
         let dense = m.dense_layers.min(end).saturating_sub(first_layer);
         let moe = layers - dense;
@@ -90,7 +97,8 @@ impl StageParams {
 
     /// Weight bytes held: transformer weights in the weight format, embedding and head in bf16.
     pub fn weight_bytes(&self, weight_bytes_per_param: f64) -> f64 {
-        (self.replicated_params + self.moe_layers * self.expert_params_per_layer) * weight_bytes_per_param
+        (self.replicated_params + self.moe_layers * self.expert_params_per_layer)
+            * weight_bytes_per_param
             + (self.embedding_params + self.head_params) * ACTIVATION_BYTES
     }
 }
@@ -110,7 +118,13 @@ pub fn kv_elements_per_token_per_layer(m: &ModelFacts, tp: u32) -> f64 {
 
 /// KV-cache bytes one GPU holds for one sequence of `context_tokens` in a stage of `layers`
 /// layers; sliding-window layers keep at most `window` tokens.
-pub fn kv_bytes_per_sequence(m: &ModelFacts, tp: u32, layers: f64, kv_bytes_per_element: f64, context_tokens: f64) -> f64 {
+pub fn kv_bytes_per_sequence(
+    m: &ModelFacts,
+    tp: u32,
+    layers: f64,
+    kv_bytes_per_element: f64,
+    context_tokens: f64,
+) -> f64 {
     let per_token_layer = kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element;
     let tokens_per_layer = m.attended_tokens(context_tokens);
     layers * tokens_per_layer * per_token_layer
@@ -121,11 +135,12 @@ pub fn kv_bytes_per_sequence(m: &ModelFacts, tp: u32, layers: f64, kv_bytes_per_
 pub fn activation_bytes(m: &ModelFacts, l: &Layout, decode_tokens_per_rank: f64) -> f64 {
     let tokens = MAX_NUM_TOKENS.max(decode_tokens_per_rank);
     let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
-    let moe_inner = m.moe_inner_per_token * f64::from(m.experts_per_token)
-        * f64::from(l.attention_dp)
-        / f64::from(l.stage_gpus);
+    let moe_inner =
+        m.moe_inner_per_token * f64::from(m.experts_per_token) * f64::from(l.attention_dp)
+            / f64::from(l.stage_gpus);
     let per_token = 2.0 * m.hidden + dense_inner.max(moe_inner);
-    tokens * per_token * ACTIVATION_BYTES + decode_tokens_per_rank * m.vocab / f64::from(l.tp) * LOGIT_BYTES
+    tokens * per_token * ACTIVATION_BYTES
+        + decode_tokens_per_rank * m.vocab / f64::from(l.tp) * LOGIT_BYTES
 }
 
 #[cfg(test)]
@@ -139,8 +154,14 @@ mod tests {
         let m = facts("llama-3.1-70b");
         assert_eq!(kv_bytes_per_sequence(&m, 1, 80.0, 2.0, 1.0), 327_680.0);
         // tp = 8 splits the 8 KV heads; tp = 16 would replicate (one head per GPU).
-        assert_eq!(kv_bytes_per_sequence(&m, 8, 80.0, 2.0, 1.0), 327_680.0 / 8.0);
-        assert_eq!(kv_bytes_per_sequence(&m, 16, 80.0, 2.0, 1.0), 327_680.0 / 8.0);
+        assert_eq!(
+            kv_bytes_per_sequence(&m, 8, 80.0, 2.0, 1.0),
+            327_680.0 / 8.0
+        );
+        assert_eq!(
+            kv_bytes_per_sequence(&m, 16, 80.0, 2.0, 1.0),
+            327_680.0 / 8.0
+        );
     }
 
     /// deepseek-v3 MLA: 61 layers x (512 latent + 64 rope) x 1 byte (fp8) = 35,136 B/token, on

@@ -12,8 +12,8 @@ pub mod memory;
 use crate::catalog::{Attention, Catalog, Model, Rack};
 use crate::grid::{Grid, Point};
 
-use layout::{LayoutModel, Tier};
 use latency::Rates;
+use layout::{LayoutModel, Tier};
 use memory::StageParams;
 
 /// Why a configuration cannot run. Written to `infeasible_reason`.
@@ -213,13 +213,20 @@ impl ModelFacts {
         let (decode_attention, prefill_attention) = if mla {
             // Absorbed decode: scores over latent + rope dims, values over the latent.
             // Prefill: decompressed heads with (nope + rope) key dims and head_dim value dims.
-            (2.0 * heads * (2.0 * latent + rope), 2.0 * heads * (head_dim + rope + head_dim))
+            (
+                2.0 * heads * (2.0 * latent + rope),
+                2.0 * heads * (head_dim + rope + head_dim),
+            )
         } else {
             (4.0 * heads * head_dim, 4.0 * heads * head_dim)
         };
         let inner_matrices = model.mlp.matrices() - 1.0;
         let experts = if model.is_moe() { model.experts() } else { 0 };
-        let k = if model.is_moe() { model.experts_per_token() } else { 0 };
+        let k = if model.is_moe() {
+            model.experts_per_token()
+        } else {
+            0
+        };
         let ln_expert_miss = if experts > 0 {
             (1.0 - f64::from(k) / f64::from(experts)).ln()
         } else {
@@ -247,7 +254,8 @@ impl ModelFacts {
             moe_inner_per_token: inner_matrices * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
             decode_attention_flops_per_context: decode_attention,
             prefill_attention_flops_per_context: prefill_attention,
-            sliding_fraction: f64::from(model.sliding_window_layers.unwrap_or(0)) / f64::from(model.layers),
+            sliding_fraction: f64::from(model.sliding_window_layers.unwrap_or(0))
+                / f64::from(model.layers),
             sliding_window: f64::from(model.sliding_window.unwrap_or(0)),
             ln_expert_miss,
             layout_model: LayoutModel {
@@ -263,7 +271,8 @@ impl ModelFacts {
     /// Tokens a layer attends to (and caches) for a context, averaged over full-attention and
     /// sliding-window layers.
     pub fn attended_tokens(&self, context: f64) -> f64 {
-        (1.0 - self.sliding_fraction) * context + self.sliding_fraction * context.min(self.sliding_window)
+        (1.0 - self.sliding_fraction) * context
+            + self.sliding_fraction * context.min(self.sliding_window)
     }
 
     /// Expected share of a GPU's routed experts that at least one of `tokens` tokens selects, with
@@ -303,7 +312,13 @@ pub struct Context {
 impl Context {
     /// Resolves the grid's categorical axes against the catalog. `None` when the model lacks a
     /// vocabulary (the spec layer reports that as a user error first).
-    pub fn new(catalog: &Catalog, model: &Model, grid: &Grid, input_tokens: f64, output_tokens: f64) -> Option<Context> {
+    pub fn new(
+        catalog: &Catalog,
+        model: &Model,
+        grid: &Grid,
+        input_tokens: f64,
+        output_tokens: f64,
+    ) -> Option<Context> {
         let model = ModelFacts::new(model)?;
         let platforms = grid
             .platforms
@@ -320,8 +335,11 @@ impl Context {
                         gpu.achievable_flops(class)
                     })
                     .collect();
-                let weight_bytes_per_param =
-                    grid.weight_dtypes.iter().map(|&d| catalog.dtypes[d].bytes_per_param()).collect();
+                let weight_bytes_per_param = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| catalog.dtypes[d].bytes_per_param())
+                    .collect();
                 let kv_bytes_per_element = grid
                     .kv_dtypes
                     .iter()
@@ -352,7 +370,12 @@ impl Context {
                 }
             })
             .collect();
-        Some(Context { model, input_tokens, output_tokens, platforms })
+        Some(Context {
+            model,
+            input_tokens,
+            output_tokens,
+            platforms,
+        })
     }
 }
 
@@ -397,14 +420,24 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     let mut kv_bytes = 0.0_f64;
     for s in &stages {
         let w = s.weight_bytes(rates.weight_bytes_per_param);
-        let kv = rank_sequences_held * memory::kv_bytes_per_sequence(m, l.tp, s.layers, kv_bytes_per_element, context);
+        let kv = rank_sequences_held
+            * memory::kv_bytes_per_sequence(m, l.tp, s.layers, kv_bytes_per_element, context);
         if w + kv > weights_bytes + kv_bytes {
             weights_bytes = w;
             kv_bytes = kv;
         }
     }
-    let decode = latency::decode(m, &l, &stages, &rates, p.batch, ctx.input_tokens, ctx.output_tokens);
-    let used_bytes = weights_bytes + kv_bytes + memory::activation_bytes(m, &l, decode.rank_sequences);
+    let decode = latency::decode(
+        m,
+        &l,
+        &stages,
+        &rates,
+        p.batch,
+        ctx.input_tokens,
+        ctx.output_tokens,
+    );
+    let used_bytes =
+        weights_bytes + kv_bytes + memory::activation_bytes(m, &l, decode.rank_sequences);
     let memory = Estimate {
         hbm_used_gb_per_gpu: used_bytes / 1e9,
         hbm_weights_gb_per_gpu: weights_bytes / 1e9,
@@ -412,7 +445,10 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
         ..with_layout(Reason::DoesNotFit)
     };
     if used_bytes > platform.usable_hbm_bytes {
-        return Estimate { limit: Some(Limit::Memory), ..memory };
+        return Estimate {
+            limit: Some(Limit::Memory),
+            ..memory
+        };
     }
 
     let ttft_s = latency::prefill_s(m, &l, &stages, &rates, ctx.input_tokens);
@@ -420,7 +456,11 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     let batch = f64::from(p.batch);
     let instances = f64::from(l.instances);
     let per_gpu = |seconds: f64| {
-        if seconds > 0.0 { batch / seconds * instances / f64::from(gpus) } else { f64::NAN }
+        if seconds > 0.0 {
+            batch / seconds * instances / f64::from(gpus)
+        } else {
+            f64::NAN
+        }
     };
     let pp = f64::from(l.pp);
     let compute_s = pp * decode.stage.compute_s;

@@ -1,0 +1,376 @@
+//! The output schema, defined once: every column of `configs.parquet` with its unit, meaning,
+//! type and how to read it from a [`Row`]. The Parquet writer, the Markdown table, objectives and
+//! constraints all go through this table, so a column cannot exist in one place and not another.
+
+use crate::grid::Point;
+use crate::perf::{Estimate, Limit, Reason};
+
+/// One evaluated configuration: its grid index, its axis values and the model's estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub config_id: u64,
+    pub point: Point,
+    pub estimate: Estimate,
+}
+
+/// Categorical columns, dictionary-encoded in Parquet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    Hardware,
+    Rack,
+    Model,
+    WeightDtype,
+    KvDtype,
+    Reason,
+    Limit,
+}
+
+/// How a column's values are read from a row. Numeric accessors return `None` (null) where the
+/// quantity does not apply.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Id(fn(&Row) -> u64),
+    Label(Labels),
+    Count(fn(&Row) -> Option<u32>),
+    Metric(fn(&Row) -> Option<f64>),
+    Flag(fn(&Row) -> bool),
+}
+
+#[derive(Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    /// Unit, or "" for identifiers and labels.
+    pub unit: &'static str,
+    pub doc: &'static str,
+    pub kind: Kind,
+}
+
+impl Column {
+    /// The value as a number, for objectives and constraints; `None` for labels and nulls.
+    pub fn number(&self, row: &Row) -> Option<f64> {
+        match self.kind {
+            Kind::Id(f) => Some(f(row) as f64),
+            Kind::Count(f) => f(row).map(f64::from),
+            Kind::Metric(f) => f(row),
+            Kind::Label(_) | Kind::Flag(_) => None,
+        }
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(self.kind, Kind::Id(_) | Kind::Count(_) | Kind::Metric(_))
+    }
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+fn nonzero(v: u32) -> Option<u32> {
+    (v > 0).then_some(v)
+}
+
+impl Labels {
+    /// Labels whose values do not depend on the sweep.
+    pub fn fixed_values(self) -> Option<Vec<&'static str>> {
+        match self {
+            Labels::Reason => Some(Reason::ALL.iter().map(|r| r.as_str()).collect()),
+            Labels::Limit => Some(Limit::ALL.iter().map(|l| l.as_str()).collect()),
+            _ => None,
+        }
+    }
+}
+
+/// Values of the sweep-dependent label columns, and the key each grid entry maps to.
+#[derive(Debug, Clone)]
+pub struct LabelValues {
+    pub hardware: Vec<String>,
+    /// Hardware key per grid platform.
+    pub hardware_key: Vec<u16>,
+    pub rack: Vec<String>,
+    pub rack_key: Vec<u16>,
+    pub model: String,
+    pub weight_dtype: Vec<String>,
+    pub kv_dtype: Vec<String>,
+}
+
+impl LabelValues {
+    /// Dictionary values of a label column.
+    pub fn values(&self, labels: Labels) -> Vec<String> {
+        match labels {
+            Labels::Hardware => self.hardware.clone(),
+            Labels::Rack => self.rack.clone(),
+            Labels::Model => vec![self.model.clone()],
+            Labels::WeightDtype => self.weight_dtype.clone(),
+            Labels::KvDtype => self.kv_dtype.clone(),
+            Labels::Reason | Labels::Limit => labels
+                .fixed_values()
+                .unwrap_or_default()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        }
+    }
+
+    /// Dictionary key of a row's label, `None` when null.
+    pub fn key(&self, labels: Labels, row: &Row) -> Option<u16> {
+        let p = &row.point;
+        match labels {
+            Labels::Hardware => Some(self.hardware_key[p.platform as usize]),
+            Labels::Rack => Some(self.rack_key[p.platform as usize]),
+            Labels::Model => Some(0),
+            Labels::WeightDtype => Some(p.weight_dtype as u16),
+            Labels::KvDtype => Some(p.kv_dtype as u16),
+            Labels::Reason | Labels::Limit => fixed_label_key(labels, row),
+        }
+    }
+
+    /// A row's label as text, "" when null.
+    pub fn text(&self, labels: Labels, row: &Row) -> String {
+        let Some(key) = self.key(labels, row) else {
+            return String::new();
+        };
+        self.values(labels).swap_remove(key as usize)
+    }
+}
+
+/// Key of a fixed-vocabulary label for a row, `None` when null.
+pub fn fixed_label_key(labels: Labels, row: &Row) -> Option<u16> {
+    match labels {
+        Labels::Reason => row.estimate.reason.map(|r| r as u16),
+        Labels::Limit => row.estimate.limit.map(|l| l as u16),
+        _ => None,
+    }
+}
+
+macro_rules! metric {
+    ($name:literal, $unit:literal, $doc:literal, $field:ident) => {
+        Column {
+            name: $name,
+            unit: $unit,
+            doc: $doc,
+            kind: Kind::Metric(|r| finite(r.estimate.$field)),
+        }
+    };
+}
+
+/// Every output column, in file order.
+pub static COLUMNS: &[Column] = &[
+    Column {
+        name: "config_id",
+        unit: "",
+        doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
+        kind: Kind::Id(|r| r.config_id),
+    },
+    Column {
+        name: "hardware",
+        unit: "",
+        doc: "GPU preset id",
+        kind: Kind::Label(Labels::Hardware),
+    },
+    Column {
+        name: "rack",
+        unit: "",
+        doc: "rack preset id",
+        kind: Kind::Label(Labels::Rack),
+    },
+    Column {
+        name: "model",
+        unit: "",
+        doc: "model preset id",
+        kind: Kind::Label(Labels::Model),
+    },
+    Column {
+        name: "racks",
+        unit: "racks",
+        doc: "racks in the cluster",
+        kind: Kind::Count(|r| Some(r.point.racks)),
+    },
+    Column {
+        name: "gpus",
+        unit: "GPUs",
+        doc: "GPUs in the cluster (racks x GPUs per rack)",
+        kind: Kind::Count(|r| Some(r.estimate.gpus)),
+    },
+    Column {
+        name: "tp",
+        unit: "GPUs",
+        doc: "tensor-parallel degree of attention and dense layers",
+        kind: Kind::Count(|r| Some(r.point.tp)),
+    },
+    Column {
+        name: "pp",
+        unit: "stages",
+        doc: "pipeline-parallel stages per instance",
+        kind: Kind::Count(|r| Some(r.point.pp)),
+    },
+    Column {
+        name: "ep",
+        unit: "GPUs",
+        doc: "expert-parallel degree (routed experts spread over ep GPUs)",
+        kind: Kind::Count(|r| Some(r.point.ep)),
+    },
+    Column {
+        name: "attention_dp",
+        unit: "ranks",
+        doc: "attention data-parallel ranks per stage, max(tp, ep) / tp (null when the layout is invalid)",
+        kind: Kind::Count(|r| nonzero(r.estimate.attention_dp)),
+    },
+    Column {
+        name: "gpus_per_instance",
+        unit: "GPUs",
+        doc: "GPUs of one model instance, max(tp, ep) x pp (null when the layout is invalid)",
+        kind: Kind::Count(|r| nonzero(r.estimate.gpus_per_instance)),
+    },
+    Column {
+        name: "instances",
+        unit: "instances",
+        doc: "model instances the cluster holds (data-parallel replicas; null when the layout is invalid)",
+        kind: Kind::Count(|r| nonzero(r.estimate.instances)),
+    },
+    Column {
+        name: "batch",
+        unit: "sequences",
+        doc: "concurrent sequences per instance (engine max batch size)",
+        kind: Kind::Count(|r| Some(r.point.batch)),
+    },
+    Column {
+        name: "weight_dtype",
+        unit: "",
+        doc: "number format of the weights",
+        kind: Kind::Label(Labels::WeightDtype),
+    },
+    Column {
+        name: "kv_dtype",
+        unit: "",
+        doc: "number format of the KV cache",
+        kind: Kind::Label(Labels::KvDtype),
+    },
+    Column {
+        name: "feasible",
+        unit: "",
+        doc: "whether the configuration can run",
+        kind: Kind::Flag(|r| r.estimate.feasible()),
+    },
+    Column {
+        name: "infeasible_reason",
+        unit: "",
+        doc: "why it cannot run (null when feasible); see docs/model.md",
+        kind: Kind::Label(Labels::Reason),
+    },
+    Column {
+        name: "limit",
+        unit: "",
+        doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
+        kind: Kind::Label(Labels::Limit),
+    },
+    metric!(
+        "ttft_ms",
+        "ms",
+        "time to first token of one request on an idle instance (no queueing)",
+        ttft_ms
+    ),
+    metric!(
+        "tpot_ms",
+        "ms",
+        "time per output token at full batch, prefill interference included",
+        tpot_ms
+    ),
+    metric!(
+        "tokens_per_s_per_user",
+        "tokens/s",
+        "output tokens per second one sequence sees (1000 / tpot_ms)",
+        tokens_per_s_per_user
+    ),
+    metric!(
+        "tokens_per_s_per_instance",
+        "tokens/s",
+        "output tokens per second of one instance",
+        tokens_per_s_per_instance
+    ),
+    metric!(
+        "tokens_per_s_per_gpu",
+        "tokens/s",
+        "output tokens per second per GPU of the cluster (idle GPUs included)",
+        tokens_per_s_per_gpu
+    ),
+    metric!(
+        "output_tokens_per_s",
+        "tokens/s",
+        "output tokens per second of the whole cluster",
+        output_tokens_per_s
+    ),
+    metric!(
+        "hbm_used_gb_per_gpu",
+        "GB",
+        "HBM the configuration needs per GPU: weights + KV cache + activations (also when it does not fit)",
+        hbm_used_gb_per_gpu
+    ),
+    metric!(
+        "hbm_weights_gb_per_gpu",
+        "GB",
+        "weights per GPU (heaviest pipeline stage)",
+        hbm_weights_gb_per_gpu
+    ),
+    metric!(
+        "hbm_kv_gb_per_gpu",
+        "GB",
+        "KV cache per GPU for batch sequences at full context",
+        hbm_kv_gb_per_gpu
+    ),
+    metric!(
+        "compute_bound_tokens_per_s_per_gpu",
+        "tokens/s",
+        "tokens/s per GPU if only tensor-core time counted",
+        compute_bound_tokens_per_s_per_gpu
+    ),
+    metric!(
+        "hbm_bound_tokens_per_s_per_gpu",
+        "tokens/s",
+        "tokens/s per GPU if only HBM traffic counted",
+        hbm_bound_tokens_per_s_per_gpu
+    ),
+    metric!(
+        "comm_bound_tokens_per_s_per_gpu",
+        "tokens/s",
+        "tokens/s per GPU if only communication counted (null without communication)",
+        comm_bound_tokens_per_s_per_gpu
+    ),
+];
+
+/// Index of a column by name.
+pub fn find(name: &str) -> Option<usize> {
+    COLUMNS.iter().position(|c| c.name == name)
+}
+
+/// Names of the numeric columns (usable in objectives and constraints).
+pub fn numeric_names() -> impl Iterator<Item = &'static str> {
+    COLUMNS.iter().filter(|c| c.is_numeric()).map(|c| c.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for c in COLUMNS {
+            assert!(seen.insert(c.name), "duplicate column {}", c.name);
+            assert!(
+                c.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            );
+        }
+    }
+
+    #[test]
+    fn metric_columns_carry_their_unit_in_the_name() {
+        for c in COLUMNS.iter().filter(|c| matches!(c.kind, Kind::Metric(_))) {
+            let ok = c.name.ends_with("_ms")
+                || c.name.contains("tokens_per_s")
+                || c.name.contains("_gb");
+            assert!(ok, "{} lacks a unit suffix", c.name);
+        }
+    }
+}

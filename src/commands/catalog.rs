@@ -1,0 +1,202 @@
+//! `racksweep catalog`: the built-in presets with their key specs.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::table;
+use crate::catalog::Catalog;
+use crate::cli::{CatalogArgs, CatalogKind};
+use crate::output::markdown::number;
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), number)
+}
+
+pub fn render(catalog: &Catalog, kind: Option<CatalogKind>) -> String {
+    let kinds = match kind {
+        Some(k) => vec![k],
+        None => vec![
+            CatalogKind::Gpus,
+            CatalogKind::Racks,
+            CatalogKind::Models,
+            CatalogKind::Dtypes,
+        ],
+    };
+    let mut out = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if kinds.len() > 1 {
+            if i > 0 {
+                out.push('\n');
+            }
+            let _ = writeln!(
+                out,
+                "{}",
+                match k {
+                    CatalogKind::Gpus => "# gpus (dense TFLOP/s; int8 in TOP/s)",
+                    CatalogKind::Racks => "# racks",
+                    CatalogKind::Models => "# models",
+                    CatalogKind::Dtypes => "# dtypes",
+                }
+            );
+        }
+        out.push_str(&match k {
+            CatalogKind::Gpus => gpus(catalog),
+            CatalogKind::Racks => racks(catalog),
+            CatalogKind::Models => models(catalog),
+            CatalogKind::Dtypes => dtypes(catalog),
+        });
+    }
+    out
+}
+
+fn gpus(c: &Catalog) -> String {
+    let rows: Vec<Vec<String>> = c
+        .gpus
+        .iter()
+        .map(|g| {
+            vec![
+                g.id.clone(),
+                number(g.bf16_tflops),
+                opt(g.fp8_tflops),
+                opt(g.fp4_tflops),
+                opt(g.int8_tops),
+                number(g.hbm_gb),
+                format!("{:.2}", g.hbm_tbps),
+                opt(g.tdp_w),
+                g.native_dtypes.join(","),
+                g.default_rack.clone(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "id",
+            "bf16",
+            "fp8",
+            "fp4",
+            "int8",
+            "hbm_gb",
+            "hbm_tbps",
+            "tdp_w",
+            "native",
+            "default_rack",
+        ],
+        &rows,
+    )
+}
+
+fn racks(c: &Catalog) -> String {
+    let rows: Vec<Vec<String>> = c
+        .racks
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.gpu.clone(),
+                r.gpus_per_server.to_string(),
+                r.servers_per_rack.to_string(),
+                r.gpus_per_rack().to_string(),
+                r.scaleup_domain_gpus.to_string(),
+                number(r.scaleup_gbps_per_gpu),
+                number(r.scaleout_gbps_per_gpu),
+                number(r.server_power_kw),
+                number(r.rack_power_budget_kw),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "id",
+            "gpu",
+            "gpus/server",
+            "servers",
+            "gpus/rack",
+            "scaleup_domain",
+            "scaleup_gbps",
+            "scaleout_gbps",
+            "server_kw",
+            "rack_kw",
+        ],
+        &rows,
+    )
+}
+
+fn models(c: &Catalog) -> String {
+    let rows: Vec<Vec<String>> = c
+        .models
+        .iter()
+        .map(|m| {
+            let counts = m.param_counts();
+            let experts = if m.is_moe() {
+                format!("{}/{}", m.experts_per_token(), m.experts())
+            } else {
+                "-".into()
+            };
+            vec![
+                m.id.clone(),
+                m.layers.to_string(),
+                m.hidden.to_string(),
+                format!("{}/{}", m.heads, m.kv_heads),
+                format!("{:?}", m.attention).to_lowercase(),
+                experts,
+                counts.map_or_else(|| "-".into(), |p| number(p.total(m.experts()) / 1e9)),
+                counts.map_or_else(
+                    || "-".into(),
+                    |p| number(p.active(m.experts_per_token()) / 1e9),
+                ),
+                m.max_context.to_string(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "id",
+            "layers",
+            "hidden",
+            "heads/kv",
+            "attention",
+            "experts",
+            "params_b",
+            "active_b",
+            "max_context",
+        ],
+        &rows,
+    )
+}
+
+fn dtypes(c: &Catalog) -> String {
+    let rows: Vec<Vec<String>> = c
+        .dtypes
+        .iter()
+        .map(|d| {
+            let fallback: Vec<&str> = d.fallback.iter().map(|f| f.as_str()).collect();
+            vec![
+                d.id.clone(),
+                format!("{:.4}", d.bytes_per_param()),
+                d.compute.as_str().to_string(),
+                if fallback.is_empty() {
+                    "-".into()
+                } else {
+                    fallback.join(",")
+                },
+                d.description.clone(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "id",
+            "bytes/param",
+            "computes_on",
+            "fallback",
+            "description",
+        ],
+        &rows,
+    )
+}
+
+pub fn run(args: CatalogArgs) -> Result<String> {
+    let catalog = Catalog::builtin().map_err(anyhow::Error::msg)?;
+    Ok(render(&catalog, args.kind))
+}

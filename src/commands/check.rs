@@ -1,0 +1,77 @@
+//! `racksweep check`: validate a sweep and show its grid without evaluating it.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::table;
+use crate::cli::CheckArgs;
+use crate::grid::AXIS_NAMES;
+use crate::output::markdown::number;
+use crate::spec::{self, Spec};
+
+/// Each axis with its size and values, one line per axis, then `configurations: N`.
+pub fn render(spec: &Spec) -> String {
+    let c = &spec.catalog;
+    let g = &spec.grid;
+    let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let dtypes = |v: &[usize]| {
+        v.iter()
+            .map(|&d| c.dtypes[d].id.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let platforms = g
+        .platforms
+        .iter()
+        .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let values = [
+        platforms,
+        dtypes(&g.weight_dtypes),
+        dtypes(&g.kv_dtypes),
+        join(&g.racks),
+        join(&g.tp),
+        join(&g.pp),
+        join(&g.ep),
+        join(&g.batch),
+    ];
+    let rows: Vec<Vec<String>> = AXIS_NAMES
+        .iter()
+        .zip(g.radices())
+        .zip(values)
+        .map(|((name, size), values)| vec![name.to_string(), size.to_string(), values])
+        .collect();
+
+    let mut out = String::new();
+    let _ = writeln!(out, "sweep: {} ({})", spec.name, spec.path.display());
+    let _ = writeln!(
+        out,
+        "workload: {}, {} input / {} output tokens",
+        c.models[spec.model].id,
+        number(spec.input_tokens),
+        number(spec.output_tokens)
+    );
+    let objectives: Vec<String> = spec.objectives.iter().map(|o| o.to_string()).collect();
+    let _ = writeln!(out, "objectives: {}", objectives.join(", "));
+    let constraints: Vec<String> = spec.constraints.iter().map(|c| c.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "constraints: {}",
+        if constraints.is_empty() {
+            "none".into()
+        } else {
+            constraints.join(", ")
+        }
+    );
+    out.push('\n');
+    out.push_str(&table::render(&["axis", "size", "values"], &rows));
+    let _ = writeln!(out, "\nconfigurations: {}", g.len());
+    out
+}
+
+pub fn run(args: CheckArgs) -> Result<String> {
+    let spec = spec::load(&args.sweep, args.max_configs)?;
+    Ok(render(&spec))
+}

@@ -1,0 +1,6 @@
+//! One module per subcommand.
+
+pub mod catalog;
+pub mod check;
+pub mod run;
+pub mod table;

@@ -1,0 +1,15 @@
+//! racksweep as a library: the sweep engine behind the `racksweep` binary, exposed for the
+//! integration tests and benchmarks.
+
+pub mod catalog;
+pub mod cli;
+pub mod columns;
+pub mod commands;
+pub mod engine;
+pub mod error;
+pub mod grid;
+pub mod output;
+pub mod pareto;
+pub mod perf;
+pub mod spec;
+pub mod suggest;

@@ -1,0 +1,84 @@
+//! `manifest.json`: what ran, on what, how much, how fast, and whether it finished.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub racksweep_version: String,
+    pub sweep_name: String,
+    pub sweep_file: String,
+    pub sweep_sha256: String,
+    pub model: String,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    /// Configurations in the grid.
+    pub configurations: u64,
+    /// Axis name -> number of values.
+    pub axes: BTreeMap<String, u64>,
+    /// Rows in configs.parquet (all configurations, or the feasible ones with --feasible-only).
+    pub rows_written: u64,
+    pub feasible: u64,
+    /// Infeasible reason -> configurations.
+    pub infeasible: BTreeMap<String, u64>,
+    pub frontier_size: u64,
+    pub objectives: Vec<String>,
+    pub constraints: Vec<String>,
+    pub feasible_only: bool,
+    pub threads: usize,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_time_s: f64,
+    pub configs_per_s: f64,
+    /// True only once every file of the run directory is written.
+    pub complete: bool,
+}
+
+/// `SystemTime` as an RFC 3339 UTC timestamp (seconds precision).
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm,
+/// "chrono-Compatible Low-Level Date Algorithms").
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_653_005)),
+            "2026-11-25T22:30:05Z"
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! One writer per output format: Parquet tables, the Markdown frontier, the JSON manifest.
+
+pub mod manifest;
+pub mod markdown;
+pub mod parquet;

@@ -1,0 +1,492 @@
+//! Objectives ("max tokens_per_s_per_gpu"), constraints ("ttft_ms <= 2000") and the exact Pareto
+//! frontier over feasible rows that meet the constraints. The frontier is computed per chunk and
+//! merged, so it works on a stream (and later across shards). Ties are kept; a row with a null or
+//! NaN objective never enters.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::columns::{self, COLUMNS, Row};
+use crate::suggest;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Objective {
+    /// Index into [`COLUMNS`].
+    pub column: usize,
+    pub maximize: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Le,
+    Lt,
+    Ge,
+    Gt,
+    Eq,
+}
+
+impl Op {
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Eq => "==",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Constraint {
+    pub column: usize,
+    pub op: Op,
+    pub value: f64,
+}
+
+/// A parse failure: the message, and a hint when there is one.
+pub type ParseError = (String, Option<String>);
+
+fn numeric_column(name: &str) -> Result<usize, ParseError> {
+    match columns::find(name) {
+        Some(i) if COLUMNS[i].is_numeric() => Ok(i),
+        Some(_) => Err((
+            format!("column \"{name}\" is not numeric"),
+            Some(numeric_hint()),
+        )),
+        None => {
+            let hint = match suggest::closest(name, columns::numeric_names()) {
+                Some(s) => format!("did you mean \"{s}\"? {}", numeric_hint()),
+                None => numeric_hint(),
+            };
+            Err((format!("unknown column \"{name}\""), Some(hint)))
+        }
+    }
+}
+
+fn numeric_hint() -> String {
+    let names: Vec<_> = columns::numeric_names().collect();
+    format!("numeric columns: {}", names.join(", "))
+}
+
+impl Objective {
+    /// Parses `"max <column>"` or `"min <column>"`.
+    pub fn parse(text: &str) -> Result<Objective, ParseError> {
+        let mut words = text.split_whitespace();
+        let (Some(direction), Some(name), None) = (words.next(), words.next(), words.next()) else {
+            return Err((
+                format!("\"{text}\" is not an objective"),
+                Some(
+                    "write \"max <column>\" or \"min <column>\", e.g. \"max tokens_per_s_per_gpu\""
+                        .into(),
+                ),
+            ));
+        };
+        let maximize = match direction {
+            "max" => true,
+            "min" => false,
+            other => {
+                return Err((
+                    format!("\"{other}\" is not a direction"),
+                    Some("objectives start with \"max\" or \"min\"".into()),
+                ));
+            }
+        };
+        Ok(Objective {
+            column: numeric_column(name)?,
+            maximize,
+        })
+    }
+
+    /// The objective's value oriented so that larger is better; `None` if null or not finite.
+    fn key(&self, row: &Row) -> Option<f64> {
+        let v = COLUMNS[self.column].number(row)?;
+        if !v.is_finite() {
+            return None;
+        }
+        Some(if self.maximize { v } else { -v })
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}",
+            if self.maximize { "max" } else { "min" },
+            COLUMNS[self.column].name
+        )
+    }
+}
+
+impl Constraint {
+    /// Parses `"<column> <op> <number>"` with op one of `<=`, `<`, `>=`, `>`, `==`.
+    pub fn parse(text: &str) -> Result<Constraint, ParseError> {
+        let hint = || {
+            Some("write \"<column> <op> <number>\", e.g. \"ttft_ms <= 2000\"; op is <=, <, >=, > or ==".into())
+        };
+        let ops = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("==", Op::Eq),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ];
+        let Some((at, symbol, op)) = ops
+            .iter()
+            .filter_map(|&(s, op)| text.find(s).map(|at| (at, s, op)))
+            .min_by_key(|&(at, s, _)| (at, std::cmp::Reverse(s.len())))
+        else {
+            return Err((format!("\"{text}\" is not a constraint"), hint()));
+        };
+        let name = text[..at].trim();
+        let number = text[at + symbol.len()..].trim();
+        if name.is_empty() || number.is_empty() {
+            return Err((format!("\"{text}\" is not a constraint"), hint()));
+        }
+        let column = numeric_column(name)?;
+        let value: f64 = match number.parse() {
+            Ok(v) if f64::is_finite(v) => v,
+            _ => return Err((format!("\"{number}\" is not a finite number"), hint())),
+        };
+        Ok(Constraint { column, op, value })
+    }
+
+    pub fn holds(&self, row: &Row) -> bool {
+        let Some(v) = COLUMNS[self.column].number(row) else {
+            return false;
+        };
+        match self.op {
+            Op::Le => v <= self.value,
+            Op::Lt => v < self.value,
+            Op::Ge => v >= self.value,
+            Op::Gt => v > self.value,
+            Op::Eq => v == self.value,
+        }
+    }
+}
+
+impl fmt::Display for Constraint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {}",
+            COLUMNS[self.column].name,
+            self.op.as_str(),
+            self.value
+        )
+    }
+}
+
+/// The non-dominated rows seen so far.
+#[derive(Debug, Clone)]
+pub struct Frontier {
+    objectives: Vec<Objective>,
+    constraints: Vec<Constraint>,
+    rows: Vec<Row>,
+}
+
+/// A candidate with its oriented objective keys (larger is better).
+struct Keyed {
+    keys: [f64; MAX_OBJECTIVES],
+    row: Row,
+}
+
+/// Objectives a frontier supports at once.
+pub const MAX_OBJECTIVES: usize = 8;
+
+impl Frontier {
+    pub fn new(objectives: Vec<Objective>, constraints: Vec<Constraint>) -> Frontier {
+        assert!(!objectives.is_empty() && objectives.len() <= MAX_OBJECTIVES);
+        Frontier {
+            objectives,
+            constraints,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Whether a row may enter: feasible, every constraint holds, every objective is a number.
+    pub fn admits(&self, row: &Row) -> bool {
+        row.estimate.feasible()
+            && self.constraints.iter().all(|c| c.holds(row))
+            && self.objectives.iter().all(|o| o.key(row).is_some())
+    }
+
+    fn keyed(&self, row: &Row) -> Option<Keyed> {
+        if !self.admits(row) {
+            return None;
+        }
+        let mut keys = [0.0; MAX_OBJECTIVES];
+        for (k, o) in keys.iter_mut().zip(&self.objectives) {
+            *k = o.key(row)?;
+        }
+        Some(Keyed { keys, row: *row })
+    }
+
+    /// Adds a batch of rows, keeping only the non-dominated ones of frontier and batch together.
+    pub fn extend<'a>(&mut self, rows: impl IntoIterator<Item = &'a Row>) {
+        let mut candidates: Vec<Keyed> = rows.into_iter().filter_map(|r| self.keyed(r)).collect();
+        if candidates.is_empty() {
+            return;
+        }
+        candidates.extend(self.rows.iter().filter_map(|r| self.keyed(r)));
+        let n = self.objectives.len();
+        let mut rows: Vec<Row> = non_dominated(candidates, n)
+            .into_iter()
+            .map(|k| k.row)
+            .collect();
+        rows.sort_by(|a, b| self.order(a, b));
+        self.rows = rows;
+    }
+
+    /// Merges another frontier over the same objectives (shards, chunks).
+    pub fn merge(&mut self, other: &Frontier) {
+        self.extend(other.rows.iter());
+    }
+
+    /// Rows sorted by the first objective (best first), then the next ones, then config_id.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    pub fn objectives(&self) -> &[Objective] {
+        &self.objectives
+    }
+
+    pub fn constraints(&self) -> &[Constraint] {
+        &self.constraints
+    }
+
+    fn order(&self, a: &Row, b: &Row) -> Ordering {
+        for o in &self.objectives {
+            let (ka, kb) = (
+                o.key(a).unwrap_or(f64::NEG_INFINITY),
+                o.key(b).unwrap_or(f64::NEG_INFINITY),
+            );
+            match kb.total_cmp(&ka) {
+                Ordering::Equal => continue,
+                other => return other,
+            }
+        }
+        a.config_id.cmp(&b.config_id)
+    }
+}
+
+/// `a` dominates `b`: at least as good in every key and better in one.
+fn dominates(a: &[f64], b: &[f64]) -> bool {
+    let mut better = false;
+    for (x, y) in a.iter().zip(b) {
+        if x < y {
+            return false;
+        }
+        better |= x > y;
+    }
+    better
+}
+
+fn non_dominated(mut c: Vec<Keyed>, n: usize) -> Vec<Keyed> {
+    // Best first by every key in turn: a row can only be dominated by rows before it.
+    c.sort_by(|a, b| {
+        for i in 0..n {
+            match b.keys[i].total_cmp(&a.keys[i]) {
+                Ordering::Equal => continue,
+                other => return other,
+            }
+        }
+        a.row.config_id.cmp(&b.row.config_id)
+    });
+    if n == 1 {
+        let best = c[0].keys[0];
+        c.retain(|k| k.keys[0] == best);
+        return c;
+    }
+    if n == 2 {
+        return sweep_two(c);
+    }
+    let mut kept: Vec<Keyed> = Vec::new();
+    for k in c {
+        if !kept.iter().any(|f| dominates(&f.keys[..n], &k.keys[..n])) {
+            kept.push(k);
+        }
+    }
+    kept
+}
+
+/// Two objectives in O(n log n) after the sort: within a run of equal first keys only the best
+/// second key survives; it survives overall if it beats every second key of a strictly better
+/// first key seen before. Equal points (both keys equal) are all kept.
+fn sweep_two(c: Vec<Keyed>) -> Vec<Keyed> {
+    let mut kept = Vec::new();
+    let mut best_second = f64::NEG_INFINITY;
+    let mut i = 0;
+    while i < c.len() {
+        let first = c[i].keys[0];
+        let group_best = c[i].keys[1];
+        let mut j = i;
+        while j < c.len() && c[j].keys[0] == first {
+            j += 1;
+        }
+        if group_best > best_second {
+            for k in &c[i..j] {
+                if k.keys[1] == group_best {
+                    kept.push(Keyed {
+                        keys: k.keys,
+                        row: k.row,
+                    });
+                }
+            }
+            best_second = group_best;
+        }
+        i = j;
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::Point;
+    use crate::perf::Estimate;
+    use proptest::prelude::*;
+
+    fn row(id: u64, gpu: f64, user: f64) -> Row {
+        let mut estimate = Estimate {
+            reason: None,
+            ..test_estimate()
+        };
+        estimate.tokens_per_s_per_gpu = gpu;
+        estimate.tokens_per_s_per_user = user;
+        estimate.ttft_ms = id as f64;
+        Row {
+            config_id: id,
+            point: Point::default(),
+            estimate,
+        }
+    }
+
+    fn test_estimate() -> Estimate {
+        Estimate {
+            reason: None,
+            limit: None,
+            gpus: 8,
+            gpus_per_instance: 8,
+            instances: 1,
+            attention_dp: 1,
+            hbm_used_gb_per_gpu: 1.0,
+            hbm_weights_gb_per_gpu: 1.0,
+            hbm_kv_gb_per_gpu: 0.0,
+            ttft_ms: 1.0,
+            tpot_ms: 1.0,
+            tokens_per_s_per_user: 1.0,
+            tokens_per_s_per_instance: 1.0,
+            tokens_per_s_per_gpu: 1.0,
+            output_tokens_per_s: 1.0,
+            compute_bound_tokens_per_s_per_gpu: 1.0,
+            hbm_bound_tokens_per_s_per_gpu: 1.0,
+            comm_bound_tokens_per_s_per_gpu: f64::NAN,
+        }
+    }
+
+    fn objectives(spec: &[&str]) -> Vec<Objective> {
+        spec.iter().map(|s| Objective::parse(s).unwrap()).collect()
+    }
+
+    #[test]
+    fn parses_objectives_and_constraints() {
+        let o = Objective::parse("max tokens_per_s_per_gpu").unwrap();
+        assert!(o.maximize);
+        assert_eq!(o.to_string(), "max tokens_per_s_per_gpu");
+        let c = Constraint::parse("ttft_ms<=2000").unwrap();
+        assert_eq!((c.op, c.value), (Op::Le, 2000.0));
+        assert_eq!(
+            Constraint::parse("tokens_per_s_per_user >= 20").unwrap().op,
+            Op::Ge
+        );
+        assert_eq!(Constraint::parse("tp < 8").unwrap().op, Op::Lt);
+        let (msg, hint) = Objective::parse("max tokens_per_gpu").unwrap_err();
+        assert_eq!(msg, "unknown column \"tokens_per_gpu\"");
+        assert!(
+            hint.unwrap()
+                .starts_with("did you mean \"tokens_per_s_per_gpu\"?")
+        );
+        assert!(Objective::parse("maximize ttft_ms").is_err());
+        assert!(
+            Objective::parse("max hardware")
+                .unwrap_err()
+                .0
+                .contains("not numeric")
+        );
+        assert!(Constraint::parse("ttft_ms <= fast").is_err());
+        assert!(Constraint::parse("ttft_ms <= inf").is_err());
+        assert!(Constraint::parse("ttft_ms 2000").is_err());
+    }
+
+    #[test]
+    fn two_objective_frontier_keeps_ties_and_drops_dominated() {
+        let mut f = Frontier::new(
+            objectives(&["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"]),
+            vec![],
+        );
+        let rows = [
+            row(0, 10.0, 1.0),
+            row(1, 5.0, 5.0),
+            row(2, 5.0, 5.0), // tie with 1: kept
+            row(3, 5.0, 4.0), // dominated by 1
+            row(4, 1.0, 10.0),
+            row(5, 1.0, 5.0),  // dominated by 1
+            row(6, 10.0, 0.5), // dominated by 0
+        ];
+        f.extend(rows.iter());
+        let ids: Vec<u64> = f.rows().iter().map(|r| r.config_id).collect();
+        assert_eq!(ids, [0, 1, 2, 4]);
+    }
+
+    #[test]
+    fn infeasible_nan_and_constrained_rows_never_enter() {
+        let c = vec![Constraint::parse("ttft_ms <= 2").unwrap()];
+        let mut f = Frontier::new(objectives(&["max tokens_per_s_per_gpu"]), c);
+        let mut infeasible = row(0, 100.0, 1.0);
+        infeasible.estimate.reason = Some(crate::perf::Reason::DoesNotFit);
+        let nan = row(1, f64::NAN, 1.0);
+        let slow = row(3, 50.0, 1.0); // ttft 3 ms breaks the constraint
+        let ok = row(2, 10.0, 1.0);
+        f.extend([infeasible, nan, slow, ok].iter());
+        assert_eq!(f.rows().len(), 1);
+        assert_eq!(f.rows()[0].config_id, 2);
+    }
+
+    proptest! {
+        /// Streaming in chunks gives the brute-force frontier: nothing on it is dominated, and
+        /// every admitted row off it is dominated by a row on it.
+        #[test]
+        fn frontier_matches_brute_force(
+            points in proptest::collection::vec((0u8..6, 0u8..6, 0u8..6), 1..60),
+            chunk in 1usize..10,
+            three in any::<bool>(),
+        ) {
+            let spec: &[&str] = if three {
+                &["max tokens_per_s_per_gpu", "max tokens_per_s_per_user", "min ttft_ms"]
+            } else {
+                &["max tokens_per_s_per_gpu", "min tokens_per_s_per_user"]
+            };
+            let rows: Vec<Row> = points.iter().enumerate().map(|(i, &(a, b, c))| {
+                let mut r = row(i as u64, f64::from(a), f64::from(b));
+                r.estimate.ttft_ms = f64::from(c);
+                r
+            }).collect();
+            let objs = objectives(spec);
+            let mut f = Frontier::new(objs.clone(), vec![]);
+            for c in rows.chunks(chunk) {
+                let mut part = Frontier::new(objs.clone(), vec![]);
+                part.extend(c.iter());
+                f.merge(&part);
+            }
+            let keys = |r: &Row| -> Vec<f64> { objs.iter().map(|o| o.key(r).unwrap()).collect() };
+            let on: std::collections::HashSet<u64> = f.rows().iter().map(|r| r.config_id).collect();
+            for r in &rows {
+                let dominated = rows.iter().any(|q| dominates(&keys(q), &keys(r)));
+                prop_assert_eq!(on.contains(&r.config_id), !dominated, "row {}", r.config_id);
+            }
+        }
+    }
+}

@@ -1,0 +1,680 @@
+//! A validated sweep: the TOML file parsed (`raw`), then checked pass by pass into a [`Spec`]
+//! whose every id resolves and whose grid is within bounds. Errors are [`UserError`]s naming the
+//! file, line, column, key and value, with a hint. Nothing here evaluates configurations.
+
+pub mod raw;
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use toml::Spanned;
+
+use crate::catalog::{self, Catalog};
+use crate::error::UserError;
+use crate::grid::{Grid, Platform};
+use crate::pareto::{Constraint, Objective};
+use crate::suggest;
+use raw::{IntAxis, Names, RawSpec};
+
+/// Grid size `check` and `run` accept without `--max-configs` (documented in docs/sweep-format.md).
+pub const DEFAULT_MAX_CONFIGS: u64 = 1_000_000_000;
+
+/// Values one integer axis may hold (a longer axis is almost always a typo in a range).
+pub const MAX_AXIS_VALUES: u64 = 1_000_000;
+
+/// Objectives used when the sweep names none.
+pub const DEFAULT_OBJECTIVES: [&str; 2] = ["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"];
+
+/// Axis defaults (docs/sweep-format.md, "Defaults").
+const DEFAULT_RACKS: &[u32] = &[1];
+const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
+const DEFAULT_PP: &[u32] = &[1];
+const DEFAULT_EP: &[u32] = &[1];
+const DEFAULT_BATCH: &[u32] = &[1, 2, 4, 8, 16, 32, 64, 128, 256];
+const DEFAULT_DTYPE: &str = "bf16";
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub path: PathBuf,
+    /// The sweep file's full text (stored in the Parquet metadata).
+    pub text: String,
+    pub sha256: String,
+    pub name: String,
+    pub description: String,
+    pub objectives: Vec<Objective>,
+    pub constraints: Vec<Constraint>,
+    /// Index into `catalog.models`.
+    pub model: usize,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub catalog: Catalog,
+    pub grid: Grid,
+}
+
+/// Reads and validates a sweep file.
+pub fn load(path: &Path, max_configs: u64) -> Result<Spec, UserError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        UserError::new(format!("cannot read sweep file {}: {e}", path.display()))
+            .with_hint("pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml")
+    })?;
+    parse(path, &text, max_configs)
+}
+
+/// Validates sweep text; `path` is used in messages only.
+pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Spec, UserError> {
+    let raw: RawSpec = toml::from_str(text).map_err(|e| {
+        let hint = "docs/sweep-format.md describes every key";
+        UserError::new(format!("{}: {}", path.display(), e.to_string().trim_end())).with_hint(hint)
+    })?;
+    Loader { path, text }.spec(raw, max_configs)
+}
+
+struct Loader<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Loader<'_> {
+    /// `file:line:col: message` for a byte span of the sweep text.
+    fn at(&self, span: Range<usize>, message: impl AsRef<str>) -> UserError {
+        let before = &self.text[..span.start.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        UserError::new(format!(
+            "{}:{line}:{col}: {}",
+            self.path.display(),
+            message.as_ref()
+        ))
+    }
+
+    fn spec(&self, raw: RawSpec, max_configs: u64) -> Result<Spec, UserError> {
+        let RawSpec {
+            sweep,
+            workload,
+            grid,
+            gpu,
+            rack,
+            model,
+        } = raw;
+
+        // Pass 1: the catalog, with the sweep's inline presets.
+        let mut catalog =
+            Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
+        self.add_presets(&mut catalog, gpu, rack, model)?;
+
+        // Pass 2: the [sweep] table.
+        let name = self.sweep_name(&sweep.name)?;
+        let (objectives, constraints) = self.goals(sweep.objectives, &sweep.constraints)?;
+
+        // Pass 3: the [workload] table.
+        let model_id = workload.model.get_ref();
+        let model = catalog
+            .models
+            .iter()
+            .position(|m| &m.id == model_id)
+            .ok_or_else(|| {
+                let ids = catalog.models.iter().map(|m| m.id.as_str());
+                self.unknown(
+                    &workload.model,
+                    "workload.model",
+                    "model",
+                    ids,
+                    "racksweep catalog models",
+                )
+            })?;
+        if catalog.models[model].vocab.is_none() {
+            return Err(self
+                .at(workload.model.span(), format!("workload.model: \"{model_id}\" has no vocabulary size in the catalog, so its embeddings cannot be sized"))
+                .with_hint("define the model inline with a [[model]] table that sets vocab (and a new id)"));
+        }
+        let input_tokens = self.tokens(&workload.input_tokens, "workload.input_tokens")?;
+        let output_tokens = self.tokens(&workload.output_tokens, "workload.output_tokens")?;
+        if output_tokens < 1.0 {
+            return Err(self.at(
+                workload.output_tokens.span(),
+                format!("workload.output_tokens: {output_tokens} is less than one token"),
+            ));
+        }
+        let max_context = f64::from(catalog.models[model].max_context);
+        if input_tokens + output_tokens > max_context {
+            return Err(self
+                .at(workload.input_tokens.span(), format!("workload: input_tokens + output_tokens = {} exceeds the context of {model_id} ({max_context})", input_tokens + output_tokens))
+                .with_hint("shorten the workload or pick a model with a longer max_context"));
+        }
+
+        // Pass 4: the [grid] axes.
+        let grid = self.grid(&catalog, grid)?;
+        let len = grid.checked_len().ok_or_else(|| {
+            UserError::new(format!(
+                "{}: the grid has more than 2^64 configurations",
+                self.path.display()
+            ))
+            .with_hint("narrow one of the axes")
+        })?;
+        if len > max_configs {
+            return Err(UserError::new(format!(
+                "{}: the grid has {} configurations, more than the cap of {}",
+                self.path.display(),
+                thousands(len),
+                thousands(max_configs)
+            ))
+            .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
+        }
+
+        Ok(Spec {
+            path: self.path.to_path_buf(),
+            text: self.text.to_string(),
+            sha256: format!("{:x}", Sha256::digest(self.text.as_bytes())),
+            name,
+            description: sweep.description,
+            objectives,
+            constraints,
+            model,
+            input_tokens,
+            output_tokens,
+            catalog,
+            grid,
+        })
+    }
+
+    fn add_presets(
+        &self,
+        catalog: &mut Catalog,
+        gpus: Vec<Spanned<catalog::Gpu>>,
+        racks: Vec<Spanned<catalog::Rack>>,
+        models: Vec<Spanned<catalog::Model>>,
+    ) -> Result<(), UserError> {
+        let clash = |span: Range<usize>, kind: &str, i: usize, id: &str| {
+            self.at(span, format!("{kind}[{i}]: id \"{id}\" is already taken by a preset"))
+                .with_hint(format!("inline presets add to the catalog; give this one a new id (see racksweep catalog {kind}s)"))
+        };
+        // GPUs and racks refer to each other, so add both before checking either.
+        let mut gpu_spans = Vec::new();
+        for (i, g) in gpus.into_iter().enumerate() {
+            let span = g.span();
+            let g = g.into_inner();
+            if catalog.gpu(&g.id).is_some() {
+                return Err(clash(span, "gpu", i, &g.id));
+            }
+            catalog.gpus.push(g);
+            gpu_spans.push((i, span, catalog.gpus.len() - 1));
+        }
+        let mut rack_spans = Vec::new();
+        for (i, r) in racks.into_iter().enumerate() {
+            let span = r.span();
+            let r = r.into_inner();
+            if catalog.rack(&r.id).is_some() {
+                return Err(clash(span, "rack", i, &r.id));
+            }
+            catalog.racks.push(r);
+            rack_spans.push((i, span, catalog.racks.len() - 1));
+        }
+        for (i, span, at) in gpu_spans {
+            let g = &catalog.gpus[at];
+            catalog
+                .check_gpu(g)
+                .map_err(|e| self.at(span.clone(), format!("gpu[{i}] \"{}\": {e}", g.id)))?;
+        }
+        for (i, span, at) in rack_spans {
+            let r = &catalog.racks[at];
+            catalog
+                .check_rack(r)
+                .map_err(|e| self.at(span.clone(), format!("rack[{i}] \"{}\": {e}", r.id)))?;
+        }
+        for (i, m) in models.into_iter().enumerate() {
+            let span = m.span();
+            let m = m.into_inner();
+            if catalog.model(&m.id).is_some() {
+                return Err(clash(span, "model", i, &m.id));
+            }
+            catalog::check_model(&m)
+                .map_err(|e| self.at(span, format!("model[{i}] \"{}\": {e}", m.id)))?;
+            catalog.models.push(m);
+        }
+        Ok(())
+    }
+
+    fn sweep_name(&self, name: &Spanned<String>) -> Result<String, UserError> {
+        let n = name.get_ref();
+        let safe = !n.is_empty()
+            && n.len() <= 64
+            && !n.starts_with('.')
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if safe {
+            Ok(n.clone())
+        } else {
+            Err(self
+                .at(
+                    name.span(),
+                    format!("sweep.name: \"{n}\" is not a safe folder name"),
+                )
+                .with_hint("use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"))
+        }
+    }
+
+    fn goals(
+        &self,
+        objectives: Option<Spanned<Vec<Spanned<String>>>>,
+        constraints: &[Spanned<String>],
+    ) -> Result<(Vec<Objective>, Vec<Constraint>), UserError> {
+        let parsed = match objectives {
+            None => DEFAULT_OBJECTIVES
+                .iter()
+                .map(|s| Objective::parse(s).expect("default objectives parse"))
+                .collect(),
+            Some(list) => {
+                if list.get_ref().is_empty() {
+                    return Err(self.at(list.span(), "sweep.objectives: empty").with_hint(
+                        "name at least one, e.g. [\"max tokens_per_s_per_gpu\"], or remove the key for the default",
+                    ));
+                }
+                if list.get_ref().len() > crate::pareto::MAX_OBJECTIVES {
+                    return Err(self.at(
+                        list.span(),
+                        format!(
+                            "sweep.objectives: more than {} objectives",
+                            crate::pareto::MAX_OBJECTIVES
+                        ),
+                    ));
+                }
+                let mut out: Vec<Objective> = Vec::new();
+                for (i, o) in list.get_ref().iter().enumerate() {
+                    let parsed = Objective::parse(o.get_ref()).map_err(|(m, h)| {
+                        self.hinted(o.span(), format!("sweep.objectives[{i}]: {m}"), h)
+                    })?;
+                    if out.iter().any(|p| p.column == parsed.column) {
+                        return Err(self.at(
+                            o.span(),
+                            format!(
+                                "sweep.objectives[{i}]: \"{}\" repeats a column",
+                                o.get_ref()
+                            ),
+                        ));
+                    }
+                    out.push(parsed);
+                }
+                out
+            }
+        };
+        let mut cons = Vec::new();
+        for (i, c) in constraints.iter().enumerate() {
+            cons.push(Constraint::parse(c.get_ref()).map_err(|(m, h)| {
+                self.hinted(c.span(), format!("sweep.constraints[{i}]: {m}"), h)
+            })?);
+        }
+        Ok((parsed, cons))
+    }
+
+    fn hinted(&self, span: Range<usize>, message: String, hint: Option<String>) -> UserError {
+        let e = self.at(span, message);
+        match hint {
+            Some(h) => e.with_hint(h),
+            None => e,
+        }
+    }
+
+    fn tokens(&self, v: &Spanned<f64>, key: &str) -> Result<f64, UserError> {
+        let x = *v.get_ref();
+        if x.is_finite() && x > 0.0 {
+            Ok(x)
+        } else {
+            Err(self.at(
+                v.span(),
+                format!("{key}: {x} must be a positive number of tokens"),
+            ))
+        }
+    }
+
+    fn unknown<'c>(
+        &self,
+        value: &Spanned<String>,
+        key: &str,
+        kind: &str,
+        known: impl IntoIterator<Item = &'c str>,
+        list_cmd: &str,
+    ) -> UserError {
+        let id = value.get_ref();
+        let hint = match suggest::closest(id, known) {
+            Some(s) => format!("did you mean \"{s}\"? `{list_cmd}` lists them"),
+            None => format!("`{list_cmd}` lists them, or define one inline"),
+        };
+        self.at(value.span(), format!("{key}: unknown {kind} \"{id}\""))
+            .with_hint(hint)
+    }
+
+    /// Each named id resolved through `find`, without repeats.
+    fn names(
+        &self,
+        names: &Names,
+        key: &str,
+        kind: &str,
+        find: impl Fn(&str) -> Option<usize>,
+        known: &[&str],
+        list_cmd: &str,
+    ) -> Result<Vec<usize>, UserError> {
+        if names.get_ref().is_empty() {
+            return Err(self
+                .at(names.span(), format!("{key}: empty"))
+                .with_hint(format!("list at least one {kind}")));
+        }
+        let mut out = Vec::new();
+        for (i, n) in names.get_ref().iter().enumerate() {
+            let at = find(n.get_ref()).ok_or_else(|| {
+                self.unknown(
+                    n,
+                    &format!("{key}[{i}]"),
+                    kind,
+                    known.iter().copied(),
+                    list_cmd,
+                )
+            })?;
+            if out.contains(&at) {
+                return Err(self.at(
+                    n.span(),
+                    format!("{key}[{i}]: \"{}\" appears twice", n.get_ref()),
+                ));
+            }
+            out.push(at);
+        }
+        Ok(out)
+    }
+
+    fn grid(&self, catalog: &Catalog, g: raw::RawGrid) -> Result<Grid, UserError> {
+        let raw::RawGrid {
+            hardware,
+            rack,
+            racks,
+            tp,
+            pp,
+            ep,
+            batch,
+            weight_dtype,
+            kv_dtype,
+        } = g;
+        let gpu_ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
+        let rack_ids: Vec<&str> = catalog.racks.iter().map(|r| r.id.as_str()).collect();
+        let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
+        let gpus = self.names(
+            &hardware,
+            "grid.hardware",
+            "GPU",
+            |id| catalog.gpu_index(id),
+            &gpu_ids,
+            "racksweep catalog gpus",
+        )?;
+
+        let platforms = match &rack {
+            None => gpus
+                .iter()
+                .map(|&g| Platform {
+                    gpu: g,
+                    rack: catalog
+                        .rack_index(&catalog.gpus[g].default_rack)
+                        .expect("checked default rack"),
+                })
+                .collect(),
+            Some(names) => {
+                let racks = self.names(
+                    names,
+                    "grid.rack",
+                    "rack",
+                    |id| catalog.rack_index(id),
+                    &rack_ids,
+                    "racksweep catalog racks",
+                )?;
+                for (i, &r) in racks.iter().enumerate() {
+                    let hosted = &catalog.racks[r].gpu;
+                    if !gpus.iter().any(|&g| &catalog.gpus[g].id == hosted) {
+                        return Err(self
+                            .at(names.get_ref()[i].span(), format!("grid.rack[{i}]: \"{}\" hosts {hosted}, which is not in grid.hardware", catalog.racks[r].id))
+                            .with_hint(format!("add \"{hosted}\" to grid.hardware or drop this rack")));
+                    }
+                }
+                // Each GPU pairs with the listed racks that host it, or with its default rack.
+                let mut platforms = Vec::new();
+                for &g in &gpus {
+                    let mut mine: Vec<usize> = racks
+                        .iter()
+                        .copied()
+                        .filter(|&r| catalog.racks[r].gpu == catalog.gpus[g].id)
+                        .collect();
+                    if mine.is_empty() {
+                        mine.push(
+                            catalog
+                                .rack_index(&catalog.gpus[g].default_rack)
+                                .expect("checked default rack"),
+                        );
+                    }
+                    platforms.extend(mine.into_iter().map(|r| Platform { gpu: g, rack: r }));
+                }
+                platforms
+            }
+        };
+
+        let dtypes = |names: &Option<Names>, key: &str| -> Result<Vec<usize>, UserError> {
+            match names {
+                None => Ok(vec![
+                    catalog
+                        .dtype_index(DEFAULT_DTYPE)
+                        .expect("bf16 is built in"),
+                ]),
+                Some(n) => self.names(
+                    n,
+                    key,
+                    "number format",
+                    |id| catalog.dtype_index(id),
+                    &dtype_ids,
+                    "racksweep catalog dtypes",
+                ),
+            }
+        };
+        Ok(Grid {
+            platforms,
+            weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
+            kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
+            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS)?,
+            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP)?,
+            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP)?,
+            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP)?,
+            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH)?,
+        })
+    }
+
+    fn positive(&self, v: &Spanned<i64>, key: &str) -> Result<u32, UserError> {
+        let x = *v.get_ref();
+        if x < 1 {
+            return Err(self.at(v.span(), format!("{key}: {x} must be at least 1")));
+        }
+        u32::try_from(x)
+            .map_err(|_| self.at(v.span(), format!("{key}: {x} is larger than {}", u32::MAX)))
+    }
+
+    fn int_axis(
+        &self,
+        axis: &Option<Spanned<IntAxis>>,
+        key: &str,
+        default: &[u32],
+    ) -> Result<Vec<u32>, UserError> {
+        let Some(axis) = axis else {
+            return Ok(default.to_vec());
+        };
+        let values = match axis.get_ref() {
+            IntAxis::List(list) => {
+                if list.is_empty() {
+                    return Err(self
+                        .at(axis.span(), format!("{key}: empty"))
+                        .with_hint("list at least one value, or remove the key for the default"));
+                }
+                let mut seen = HashSet::new();
+                let mut out = Vec::with_capacity(list.len());
+                for (i, v) in list.iter().enumerate() {
+                    let x = self.positive(v, &format!("{key}[{i}]"))?;
+                    if !seen.insert(x) {
+                        return Err(self.at(v.span(), format!("{key}[{i}]: {x} appears twice")));
+                    }
+                    out.push(x);
+                }
+                out
+            }
+            IntAxis::Range(r) => {
+                let from = self.positive(&r.from, &format!("{key}.from"))?;
+                let to = self.positive(&r.to, &format!("{key}.to"))?;
+                if to < from {
+                    return Err(self.at(
+                        r.to.span(),
+                        format!("{key}.to: {to} is less than from ({from})"),
+                    ));
+                }
+                match (&r.step, &r.factor) {
+                    (Some(step), None) => {
+                        let step = self.positive(step, &format!("{key}.step"))?;
+                        let count = u64::from((to - from) / step) + 1;
+                        if count > MAX_AXIS_VALUES {
+                            return Err(self
+                                .at(
+                                    axis.span(),
+                                    format!(
+                                        "{key}: the range has {} values, more than {}",
+                                        thousands(count),
+                                        thousands(MAX_AXIS_VALUES)
+                                    ),
+                                )
+                                .with_hint("use a larger step or a factor"));
+                        }
+                        (0..count).map(|i| from + (i as u32) * step).collect()
+                    }
+                    (None, Some(factor)) => {
+                        let f = *factor.get_ref();
+                        if f < 2 {
+                            return Err(self.at(
+                                factor.span(),
+                                format!("{key}.factor: {f} must be at least 2"),
+                            ));
+                        }
+                        let f = u64::try_from(f).unwrap_or(u64::MAX);
+                        let mut out = Vec::new();
+                        let mut v = u64::from(from);
+                        while v <= u64::from(to) {
+                            out.push(v as u32);
+                            v = v.saturating_mul(f);
+                        }
+                        out
+                    }
+                    _ => {
+                        return Err(self.at(axis.span(), format!("{key}: a range needs exactly one of step or factor")).with_hint("e.g. { from = 1, to = 64, step = 1 } or { from = 1, to = 512, factor = 2 }"));
+                    }
+                }
+            }
+        };
+        Ok(values)
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[sweep]
+name = "t"
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 1024
+output_tokens = 256
+[grid]
+hardware = ["h100-sxm", "b200"]
+"#;
+
+    fn spec(text: &str) -> Result<Spec, UserError> {
+        parse(Path::new("t.toml"), text, DEFAULT_MAX_CONFIGS)
+    }
+
+    #[test]
+    fn minimal_sweep_takes_documented_defaults() {
+        let s = spec(MINIMAL).unwrap();
+        assert_eq!(s.grid.platforms.len(), 2);
+        assert_eq!(s.grid.tp, DEFAULT_TP);
+        assert_eq!(s.grid.batch, DEFAULT_BATCH);
+        assert_eq!(s.grid.len(), 2 * 4 * 9);
+        assert_eq!(s.objectives.len(), 2);
+        assert_eq!(s.sha256.len(), 64);
+    }
+
+    #[test]
+    fn ranges_expand() {
+        let text = MINIMAL.replace("[grid]", "[grid]\nbatch = { from = 1, to = 512, factor = 2 }\ntp = { from = 2, to = 8, step = 3 }");
+        let s = spec(&text).unwrap();
+        assert_eq!(s.grid.batch, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]);
+        assert_eq!(s.grid.tp, [2, 5, 8]);
+    }
+
+    #[test]
+    fn errors_carry_line_and_column() {
+        let text = MINIMAL.replace(r#"["h100-sxm", "b200"]"#, r#"["h100-sxm", "b20"]"#);
+        let e = spec(&text).unwrap_err();
+        assert_eq!(
+            e.message,
+            "t.toml:9:25: grid.hardware[1]: unknown GPU \"b20\""
+        );
+        assert!(e.hint.unwrap().starts_with("did you mean \"b200\"?"));
+    }
+
+    #[test]
+    fn racks_pair_with_their_gpus() {
+        let text = MINIMAL.replace("[grid]", "[grid]\nrack = [\"dgx-b200\"]");
+        let s = spec(&text).unwrap();
+        let racks: Vec<&str> = s
+            .grid
+            .platforms
+            .iter()
+            .map(|p| s.catalog.racks[p.rack].id.as_str())
+            .collect();
+        assert_eq!(racks, ["dgx-h100", "dgx-b200"]);
+        let text = MINIMAL.replace("[grid]", "[grid]\nrack = [\"dgx-gb200-nvl72\"]");
+        assert!(
+            spec(&text)
+                .unwrap_err()
+                .message
+                .contains("hosts gb200-nvl72, which is not in grid.hardware")
+        );
+    }
+
+    #[test]
+    fn grid_cap_is_enforced() {
+        let text = MINIMAL.replace(
+            "[grid]",
+            "[grid]\nbatch = { from = 1, to = 100000, step = 1 }",
+        );
+        let e = parse(Path::new("t.toml"), &text, 100_000).unwrap_err();
+        assert!(
+            e.message
+                .contains("800,000 configurations, more than the cap of 100,000"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}
