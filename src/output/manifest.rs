@@ -77,7 +77,7 @@ mod tests {
             "2000-02-29T00:00:00Z"
         );
         assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_653_005)),
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_645_805)),
             "2026-11-25T22:30:05Z"
         );
     }

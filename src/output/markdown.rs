@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(number(8.0), "8");
         assert_eq!(number(123.456), "123");
         assert_eq!(number(45.678), "45.7");
-        assert_eq!(number(2.71828), "2.72");
+        assert_eq!(number(3.456), "3.46");
         assert_eq!(number(0.01234), "0.012");
     }
 }
