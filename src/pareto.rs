@@ -55,8 +55,8 @@ fn numeric_column(name: &str) -> Result<usize, ParseError> {
             Some(numeric_hint()),
         )),
         None => {
-            let hint = match suggest::closest(name, columns::numeric_names()) {
-                Some(s) => format!("did you mean \"{s}\"? {}", numeric_hint()),
+            let hint = match suggest::did_you_mean(name, columns::numeric_names()) {
+                Some(s) => format!("{s} {}", numeric_hint()),
                 None => numeric_hint(),
             };
             Err((format!("unknown column \"{name}\""), Some(hint)))

@@ -3,13 +3,37 @@
 /// The candidate closest to `input` by edit distance, if it is close enough to be a plausible typo
 /// (distance at most a third of the longer name, and at least 1 edit allowed).
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    plausible(input, candidates).into_iter().next()
+}
+
+/// Up to three plausible typo targets (the closest and any one edit further), closest first, as `"a", "b"` for a hint; `None` if none.
+pub fn did_you_mean<'a>(
+    input: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let found = plausible(input, candidates);
+    if found.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = found.iter().take(3).map(|c| format!("\"{c}\"")).collect();
+    Some(format!("did you mean {}?", quoted.join(" or ")))
+}
+
+fn plausible<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let input_lower = input.to_ascii_lowercase();
-    candidates
+    let mut found: Vec<(usize, &str)> = candidates
         .into_iter()
         .map(|c| (edit_distance(&input_lower, &c.to_ascii_lowercase()), c))
         .filter(|(d, c)| *d <= (input.len().max(c.len()) / 3).max(1))
-        .min_by_key(|(d, _)| *d)
+        .collect();
+    found.sort_by_key(|&(d, _)| d);
+    // Offer the best match and any within one more edit of it, not every remote possibility.
+    let best = found.first().map_or(0, |&(d, _)| d);
+    found
+        .into_iter()
+        .take_while(|&(d, _)| d <= best + 1)
         .map(|(_, c)| c)
+        .collect()
 }
 
 /// Levenshtein distance over bytes (ids are ASCII).
@@ -45,5 +69,15 @@ mod tests {
         assert_eq!(closest("h100-sx", ids), Some("h100-sxm"));
         assert_eq!(closest("MI300X", ids), Some("mi300x"));
         assert_eq!(closest("tpu-v5p", ids), None);
+    }
+
+    #[test]
+    fn offers_every_close_candidate() {
+        let ids = ["llama-2-70b", "llama-3.1-70b", "llama-3.1-8b"];
+        assert_eq!(
+            did_you_mean("llama-3-70b", ids).unwrap(),
+            "did you mean \"llama-2-70b\" or \"llama-3.1-70b\"?"
+        );
+        assert_eq!(did_you_mean("qwen", ids), None);
     }
 }

@@ -64,11 +64,16 @@ pub fn load(path: &Path, max_configs: u64) -> Result<Spec, UserError> {
 
 /// Validates sweep text; `path` is used in messages only.
 pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Spec, UserError> {
+    let loader = Loader { path, text };
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
-        let hint = "docs/sweep-format.md describes every key";
-        UserError::new(format!("{}: {}", path.display(), e.to_string().trim_end())).with_hint(hint)
+        let message = e.message().trim_end().replace('\n', " ");
+        let error = match e.span() {
+            Some(span) => loader.at(span, message),
+            None => UserError::new(format!("{}: {message}", path.display())),
+        };
+        error.with_hint("docs/sweep-format.md describes every key")
     })?;
-    Loader { path, text }.spec(raw, max_configs)
+    loader.spec(raw, max_configs)
 }
 
 struct Loader<'a> {
@@ -337,8 +342,8 @@ impl Loader<'_> {
         list_cmd: &str,
     ) -> UserError {
         let id = value.get_ref();
-        let hint = match suggest::closest(id, known) {
-            Some(s) => format!("did you mean \"{s}\"? `{list_cmd}` lists them"),
+        let hint = match suggest::did_you_mean(id, known) {
+            Some(s) => format!("{s} `{list_cmd}` lists them"),
             None => format!("`{list_cmd}` lists them, or define one inline"),
         };
         self.at(value.span(), format!("{key}: unknown {kind} \"{id}\""))

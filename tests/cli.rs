@@ -1,0 +1,335 @@
+//! The binary end to end: every example sweep runs, outputs read back as Parquet, the frontier is
+//! a subset of the configs, runs are deterministic across thread counts, exit codes are right.
+
+mod common;
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use common::{assert_snapshot, configurations, read_parquet, root, run, stderr, stdout};
+
+fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name)
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect()
+}
+
+fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let a = b
+                .column_by_name(name)
+                .unwrap()
+                .as_primitive::<Float64Type>();
+            (0..a.len()).map(move |i| a.is_valid(i).then(|| a.value(i)))
+        })
+        .collect()
+}
+
+fn column_bool(batches: &[RecordBatch], name: &str) -> Vec<bool> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name)
+                .unwrap()
+                .as_boolean()
+                .iter()
+                .map(|v| v.unwrap())
+        })
+        .collect()
+}
+
+fn rows(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(|b| b.num_rows()).sum()
+}
+
+fn manifest(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn quickstart_end_to_end() {
+    let n = configurations("sweeps/quickstart.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let o = run(&["run", "sweeps/quickstart.toml", "--out", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("quickstart");
+    for f in [
+        "configs.parquet",
+        "pareto.parquet",
+        "pareto.md",
+        "manifest.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    // No partial directory is left behind.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+
+    let (configs, metadata) = read_parquet(&dir.join("configs.parquet"));
+    assert_eq!(rows(&configs) as u64, n);
+    assert!(configs.iter().all(|b| b.num_rows() <= 131_072));
+    let ids = column_u64(&configs, "config_id");
+    assert!(
+        ids.iter().enumerate().all(|(i, &id)| id == i as u64),
+        "rows in grid order"
+    );
+    let meta: HashMap<_, _> = metadata.into_iter().collect();
+    assert_eq!(
+        meta["racksweep.sweep_toml"],
+        std::fs::read_to_string(root().join("sweeps/quickstart.toml")).unwrap()
+    );
+    assert_eq!(meta["racksweep.version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(meta["racksweep.sweep_sha256"].len(), 64);
+
+    let m = manifest(&dir);
+    assert_eq!(m["configurations"], n);
+    assert_eq!(m["rows_written"], n);
+    assert_eq!(m["complete"], true);
+    let feasible = column_bool(&configs, "feasible")
+        .iter()
+        .filter(|&&f| f)
+        .count() as u64;
+    assert_eq!(m["feasible"], feasible);
+    let infeasible: u64 = m["infeasible"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(feasible + infeasible, n);
+
+    // The frontier is a subset of the configs, row for row.
+    let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
+    assert_eq!(pareto[0].schema(), configs[0].schema());
+    let frontier_ids = column_u64(&pareto, "config_id");
+    assert_eq!(m["frontier_size"], frontier_ids.len() as u64);
+    assert!(!frontier_ids.is_empty());
+    let gpu = column_f64(&configs, "tokens_per_s_per_gpu");
+    let frontier_gpu = column_f64(&pareto, "tokens_per_s_per_gpu");
+    for (id, v) in frontier_ids.iter().zip(&frontier_gpu) {
+        assert_eq!(
+            gpu[*id as usize], *v,
+            "frontier row {id} matches its config row"
+        );
+    }
+    // Sorted by the first objective (max tokens_per_s_per_gpu), best first.
+    assert!(frontier_gpu.windows(2).all(|w| w[0] >= w[1]));
+    // Constraints hold on the frontier.
+    let ttft = column_f64(&pareto, "ttft_ms");
+    assert!(ttft.iter().all(|t| t.unwrap() <= 2000.0));
+
+    let md = std::fs::read_to_string(dir.join("pareto.md")).unwrap();
+    assert!(md.starts_with("# Pareto frontier: quickstart"));
+    assert_eq!(
+        md.lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| hardware"))
+            .count(),
+        frontier_ids.len()
+    );
+}
+
+#[test]
+fn every_example_sweep_runs() {
+    let mut sweeps: Vec<_> = std::fs::read_dir(root().join("sweeps"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    sweeps.sort();
+    assert!(sweeps.len() >= 3);
+    let tmp = tempfile::tempdir().unwrap();
+    for sweep in sweeps {
+        let rel = sweep
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let n = configurations(&rel);
+        let o = run(&[
+            "run",
+            &rel,
+            "--quiet",
+            "--out",
+            tmp.path().to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{rel}: {}", stderr(&o));
+        assert!(
+            stderr(&o).is_empty(),
+            "--quiet prints nothing: {}",
+            stderr(&o)
+        );
+        let name = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| manifest(p)["sweep_file"] == rel.as_str())
+            .expect("run directory");
+        let m = manifest(&name);
+        assert_eq!(m["configurations"], n, "{rel}");
+        assert!(
+            m["frontier_size"].as_u64().unwrap() > 0,
+            "{rel} has an empty frontier"
+        );
+        let (configs, _) = read_parquet(&name.join("configs.parquet"));
+        assert_eq!(rows(&configs) as u64, n, "{rel}");
+    }
+}
+
+#[test]
+fn output_is_identical_for_one_and_two_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = tmp.path().join("one");
+    let two = tmp.path().join("two");
+    for (dir, threads) in [(&one, "1"), (&two, "2")] {
+        let o = run(&[
+            "run",
+            "sweeps/deepseek-v3-b200-vs-mi355x.toml",
+            "--quiet",
+            "--threads",
+            threads,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for f in ["configs.parquet", "pareto.parquet", "pareto.md"] {
+        let a = std::fs::read(one.join("deepseek-v3-b200-vs-mi355x").join(f)).unwrap();
+        let b = std::fs::read(two.join("deepseek-v3-b200-vs-mi355x").join(f)).unwrap();
+        assert!(a == b, "{f} differs between 1 and 2 threads");
+    }
+}
+
+#[test]
+fn feasible_only_writes_feasible_rows_and_counts_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "run",
+        "sweeps/quickstart.toml",
+        "--quiet",
+        "--feasible-only",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("quickstart");
+    let m = manifest(&dir);
+    let (configs, _) = read_parquet(&dir.join("configs.parquet"));
+    assert_eq!(m["rows_written"], rows(&configs) as u64);
+    assert_eq!(m["feasible"], rows(&configs) as u64);
+    assert_eq!(
+        m["configurations"],
+        configurations("sweeps/quickstart.toml")
+    );
+    assert!(column_bool(&configs, "feasible").iter().all(|&f| f));
+}
+
+#[test]
+fn refuses_to_overwrite_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    assert!(
+        run(&["run", "sweeps/quickstart.toml", "--quiet", "--out", out])
+            .status
+            .success()
+    );
+    let o = run(&["run", "sweeps/quickstart.toml", "--quiet", "--out", out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("quickstart already exists"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("hint: pass --force"));
+    let o = run(&[
+        "run",
+        "sweeps/quickstart.toml",
+        "--quiet",
+        "--force",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        1,
+        "no leftovers after --force"
+    );
+}
+
+#[test]
+fn check_output_snapshot() {
+    let o = run(&["check", "sweeps/quickstart.toml"]);
+    assert!(o.status.success());
+    assert_snapshot(
+        &root().join("tests/snapshots/check-quickstart.txt"),
+        &stdout(&o),
+    );
+}
+
+#[test]
+fn catalog_lists_every_reference_gpu_and_model() {
+    let o = run(&["catalog", "gpus"]);
+    assert!(o.status.success());
+    let gpus = stdout(&o);
+    for id in [
+        "a100-80gb",
+        "h100-sxm",
+        "h800-sxm",
+        "h200-sxm",
+        "b200",
+        "b300",
+        "gb200-nvl72",
+        "gb300-nvl72",
+        "mi300x",
+        "mi325x",
+        "mi355x",
+    ] {
+        assert!(
+            gpus.lines().any(|l| l.starts_with(&format!("{id} "))),
+            "{id}"
+        );
+    }
+    let models = stdout(&run(&["catalog", "models"]));
+    assert_eq!(models.lines().count(), 1 + 28);
+    let all = stdout(&run(&["catalog"]));
+    for section in ["# gpus", "# racks", "# models", "# dtypes"] {
+        assert!(all.contains(section));
+    }
+}
+
+#[test]
+fn exit_codes() {
+    assert_eq!(run(&["--help"]).status.code(), Some(0));
+    for cmd in ["run", "check", "catalog"] {
+        assert_eq!(run(&[cmd, "--help"]).status.code(), Some(0), "{cmd} --help");
+    }
+    assert_eq!(run(&["catalog", "tpus"]).status.code(), Some(1));
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(1));
+    assert_eq!(
+        run(&["run", "sweeps/quickstart.toml", "--threads", "0"])
+            .status
+            .code(),
+        Some(1)
+    );
+    let o = run(&["check", "sweeps/does-not-exist.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: cannot read sweep file sweeps/does-not-exist.toml"));
+    let o = run(&["check", "sweeps/quickstart.toml", "--max-configs", "100"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("3,168 configurations, more than the cap of 100"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1,0 +1,93 @@
+//! Helpers shared by the integration tests: run the binary, read Parquet back, compare snapshots.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_racksweep"))
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs racksweep with `args` from `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("racksweep runs")
+}
+
+pub fn run(args: &[&str]) -> Output {
+    run_in(&root(), args)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The grid size `racksweep check` reports.
+pub fn configurations(sweep: &str) -> u64 {
+    let o = run(&["check", sweep]);
+    assert!(o.status.success(), "check {sweep}: {}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("configurations: "))
+        .expect("check prints configurations")
+        .parse()
+        .expect("a number")
+}
+
+/// All record batches of a Parquet file, and its key/value metadata.
+pub fn read_parquet(path: &Path) -> (Vec<RecordBatch>, Vec<(String, String)>) {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).expect("file exists"))
+        .expect("valid parquet");
+    let metadata = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let batches = builder
+        .build()
+        .expect("reader")
+        .map(|b| b.expect("batch"))
+        .collect();
+    (batches, metadata)
+}
+
+/// Compares `actual` to the snapshot file, or rewrites it when RACKSWEEP_BLESS=1.
+pub fn assert_snapshot(path: &Path, actual: &str) {
+    if std::env::var_os("RACKSWEEP_BLESS").is_some() {
+        std::fs::write(path, actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}; run with RACKSWEEP_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        expected,
+        actual,
+        "snapshot {} differs (RACKSWEEP_BLESS=1 rewrites it)",
+        path.display()
+    );
+}
