@@ -337,6 +337,16 @@ pub static COLUMNS: &[Column] = &[
     ),
 ];
 
+/// The schema as a Markdown table (`| column | unit | meaning |`), for README.md and docs.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| column | unit | meaning |\n|---|---|---|\n");
+    for c in COLUMNS {
+        let unit = if c.unit.is_empty() { "-" } else { c.unit };
+        out.push_str(&format!("| `{}` | {unit} | {} |\n", c.name, c.doc));
+    }
+    out
+}
+
 /// Index of a column by name.
 pub fn find(name: &str) -> Option<usize> {
     COLUMNS.iter().position(|c| c.name == name)

@@ -122,6 +122,14 @@ impl fmt::Display for Objective {
 impl Constraint {
     /// Parses `"<column> <op> <number>"` with op one of `<=`, `<`, `>=`, `>`, `==`.
     pub fn parse(text: &str) -> Result<Constraint, ParseError> {
+        for (wrong, right) in [("=<", "<="), ("=>", ">=")] {
+            if text.contains(wrong) {
+                return Err((
+                    format!("\"{text}\": \"{wrong}\" is not an operator"),
+                    Some(format!("write \"{right}\"")),
+                ));
+            }
+        }
         let hint = || {
             Some("write \"<column> <op> <number>\", e.g. \"ttft_ms <= 2000\"; op is <=, <, >=, > or ==".into())
         };
@@ -419,6 +427,10 @@ mod tests {
         assert!(Constraint::parse("ttft_ms <= fast").is_err());
         assert!(Constraint::parse("ttft_ms <= inf").is_err());
         assert!(Constraint::parse("ttft_ms 2000").is_err());
+        assert_eq!(
+            Constraint::parse("ttft_ms =< 2000").unwrap_err().1.unwrap(),
+            "write \"<=\""
+        );
     }
 
     #[test]

@@ -132,26 +132,31 @@ impl Catalog {
         ] {
             fraction(key, value)?;
         }
-        for (class, key, value) in [
-            (ComputeClass::Fp8, "efficiency.gemm_fp8", e.gemm_fp8),
-            (ComputeClass::Int8, "efficiency.gemm_int8", e.gemm_int8),
-            (ComputeClass::Fp4, "efficiency.gemm_fp4", e.gemm_fp4),
+        for (key, peak, has_peak, value) in [
+            (
+                "efficiency.gemm_fp8",
+                "fp8_tflops",
+                gpu.fp8_tflops.is_some(),
+                e.gemm_fp8,
+            ),
+            (
+                "efficiency.gemm_int8",
+                "int8_tops",
+                gpu.int8_tops.is_some(),
+                e.gemm_int8,
+            ),
+            (
+                "efficiency.gemm_fp4",
+                "fp4_tflops",
+                gpu.fp4_tflops.is_some(),
+                e.gemm_fp4,
+            ),
         ] {
-            match (gpu.peak_flops(class), value) {
-                (Some(_), Some(v)) => fraction(key, v)?,
-                (Some(_), None) => {
-                    return Err(format!(
-                        "{key}: required because {}_t*ops is set",
-                        class.as_str()
-                    ));
-                }
-                (None, Some(_)) => {
-                    return Err(format!(
-                        "{key}: set but the GPU has no {} peak",
-                        class.as_str()
-                    ));
-                }
-                (None, None) => {}
+            match (has_peak, value) {
+                (true, Some(v)) => fraction(key, v)?,
+                (true, None) => return Err(format!("{key}: required because {peak} is set")),
+                (false, Some(_)) => return Err(format!("{key}: set but {peak} is not")),
+                (false, None) => {}
             }
         }
         for (i, d) in gpu.native_dtypes.iter().enumerate() {
@@ -254,13 +259,30 @@ pub fn check_model(m: &Model) -> Result<(), String> {
     {
         return Err("attention = \"mla\" needs mla_kv_lora_rank and mla_rope_head_dim".into());
     }
+    if m.attention != Attention::Mla
+        && (m.mla_kv_lora_rank.is_some()
+            || m.mla_q_lora_rank.is_some()
+            || m.mla_rope_head_dim.is_some())
+    {
+        return Err("mla_* fields apply only to attention = \"mla\"".into());
+    }
     match (m.experts, m.experts_per_token, m.moe_ffn_hidden) {
         (None, None, None) => {
             if m.ffn_hidden.is_none() {
                 return Err("ffn_hidden: a dense model needs its MLP width".into());
             }
+            if m.shared_experts.is_some() || m.dense_layers.is_some() {
+                return Err(
+                    "shared_experts and dense_layers apply only to MoE models (set experts)".into(),
+                );
+            }
         }
         (Some(e), Some(k), Some(_)) => {
+            if e < 2 {
+                return Err(format!(
+                    "experts: {e} must be at least 2 (omit the MoE fields for a dense model)"
+                ));
+            }
             if k == 0 || k > e {
                 return Err(format!(
                     "experts_per_token: {k} must be between 1 and experts ({e})"
@@ -282,9 +304,12 @@ pub fn check_model(m: &Model) -> Result<(), String> {
     match (m.sliding_window, m.sliding_window_layers) {
         (None, None) => {}
         (Some(w), Some(n)) => {
-            if w == 0 || n > m.layers {
+            if w == 0 {
+                return Err("sliding_window: must be at least 1 token".into());
+            }
+            if n > m.layers {
                 return Err(format!(
-                    "sliding_window_layers: {n} must not exceed layers ({}), window must be positive",
+                    "sliding_window_layers: {n} exceeds layers ({})",
                     m.layers
                 ));
             }

@@ -7,14 +7,13 @@ use anyhow::Result;
 use super::table;
 use crate::cli::CheckArgs;
 use crate::grid::AXIS_NAMES;
-use crate::output::markdown::number;
 use crate::spec::{self, Spec};
 
 /// Each axis with its size and values, one line per axis, then `configurations: N`.
 pub fn render(spec: &Spec) -> String {
     let c = &spec.catalog;
     let g = &spec.grid;
-    let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
     let dtypes = |v: &[usize]| {
         v.iter()
             .map(|&d| c.dtypes[d].id.clone())
@@ -50,8 +49,8 @@ pub fn render(spec: &Spec) -> String {
         out,
         "workload: {}, {} input / {} output tokens",
         c.models[spec.model].id,
-        number(spec.input_tokens),
-        number(spec.output_tokens)
+        tokens(spec.input_tokens),
+        tokens(spec.output_tokens)
     );
     let objectives: Vec<String> = spec.objectives.iter().map(|o| o.to_string()).collect();
     let _ = writeln!(out, "objectives: {}", objectives.join(", "));
@@ -69,6 +68,29 @@ pub fn render(spec: &Spec) -> String {
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());
     out
+}
+
+/// Values joined by commas; long axes show their first and last few values.
+fn abbreviate(values: Vec<String>) -> String {
+    const SHOWN: usize = 8;
+    if values.len() <= 2 * SHOWN {
+        return values.join(", ");
+    }
+    let n = values.len();
+    format!(
+        "{}, ..., {} ({n} values)",
+        values[..SHOWN].join(", "),
+        values[n - SHOWN..].join(", ")
+    )
+}
+
+/// A token count exactly as the sweep gives it (mean lengths may be fractional).
+fn tokens(v: f64) -> String {
+    if v == v.trunc() {
+        crate::spec::thousands(v as u64)
+    } else {
+        v.to_string()
+    }
 }
 
 pub fn run(args: CheckArgs) -> Result<String> {

@@ -192,7 +192,7 @@ impl Loader<'_> {
         models: Vec<Spanned<catalog::Model>>,
     ) -> Result<(), UserError> {
         let clash = |span: Range<usize>, kind: &str, i: usize, id: &str| {
-            self.at(span, format!("{kind}[{i}]: id \"{id}\" is already taken by a preset"))
+            self.at(span, format!("{kind}[{i}]: id \"{id}\" is already taken by another preset"))
                 .with_hint(format!("inline presets add to the catalog; give this one a new id (see racksweep catalog {kind}s)"))
         };
         // GPUs and racks refer to each other, so add both before checking either.
@@ -512,6 +512,11 @@ impl Loader<'_> {
                     return Err(self
                         .at(axis.span(), format!("{key}: empty"))
                         .with_hint("list at least one value, or remove the key for the default"));
+                }
+                if list.len() as u64 > MAX_AXIS_VALUES {
+                    let n = thousands(list.len() as u64);
+                    let max = thousands(MAX_AXIS_VALUES);
+                    return Err(self.at(axis.span(), format!("{key}: {n} values, more than {max}")));
                 }
                 let mut seen = HashSet::new();
                 let mut out = Vec::with_capacity(list.len());

@@ -1,0 +1,45 @@
+//! Documentation that must not drift from the code: the README's column table is generated from
+//! the schema (`RACKSWEEP_BLESS=1` rewrites it), and every command in --help is documented.
+
+mod common;
+
+use common::{root, run, stdout};
+
+const START: &str = "| column | unit | meaning |";
+
+#[test]
+fn readme_column_table_matches_the_schema() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let table = racksweep::columns::markdown_table();
+    let (before, rest) = readme
+        .split_once(START)
+        .expect("README.md has a column table");
+    // The table runs to the first blank line.
+    let after = rest.split_once("\n\n").map_or("", |(_, a)| a);
+    let expected = format!("{before}{table}\n{after}");
+    if std::env::var_os("RACKSWEEP_BLESS").is_some() {
+        // Atomic, so the other test never reads a half-written README.
+        let tmp = path.with_extension("md.tmp");
+        std::fs::write(&tmp, &expected).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        return;
+    }
+    assert!(
+        readme == expected,
+        "README.md column table is stale; RACKSWEEP_BLESS=1 cargo test --release --test docs rewrites it"
+    );
+}
+
+#[test]
+fn readme_shows_every_subcommand() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let help = stdout(&run(&["--help"]));
+    for cmd in ["run", "check", "catalog"] {
+        assert!(help.contains(&format!("  {cmd} ")), "--help lists {cmd}");
+        assert!(
+            readme.contains(&format!("racksweep {cmd} ")),
+            "README shows racksweep {cmd}"
+        );
+    }
+}
