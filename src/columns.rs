@@ -314,7 +314,7 @@ pub static COLUMNS: &[Column] = &[
     metric!(
         "hbm_kv_gb_per_gpu",
         "GB",
-        "KV cache per GPU for batch sequences at full context",
+        "KV cache per GPU: batch sequences at their mean context (input + output / 2, paged KV)",
         hbm_kv_gb_per_gpu
     ),
     metric!(

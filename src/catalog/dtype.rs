@@ -39,8 +39,9 @@ pub struct Dtype {
     pub scale_bits: u32,
     /// Tensor cores the format runs on where the GPU supports it natively.
     pub compute: ComputeClass,
-    /// Where the GPU lacks native support, the format is dequantized in the kernel and the math
-    /// runs on the first of these classes the GPU has (weight-only quantization, e.g. W4A16).
+    /// Classes the format can also run on by dequantizing inside the GEMM (weight-only
+    /// quantization, e.g. W4A16). The engine runs on the fastest of the native class (where the
+    /// GPU supports the format natively) and these.
     pub fallback: Vec<ComputeClass>,
     /// Whether engines can keep the KV cache in this format on GPUs that lack it natively
     /// (fp8/int8 KV is dequantized inside the attention kernel; fp4 KV needs fp4 hardware).

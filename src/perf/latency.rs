@@ -103,7 +103,14 @@ fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tok
             r.scaleup,
             r.scaleout,
         );
-        s.moe_layers * (2.0 * a2a + tp_all_reduce)
+        // Shared experts run tensor-parallel inside the attention rank and need their own
+        // all-reduce; without them the combine all-to-all returns finished outputs.
+        let shared = if m.has_shared_experts {
+            tp_all_reduce
+        } else {
+            0.0
+        };
+        s.moe_layers * (2.0 * a2a + shared)
     };
     attention + dense + moe
 }
@@ -144,8 +151,10 @@ pub struct Decode {
     pub stage: StageTime,
     /// Pipeline hop time per cycle.
     pub hops_s: f64,
-    /// Decode sequences per attention rank per step (for activation sizing).
-    pub rank_sequences: f64,
+    /// Tokens (decode and prefill) per attention rank per step, and logit rows, for activation
+    /// sizing.
+    pub rank_tokens: f64,
+    pub logit_rows: f64,
 }
 
 /// Decode with `batch` sequences split into `min(pp, batch)` micro-batches that flow through the
@@ -177,7 +186,8 @@ pub fn decode(
         tpot_s: f64::from(l.pp) * stage.total_s() + hops_s,
         stage,
         hops_s,
-        rank_sequences,
+        rank_tokens: t.rank_tokens(),
+        logit_rows: t.logit_rows,
     }
 }
 

@@ -35,9 +35,8 @@ pub struct Layout {
     pub gpus: u32,
     pub gpus_per_instance: u32,
     pub instances: u32,
-    /// Whether the routed-expert group of `ep` GPUs stays inside one scale-up domain.
-    pub ep_in_domain: bool,
-    /// Pipeline hops (of `pp - 1`) that cross a scale-up domain boundary.
+    /// Pipeline hops (of `pp - 1`) that cross a scale-up domain boundary, in the worst-placed
+    /// instance.
     pub pp_hops_scaleout: u32,
 }
 
@@ -86,7 +85,9 @@ pub fn place(
     if tp > domain {
         return Err(Reason::TpExceedsScaleupDomain);
     }
-    if stage_gpus > domain && !stage_gpus.is_multiple_of(domain) {
+    // A stage wider than a domain must span whole domains, and its tp groups must not straddle
+    // a domain boundary.
+    if stage_gpus > domain && (!stage_gpus.is_multiple_of(domain) || !domain.is_multiple_of(tp)) {
         return Err(Reason::StageDoesNotTileDomains);
     }
     if pp > m.layers {
@@ -104,11 +105,8 @@ pub fn place(
     if instances == 0 {
         return Err(Reason::InstanceExceedsCluster);
     }
-    let pp_hops_scaleout = if stage_gpus * pp <= domain {
-        0
-    } else if stage_gpus <= domain {
-        let stages_per_domain = domain / stage_gpus;
-        pp.div_ceil(stages_per_domain) - 1
+    let pp_hops_scaleout = if stage_gpus <= domain {
+        worst_domain_crossings(domain / stage_gpus, pp, instances)
     } else {
         pp - 1
     };
@@ -121,9 +119,23 @@ pub fn place(
         gpus,
         gpus_per_instance: stage_gpus * pp,
         instances,
-        ep_in_domain: ep <= domain,
         pp_hops_scaleout,
     })
+}
+
+/// Instances take `pp` consecutive stage slots; every `per_domain` slots end a scale-up domain.
+/// Returns the most domain boundaries any one instance's pipeline crosses. Placements repeat
+/// with period `per_domain / gcd(per_domain, pp)`, so at most that many instances are examined.
+fn worst_domain_crossings(per_domain: u32, pp: u32, instances: u32) -> u32 {
+    let period = per_domain / gcd(per_domain, pp);
+    (0..instances.min(period))
+        .map(|j| (j * pp + pp - 1) / per_domain - (j * pp) / per_domain)
+        .max()
+        .unwrap_or(0)
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 #[cfg(test)]
@@ -186,8 +198,26 @@ mod tests {
         let l = place(&LLAMA_70B, &r, 1, 16, 1, 1).unwrap();
         assert_eq!((l.gpus, l.instances), (72, 4));
         let l = place(&LLAMA_70B, &r, 2, 8, 2, 1).unwrap();
-        // 9 stages of 8 per domain -> 18 stages over two racks -> 9 instances of 16 GPUs.
-        assert_eq!((l.instances, l.pp_hops_scaleout), (9, 0));
+        // 9 stages of 8 per domain -> 18 stages over two racks -> 9 instances of 16 GPUs; the
+        // fifth takes the last slot of rack 0 and the first of rack 1, so one hop crosses racks.
+        assert_eq!((l.instances, l.pp_hops_scaleout), (9, 1));
+        let l = place(&LLAMA_70B, &r, 2, 8, 3, 1).unwrap();
+        assert_eq!((l.instances, l.pp_hops_scaleout), (6, 0));
+    }
+
+    #[test]
+    fn tp_groups_never_straddle_domains() {
+        let r = rack(72, 4, 18);
+        let wide = LayoutModel {
+            experts: 288,
+            ..DSV3
+        };
+        assert_eq!(
+            place(&wide, &r, 2, 16, 1, 144),
+            Err(Reason::StageDoesNotTileDomains)
+        );
+        let l = place(&wide, &r, 2, 8, 1, 144).unwrap();
+        assert_eq!((l.stage_gpus, l.instances), (144, 1));
     }
 
     #[test]
@@ -217,10 +247,15 @@ mod tests {
         let r = rack(8, 8, 4);
         let l = place(&DSV3, &r, 1, 1, 1, 16).unwrap();
         assert_eq!(
-            (l.stage_gpus, l.attention_dp, l.instances, l.ep_in_domain),
-            (16, 16, 2, false)
+            (
+                l.stage_gpus,
+                l.attention_dp,
+                l.instances,
+                l.pp_hops_scaleout
+            ),
+            (16, 16, 2, 0)
         );
         let l = place(&DSV3, &r, 1, 8, 1, 8).unwrap();
-        assert_eq!((l.attention_dp, l.instances, l.ep_in_domain), (1, 4, true));
+        assert_eq!((l.attention_dp, l.instances), (1, 4));
     }
 }

@@ -6,9 +6,10 @@ use super::ModelFacts;
 use super::layout::Layout;
 
 /// Fraction of HBM an engine lets weights, KV cache and activations use; the rest is CUDA/HIP
-/// context, communication buffers and allocator slack. vLLM's default `gpu_memory_utilization`
-/// is 0.90 (docs.vllm.ai, engine arguments); TensorRT-LLM's default
-/// `kv_cache_free_gpu_memory_fraction` is also 0.90 of what remains after weights.
+/// context, communication buffers and allocator slack. This is vLLM's default
+/// `gpu_memory_utilization` of 0.90 (docs.vllm.ai, engine arguments), applied to all of HBM.
+/// (TensorRT-LLM's `kv_cache_free_gpu_memory_fraction`, also 0.90 by default, applies to what is
+/// left after the weights, which leaves slightly more room; we take the stricter vLLM rule.)
 pub const MEMORY_UTILIZATION: f64 = 0.90;
 
 /// Tokens one engine step may carry (decode tokens plus prefill chunk); sizes the activation
@@ -131,16 +132,21 @@ pub fn kv_bytes_per_sequence(
 }
 
 /// Peak activation workspace of one step on one GPU: the residual stream and the widest MLP
-/// intermediate for the step's tokens, plus fp32 logits of the decode tokens.
-pub fn activation_bytes(m: &ModelFacts, l: &Layout, decode_tokens_per_rank: f64) -> f64 {
-    let tokens = MAX_NUM_TOKENS.max(decode_tokens_per_rank);
+/// intermediate for the step's tokens (the engine's token budget, or more when the step carries
+/// more), plus fp32 logits of the rows sampled in the step.
+pub fn activation_bytes(
+    m: &ModelFacts,
+    l: &Layout,
+    step_tokens_per_rank: f64,
+    logit_rows: f64,
+) -> f64 {
+    let tokens = MAX_NUM_TOKENS.max(step_tokens_per_rank);
     let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
     let moe_inner =
         m.moe_inner_per_token * f64::from(m.experts_per_token) * f64::from(l.attention_dp)
             / f64::from(l.stage_gpus);
     let per_token = 2.0 * m.hidden + dense_inner.max(moe_inner);
-    tokens * per_token * ACTIVATION_BYTES
-        + decode_tokens_per_rank * m.vocab / f64::from(l.tp) * LOGIT_BYTES
+    tokens * per_token * ACTIVATION_BYTES + logit_rows * m.vocab / f64::from(l.tp) * LOGIT_BYTES
 }
 
 #[cfg(test)]

@@ -73,11 +73,13 @@ impl Reason {
             Reason::TpEpMismatch => "tp and ep do not divide one another",
             Reason::TpExceedsScaleupDomain => "tp exceeds the scale-up (NVLink/xGMI) domain",
             Reason::StageDoesNotTileDomains => {
-                "a stage wider than the scale-up domain is not a whole number of domains"
+                "a stage wider than the scale-up domain is not a whole number of domains, or its tp groups would straddle domains"
             }
             Reason::PpExceedsLayers => "pp exceeds the number of layers",
             Reason::InstanceExceedsCluster => "one instance needs more GPUs than the racks hold",
-            Reason::DtypeUnsupported => "the GPU cannot hold the KV cache in this format",
+            Reason::DtypeUnsupported => {
+                "the GPU has no tensor cores for the weight format, or cannot keep the KV cache in its format"
+            }
             Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
         }
     }
@@ -185,6 +187,8 @@ pub struct ModelFacts {
     /// LM head parameters (the embedding matrix when tied).
     pub head_params: f64,
     pub tied_embeddings: bool,
+    /// Whether MoE layers have always-on shared experts (DeepSeek-V3) besides the routed ones.
+    pub has_shared_experts: bool,
     /// Intermediate activations per token of the dense MLP (gate and up outputs).
     pub mlp_inner_per_token: f64,
     /// Intermediate activations per token per routed expert.
@@ -250,6 +254,7 @@ impl ModelFacts {
             embedding_params: counts.embedding,
             head_params: counts.embedding,
             tied_embeddings: model.tied_embeddings,
+            has_shared_experts: model.is_moe() && model.shared_experts.unwrap_or(0) > 0,
             mlp_inner_per_token: inner_matrices * f64::from(model.ffn_hidden.unwrap_or(0)),
             moe_inner_per_token: inner_matrices * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
             decode_attention_flops_per_context: decode_attention,
@@ -415,7 +420,10 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     // Memory: the heavier of the bounding stages must fit.
     let stages = StageParams::bounding_stages(m, &l);
     let rank_sequences_held = (f64::from(p.batch) / f64::from(l.attention_dp)).ceil();
-    let context = ctx.input_tokens + ctx.output_tokens;
+    // Paged KV caches (vLLM PagedAttention, TensorRT-LLM paged KV) hold only the tokens produced
+    // so far; in steady state the running sequences are spread evenly over their lifetimes, so the
+    // mean context is input + output / 2.
+    let context = ctx.input_tokens + ctx.output_tokens / 2.0;
     let mut weights_bytes = 0.0_f64;
     let mut kv_bytes = 0.0_f64;
     for s in &stages {
@@ -436,8 +444,9 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
         ctx.input_tokens,
         ctx.output_tokens,
     );
-    let used_bytes =
-        weights_bytes + kv_bytes + memory::activation_bytes(m, &l, decode.rank_sequences);
+    let used_bytes = weights_bytes
+        + kv_bytes
+        + memory::activation_bytes(m, &l, decode.rank_tokens, decode.logit_rows);
     let memory = Estimate {
         hbm_used_gb_per_gpu: used_bytes / 1e9,
         hbm_weights_gb_per_gpu: weights_bytes / 1e9,
@@ -513,8 +522,115 @@ pub(crate) mod tests {
             gpus: stage_gpus * pp * instances,
             gpus_per_instance: stage_gpus * pp,
             instances,
-            ep_in_domain: true,
             pp_hops_scaleout: 0,
+        }
+    }
+
+    fn point_on(catalog: &Catalog, gpu: &str, tp: u32, batch: u32) -> (Context, Point) {
+        let g = catalog.gpu_index(gpu).unwrap();
+        let rack = catalog.rack_index(&catalog.gpus[g].default_rack).unwrap();
+        let bf16 = catalog.dtype_index("bf16").unwrap();
+        let grid = Grid {
+            platforms: vec![crate::grid::Platform { gpu: g, rack }],
+            weight_dtypes: vec![bf16],
+            kv_dtypes: vec![bf16],
+            racks: vec![1],
+            tp: vec![tp],
+            pp: vec![1],
+            ep: vec![1],
+            batch: vec![batch],
+        };
+        let model = catalog.model("llama-3.1-70b").unwrap();
+        let ctx = Context::new(catalog, model, &grid, 1024.0, 1024.0).unwrap();
+        (ctx, grid.point(0))
+    }
+
+    /// llama-3.1-70b, bf16, tp = 8 on a DGX H100 rack, batch 1, 1k in / 1k out, by hand.
+    /// Decode is HBM-bound: each GPU reads its eighth of the weights and one sequence's KV cache,
+    /// then pays two one-shot all-reduces per layer.
+    #[test]
+    fn llama_70b_tp8_batch1_decode_by_hand() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 8, 1);
+        let e = evaluate(&ctx, &p);
+        assert!(e.feasible(), "{e:?}");
+        assert_eq!((e.gpus, e.instances, e.gpus_per_instance), (32, 4, 8));
+
+        let layers = 80.0;
+        let per_layer =
+            2.0 * 8192.0 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 2.0 * 8192.0 + 3.0 * 8192.0 * 28672.0;
+        let head = 128_256.0 * 8192.0;
+        let weights_read = (layers * per_layer + head) / 8.0 * 2.0;
+        // One KV head per GPU: 2 x 128 x 2 B per token per layer, mean context 1024 + 512,
+        // plus the one prompt token prefilled alongside (input/output = 1 per sequence per step).
+        let kv_read = layers * 1536.0 * 512.0;
+        let kv_written = layers * 512.0;
+        let memory_s = (weights_read + kv_read + kv_written) / (3.35e12 * 0.90);
+        // Two tokens in the step (decode + folded prefill): 2 x 8192 x 2 B per all-reduce,
+        // one-shot: launch 6.6 us + alpha 0.6 us + 7/1 x bytes at 450 GB/s x 0.80.
+        let all_reduce_s = 6.6e-6 + 0.6e-6 + 7.0 * 32_768.0 / (450e9 * 0.80);
+        let comm_s = 2.0 * layers * all_reduce_s;
+        let tpot_ms = (memory_s + comm_s) * 1e3;
+        assert!(
+            (e.tpot_ms - tpot_ms).abs() / tpot_ms < 1e-9,
+            "{} vs {tpot_ms}",
+            e.tpot_ms
+        );
+        assert_eq!(e.limit, Some(Limit::Hbm));
+        assert!((e.tokens_per_s_per_gpu - 4.0 / (tpot_ms / 1e3) / 32.0).abs() < 1e-9);
+        // Weights per GPU: an eighth of 141.1 GB.
+        assert!(
+            (e.hbm_weights_gb_per_gpu - 141.1 / 8.0).abs() < 0.02,
+            "{}",
+            e.hbm_weights_gb_per_gpu
+        );
+    }
+
+    /// bf16 llama-3.1-70b (141 GB) does not fit one 80 GB H100; the row says so, with its demand.
+    #[test]
+    fn does_not_fit_is_a_row_with_a_reason() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 1, 1);
+        let e = evaluate(&ctx, &p);
+        assert_eq!(
+            (e.reason, e.limit),
+            (Some(Reason::DoesNotFit), Some(Limit::Memory))
+        );
+        assert!(e.hbm_used_gb_per_gpu > 141.0);
+        assert!(e.tpot_ms.is_nan() && e.tokens_per_s_per_gpu.is_nan());
+    }
+
+    proptest::proptest! {
+        /// Any point of a broad grid evaluates without panicking; feasible rows have finite,
+        /// positive metrics and fit in usable HBM; infeasible rows have a reason and no metrics.
+        #[test]
+        fn evaluation_is_total_and_consistent(
+            gpu in 0usize..11, tp_log in 0u32..7, pp_log in 0u32..4, ep_log in 0u32..8,
+            batch in 1u32..5000, racks in 1u32..4, model in 0usize..11, w in 0usize..8, kv in 0usize..8,
+        ) {
+            let c = Catalog::builtin().unwrap();
+            let m = &c.models[model];
+            let grid = Grid {
+                platforms: vec![crate::grid::Platform { gpu, rack: c.rack_index(&c.gpus[gpu].default_rack).unwrap() }],
+                weight_dtypes: vec![w],
+                kv_dtypes: vec![kv],
+                racks: vec![racks],
+                tp: vec![1 << tp_log],
+                pp: vec![1 << pp_log],
+                ep: vec![1 << ep_log],
+                batch: vec![batch],
+            };
+            let ctx = Context::new(&c, m, &grid, 900.5, 300.0).unwrap();
+            let e = evaluate(&ctx, &grid.point(0));
+            if e.feasible() {
+                for v in [e.ttft_ms, e.tpot_ms, e.tokens_per_s_per_user, e.tokens_per_s_per_gpu, e.output_tokens_per_s, e.hbm_used_gb_per_gpu] {
+                    proptest::prop_assert!(v.is_finite() && v > 0.0, "{e:?}");
+                }
+                proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].hbm_gb * memory::MEMORY_UTILIZATION + 1e-9);
+                proptest::prop_assert!(e.tokens_per_s_per_gpu <= e.compute_bound_tokens_per_s_per_gpu.min(e.hbm_bound_tokens_per_s_per_gpu) * (1.0 + 1e-9));
+            } else {
+                proptest::prop_assert!(e.reason.is_some() && e.tpot_ms.is_nan());
+            }
         }
     }
 
