@@ -192,12 +192,16 @@ pub struct Frontier {
     objectives: Vec<Objective>,
     constraints: Vec<Constraint>,
     rows: Vec<Row>,
+    /// Candidates of the current merge, reused so that streaming allocates nothing per chunk.
+    scratch: Vec<Keyed>,
 }
 
-/// A candidate with its oriented objective keys (larger is better).
+/// A candidate: its oriented objective keys (larger is better) and where the row is: below
+/// `incoming.len()` in the incoming slice, else in the current frontier.
+#[derive(Debug, Clone, Copy)]
 struct Keyed {
     keys: [f64; MAX_OBJECTIVES],
-    row: Row,
+    index: usize,
 }
 
 /// Objectives a frontier supports at once.
@@ -210,46 +214,64 @@ impl Frontier {
             objectives,
             constraints,
             rows: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
     /// Whether a row may enter: feasible, every constraint holds, every objective is a number.
     pub fn admits(&self, row: &Row) -> bool {
-        row.estimate.feasible()
-            && self.constraints.iter().all(|c| c.holds(row))
-            && self.objectives.iter().all(|o| o.key(row).is_some())
+        self.keys(row).is_some()
     }
 
-    fn keyed(&self, row: &Row) -> Option<Keyed> {
-        if !self.admits(row) {
+    fn keys(&self, row: &Row) -> Option<[f64; MAX_OBJECTIVES]> {
+        if !row.estimate.feasible() || !self.constraints.iter().all(|c| c.holds(row)) {
             return None;
         }
         let mut keys = [0.0; MAX_OBJECTIVES];
         for (k, o) in keys.iter_mut().zip(&self.objectives) {
             *k = o.key(row)?;
         }
-        Some(Keyed { keys, row: *row })
+        Some(keys)
     }
 
     /// Adds a batch of rows, keeping only the non-dominated ones of frontier and batch together.
-    pub fn extend<'a>(&mut self, rows: impl IntoIterator<Item = &'a Row>) {
-        let mut candidates: Vec<Keyed> = rows.into_iter().filter_map(|r| self.keyed(r)).collect();
-        if candidates.is_empty() {
-            return;
+    pub fn extend(&mut self, incoming: &[Row]) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(incoming.iter().enumerate().filter_map(|(index, r)| {
+            Some(Keyed {
+                keys: self.keys(r)?,
+                index,
+            })
+        }));
+        if !scratch.is_empty() {
+            let n = incoming.len();
+            scratch.extend(self.rows.iter().enumerate().filter_map(|(j, r)| {
+                Some(Keyed {
+                    keys: self.keys(r)?,
+                    index: n + j,
+                })
+            }));
+            let kept = non_dominated(&mut scratch, self.objectives.len());
+            let mut rows: Vec<Row> = scratch[..kept]
+                .iter()
+                .map(|k| {
+                    if k.index < n {
+                        incoming[k.index]
+                    } else {
+                        self.rows[k.index - n]
+                    }
+                })
+                .collect();
+            rows.sort_by(|a, b| self.order(a, b));
+            self.rows = rows;
         }
-        candidates.extend(self.rows.iter().filter_map(|r| self.keyed(r)));
-        let n = self.objectives.len();
-        let mut rows: Vec<Row> = non_dominated(candidates, n)
-            .into_iter()
-            .map(|k| k.row)
-            .collect();
-        rows.sort_by(|a, b| self.order(a, b));
-        self.rows = rows;
+        self.scratch = scratch;
     }
 
     /// Merges another frontier over the same objectives (shards, chunks).
     pub fn merge(&mut self, other: &Frontier) {
-        self.extend(other.rows.iter());
+        self.extend(&other.rows);
     }
 
     /// Rows sorted by the first objective (best first), then the next ones, then config_id.
@@ -292,60 +314,58 @@ fn dominates(a: &[f64], b: &[f64]) -> bool {
     better
 }
 
-fn non_dominated(mut c: Vec<Keyed>, n: usize) -> Vec<Keyed> {
+/// Moves the non-dominated candidates to the front of `c` and returns how many there are.
+/// In place and allocation-free (unstable sort; ties broken by position, so deterministic).
+fn non_dominated(c: &mut [Keyed], n: usize) -> usize {
     // Best first by every key in turn: a row can only be dominated by rows before it.
-    c.sort_by(|a, b| {
+    c.sort_unstable_by(|a, b| {
         for i in 0..n {
             match b.keys[i].total_cmp(&a.keys[i]) {
                 Ordering::Equal => continue,
                 other => return other,
             }
         }
-        a.row.config_id.cmp(&b.row.config_id)
+        a.index.cmp(&b.index)
     });
-    if n == 1 {
-        let best = c[0].keys[0];
-        c.retain(|k| k.keys[0] == best);
-        return c;
-    }
-    if n == 2 {
-        return sweep_two(c);
-    }
-    let mut kept: Vec<Keyed> = Vec::new();
-    for k in c {
-        if !kept.iter().any(|f| dominates(&f.keys[..n], &k.keys[..n])) {
-            kept.push(k);
+    let mut kept = 0;
+    match n {
+        1 => {
+            let best = c[0].keys[0];
+            while kept < c.len() && c[kept].keys[0] == best {
+                kept += 1;
+            }
         }
-    }
-    kept
-}
-
-/// Two objectives in O(n log n) after the sort: within a run of equal first keys only the best
-/// second key survives; it survives overall if it beats every second key of a strictly better
-/// first key seen before. Equal points (both keys equal) are all kept.
-fn sweep_two(c: Vec<Keyed>) -> Vec<Keyed> {
-    let mut kept = Vec::new();
-    let mut best_second = f64::NEG_INFINITY;
-    let mut i = 0;
-    while i < c.len() {
-        let first = c[i].keys[0];
-        let group_best = c[i].keys[1];
-        let mut j = i;
-        while j < c.len() && c[j].keys[0] == first {
-            j += 1;
+        2 => {
+            // Within a run of equal first keys only the best second key survives; it survives
+            // overall if it beats every second key of a strictly better first key seen before.
+            // Equal points (both keys equal) are all kept.
+            let mut best_second = f64::NEG_INFINITY;
+            let mut i = 0;
+            while i < c.len() {
+                let (first, group_best) = (c[i].keys[0], c[i].keys[1]);
+                let mut j = i;
+                while j < c.len() && c[j].keys[0] == first {
+                    if group_best > best_second && c[j].keys[1] == group_best {
+                        c[kept] = c[j];
+                        kept += 1;
+                    }
+                    j += 1;
+                }
+                best_second = best_second.max(group_best);
+                i = j;
+            }
         }
-        if group_best > best_second {
-            for k in &c[i..j] {
-                if k.keys[1] == group_best {
-                    kept.push(Keyed {
-                        keys: k.keys,
-                        row: k.row,
-                    });
+        _ => {
+            for i in 0..c.len() {
+                if !c[..kept]
+                    .iter()
+                    .any(|f| dominates(&f.keys[..n], &c[i].keys[..n]))
+                {
+                    c[kept] = c[i];
+                    kept += 1;
                 }
             }
-            best_second = group_best;
         }
-        i = j;
     }
     kept
 }
@@ -448,7 +468,7 @@ mod tests {
             row(5, 1.0, 5.0),  // dominated by 1
             row(6, 10.0, 0.5), // dominated by 0
         ];
-        f.extend(rows.iter());
+        f.extend(&rows);
         let ids: Vec<u64> = f.rows().iter().map(|r| r.config_id).collect();
         assert_eq!(ids, [0, 1, 2, 4]);
     }
@@ -462,7 +482,7 @@ mod tests {
         let nan = row(1, f64::NAN, 1.0);
         let slow = row(3, 50.0, 1.0); // ttft 3 ms breaks the constraint
         let ok = row(2, 10.0, 1.0);
-        f.extend([infeasible, nan, slow, ok].iter());
+        f.extend(&[infeasible, nan, slow, ok]);
         assert_eq!(f.rows().len(), 1);
         assert_eq!(f.rows()[0].config_id, 2);
     }
@@ -490,7 +510,7 @@ mod tests {
             let mut f = Frontier::new(objs.clone(), vec![]);
             for c in rows.chunks(chunk) {
                 let mut part = Frontier::new(objs.clone(), vec![]);
-                part.extend(c.iter());
+                part.extend(c);
                 f.merge(&part);
             }
             let keys = |r: &Row| -> Vec<f64> { objs.iter().map(|o| o.key(r).unwrap()).collect() };

@@ -20,7 +20,7 @@ use parquet::arrow::arrow_writer::{
 };
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
@@ -78,6 +78,11 @@ impl ParquetSink {
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
+            // Row-group (chunk) statistics let readers skip row groups; page-level statistics and
+            // offset indexes would be held in memory for every page until the footer is written,
+            // which grows with the grid.
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true)
             .set_key_value_metadata(Some(
                 metadata
                     .into_iter()
