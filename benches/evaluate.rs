@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use racksweep::perf::{self, Context};
+use racksweep::perf;
 use racksweep::spec;
 use rayon::prelude::*;
 
@@ -16,15 +16,7 @@ fn main() {
         spec::DEFAULT_MAX_CONFIGS,
     )
     .expect("bench sweep loads");
-    let model = &spec.catalog.models[spec.model];
-    let ctx = Context::new(
-        &spec.catalog,
-        model,
-        &spec.grid,
-        spec.input_tokens,
-        spec.output_tokens,
-    )
-    .expect("model facts");
+    let ctx = spec.context();
     let n = spec.grid.len();
 
     let clock = Instant::now();

@@ -186,6 +186,27 @@ impl fmt::Display for Constraint {
     }
 }
 
+/// Objectives as written in a sweep, comma-separated.
+pub fn describe_objectives(objectives: &[Objective]) -> String {
+    objectives
+        .iter()
+        .map(|o| o.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Constraints as written in a sweep, comma-separated, or "none".
+pub fn describe_constraints(constraints: &[Constraint]) -> String {
+    if constraints.is_empty() {
+        return "none".to_string();
+    }
+    constraints
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The non-dominated rows seen so far.
 #[derive(Debug, Clone)]
 pub struct Frontier {

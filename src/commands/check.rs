@@ -7,6 +7,7 @@ use anyhow::Result;
 use super::table;
 use crate::cli::CheckArgs;
 use crate::grid::AXIS_NAMES;
+use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec};
 
 /// Each axis with its size and values, one line per axis, then `configurations: N`.
@@ -52,17 +53,11 @@ pub fn render(spec: &Spec) -> String {
         tokens(spec.input_tokens),
         tokens(spec.output_tokens)
     );
-    let objectives: Vec<String> = spec.objectives.iter().map(|o| o.to_string()).collect();
-    let _ = writeln!(out, "objectives: {}", objectives.join(", "));
-    let constraints: Vec<String> = spec.constraints.iter().map(|c| c.to_string()).collect();
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
     let _ = writeln!(
         out,
         "constraints: {}",
-        if constraints.is_empty() {
-            "none".into()
-        } else {
-            constraints.join(", ")
-        }
+        describe_constraints(&spec.constraints)
     );
     out.push('\n');
     out.push_str(&table::render(&["axis", "size", "values"], &rows));

@@ -22,7 +22,7 @@ use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::{self, Totals};
 use crate::output::parquet::ParquetSink;
 use crate::pareto::Frontier;
-use crate::perf::{Context, Reason};
+use crate::perf::Reason;
 use crate::spec::{self, Spec, thousands};
 
 /// What a finished run reports.
@@ -135,15 +135,7 @@ fn execute(spec: &Spec, args: &RunArgs, threads: usize) -> Result<Outcome> {
 fn write_run(spec: &Spec, args: &RunArgs, threads: usize, dir: &Path) -> Result<Manifest> {
     let started_at = SystemTime::now();
     let clock = Instant::now();
-    let model = &spec.catalog.models[spec.model];
-    let ctx = Context::new(
-        &spec.catalog,
-        model,
-        &spec.grid,
-        spec.input_tokens,
-        spec.output_tokens,
-    )
-    .context("model facts (the spec layer checks the vocabulary first)")?;
+    let ctx = spec.context();
     let labels = labels(spec);
     let metadata = file_metadata(spec);
     let total = spec.grid.len();

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::columns::{self, COLUMNS, Kind, LabelValues, Row};
-use crate::pareto::Frontier;
+use crate::pareto::{Frontier, describe_constraints, describe_objectives};
 use crate::spec::{Spec, thousands};
 
 /// Columns every frontier table shows, with their review-friendly headers.
@@ -48,25 +48,15 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
         number(spec.input_tokens),
         number(spec.output_tokens)
     );
-    let objectives: Vec<String> = frontier
-        .objectives()
-        .iter()
-        .map(|o| o.to_string())
-        .collect();
-    let _ = writeln!(out, "- objectives: {}", objectives.join(", "));
-    let constraints: Vec<String> = frontier
-        .constraints()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let _ = writeln!(
+        out,
+        "- objectives: {}",
+        describe_objectives(frontier.objectives())
+    );
     let _ = writeln!(
         out,
         "- constraints: {}",
-        if constraints.is_empty() {
-            "none".to_string()
-        } else {
-            constraints.join(", ")
-        }
+        describe_constraints(frontier.constraints())
     );
     let _ = writeln!(
         out,

@@ -53,6 +53,21 @@ pub struct Spec {
     pub grid: Grid,
 }
 
+impl Spec {
+    /// The performance model's precomputed context for this sweep's grid and workload.
+    pub fn context(&self) -> crate::perf::Context {
+        let model = &self.catalog.models[self.model];
+        crate::perf::Context::new(
+            &self.catalog,
+            model,
+            &self.grid,
+            self.input_tokens,
+            self.output_tokens,
+        )
+        .expect("spec validation guarantees the model has a vocabulary")
+    }
+}
+
 /// Reads and validates a sweep file.
 pub fn load(path: &Path, max_configs: u64) -> Result<Spec, UserError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
