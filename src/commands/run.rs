@@ -252,9 +252,15 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::new(total);
     let style = ProgressStyle::with_template(
-        "{elapsed_precise} [{bar:40}] {human_pos}/{human_len} configs  {per_sec}  ETA {eta}",
+        "{elapsed_precise} [{bar:40}] {human_pos}/{human_len} configs  {rate}  ETA {eta}",
     )
     .expect("valid template")
+    .with_key(
+        "rate",
+        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{} configs/s", thousands(state.per_sec() as u64));
+        },
+    )
     .progress_chars("=> ");
     bar.set_style(style);
     bar
