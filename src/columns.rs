@@ -6,7 +6,7 @@ use crate::grid::Point;
 use crate::perf::{Estimate, Limit, Reason};
 
 /// One evaluated configuration: its grid index, its axis values and the model's estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Row {
     pub config_id: u64,
     pub point: Point,

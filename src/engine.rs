@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::columns::Row;
-use crate::grid::{Grid, Point};
+use crate::grid::Grid;
 use crate::output::parquet::ParquetSink;
 use crate::pareto::Frontier;
 use crate::perf::{self, Context, Reason};
@@ -58,7 +58,8 @@ impl Tally {
 /// Evaluates grid indices `range` into `out` (resized to fit), in parallel blocks.
 fn evaluate_into(ctx: &Context, grid: &Grid, range: Range<u64>, out: &mut Vec<Row>) {
     let n = (range.end - range.start) as usize;
-    out.resize(n, PLACEHOLDER);
+    // Sized once per buffer; every slot is overwritten below.
+    out.resize(n, Row::default());
     out.par_chunks_mut(BLOCK_ROWS)
         .enumerate()
         .for_each(|(b, block)| {
@@ -73,41 +74,6 @@ fn evaluate_into(ctx: &Context, grid: &Grid, range: Range<u64>, out: &mut Vec<Ro
             }
         });
 }
-
-/// A row value used only to size buffers before they are overwritten.
-const PLACEHOLDER: Row = Row {
-    config_id: 0,
-    point: Point {
-        platform: 0,
-        weight_dtype: 0,
-        kv_dtype: 0,
-        racks: 0,
-        tp: 0,
-        pp: 0,
-        ep: 0,
-        batch: 0,
-    },
-    estimate: perf::Estimate {
-        reason: None,
-        limit: None,
-        gpus: 0,
-        gpus_per_instance: 0,
-        instances: 0,
-        attention_dp: 0,
-        hbm_used_gb_per_gpu: 0.0,
-        hbm_weights_gb_per_gpu: 0.0,
-        hbm_kv_gb_per_gpu: 0.0,
-        ttft_ms: 0.0,
-        tpot_ms: 0.0,
-        tokens_per_s_per_user: 0.0,
-        tokens_per_s_per_instance: 0.0,
-        tokens_per_s_per_gpu: 0.0,
-        output_tokens_per_s: 0.0,
-        compute_bound_tokens_per_s_per_gpu: 0.0,
-        hbm_bound_tokens_per_s_per_gpu: 0.0,
-        comm_bound_tokens_per_s_per_gpu: 0.0,
-    },
-};
 
 /// Evaluates `range` of the grid and writes its rows (only feasible ones with `feasible_only`)
 /// to `sink`, one row group per chunk, in index order.

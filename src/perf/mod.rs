@@ -111,7 +111,7 @@ impl Limit {
 
 /// What the model predicts for one configuration. Quantities that do not apply are NaN here and
 /// null in the output (never an invented number).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Estimate {
     /// `None` when the configuration runs.
     pub reason: Option<Reason>,
