@@ -18,6 +18,40 @@ const GPUS_TOML: &str = include_str!("data/gpus.toml");
 const RACKS_TOML: &str = include_str!("data/racks.toml");
 const MODELS_TOML: &str = include_str!("data/models.toml");
 const DTYPES_TOML: &str = include_str!("data/dtypes.toml");
+const CALIBRATION_TOML: &str = include_str!("data/calibration.toml");
+
+/// Global factors fitted against measurements (`data/calibration.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Rows at which a GEMM reaches half its large-matrix efficiency.
+    pub gemm_half_rows: f64,
+    /// Fixed cost of one engine iteration, milliseconds.
+    pub step_overhead_ms: f64,
+}
+
+impl Calibration {
+    pub fn builtin() -> Calibration {
+        Calibration::parse(CALIBRATION_TOML).expect("built-in calibration is valid")
+    }
+
+    pub fn parse(text: &str) -> Result<Calibration, String> {
+        let c: Calibration = toml::from_str(text).map_err(|e| e.to_string())?;
+        if !(c.gemm_half_rows.is_finite() && c.gemm_half_rows >= 0.0) {
+            return Err(format!(
+                "gemm_half_rows: {} must be zero or positive",
+                c.gemm_half_rows
+            ));
+        }
+        if !(c.step_overhead_ms.is_finite() && c.step_overhead_ms >= 0.0) {
+            return Err(format!(
+                "step_overhead_ms: {} must be zero or positive",
+                c.step_overhead_ms
+            ));
+        }
+        Ok(c)
+    }
+}
 
 /// Every preset known to one sweep: the built-in ones plus the sweep's inline tables.
 #[derive(Debug, Clone)]
@@ -26,6 +60,7 @@ pub struct Catalog {
     pub racks: Vec<Rack>,
     pub models: Vec<Model>,
     pub dtypes: Vec<Dtype>,
+    pub calibration: Calibration,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +98,8 @@ impl Catalog {
             racks: parse::<RackFile>("racks.toml", RACKS_TOML)?.rack,
             models: parse::<ModelFile>("models.toml", MODELS_TOML)?.model,
             dtypes: parse::<DtypeFile>("dtypes.toml", DTYPES_TOML)?.dtype,
+            calibration: Calibration::parse(CALIBRATION_TOML)
+                .map_err(|e| format!("built-in calibration.toml: {e}"))?,
         };
         for gpu in &catalog.gpus {
             catalog

@@ -51,13 +51,24 @@ impl StepTokens {
     }
 }
 
-/// FLOPs one GPU performs in one step of one stage, split by the tensor cores that run them.
+/// FLOPs one GPU performs in one step of one stage, split by the kernels that run them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepFlops {
-    /// Linear layers (attention projections, MLPs, experts, LM head): weight-format tensor cores.
-    pub linear: f64,
+    /// Dense linear layers (attention projections, dense MLPs, shared experts, LM head) on the
+    /// weight format's tensor cores, over `rank_tokens` rows.
+    pub dense: f64,
+    /// Routed-expert GEMMs, over `expert_rows` rows each.
+    pub routed: f64,
     /// Attention score and value products: bf16 tensor cores.
     pub attention: f64,
+    /// Mean rows (tokens) per routed expert GEMM among the experts the step touches.
+    pub expert_rows: f64,
+}
+
+impl StepFlops {
+    pub fn linear(&self) -> f64 {
+        self.dense + self.routed
+    }
 }
 
 pub fn step_flops(
@@ -67,18 +78,35 @@ pub fn step_flops(
     stage_gpus: u32,
     t: &StepTokens,
 ) -> StepFlops {
-    let routed = 2.0 * t.moe_tokens * f64::from(m.experts_per_token) * m.expert_params
-        / f64::from(stage_gpus)
-        * s.moe_layers;
-    let linear =
-        2.0 * t.rank_tokens() * s.replicated_params + routed + 2.0 * t.logit_rows * s.head_params;
+    let k = f64::from(m.experts_per_token);
+    let routed = 2.0 * t.moe_tokens * k * m.expert_params / f64::from(stage_gpus) * s.moe_layers;
+    let dense = 2.0 * t.rank_tokens() * s.replicated_params + 2.0 * t.logit_rows * s.head_params;
     let per_layer = t.decode
         * m.attended_tokens(t.decode_context)
         * m.decode_attention_flops_per_context
         + t.prefill * m.attended_tokens(t.prefill_context) * m.prefill_attention_flops_per_context;
+    let touched_experts = f64::from(m.experts) * m.expert_fraction_touched(t.moe_tokens);
+    let expert_rows = if touched_experts > 0.0 {
+        t.moe_tokens * k / touched_experts
+    } else {
+        0.0
+    };
     StepFlops {
-        linear,
+        dense,
+        routed,
         attention: s.layers * per_layer / f64::from(tp),
+        expert_rows,
+    }
+}
+
+/// Fraction of a GEMM's large-matrix efficiency reached with `rows` rows (tokens): tiles are
+/// `half_rows`-sized, so a GEMM with few rows wastes most of each tile:
+/// `rows / (rows + half_rows)` (a saturating ramp; docs/model.md, "Compute").
+pub fn row_efficiency(rows: f64, half_rows: f64) -> f64 {
+    if rows <= 0.0 {
+        1.0
+    } else {
+        rows / (rows + half_rows)
     }
 }
 
@@ -87,6 +115,13 @@ mod tests {
     use super::*;
     use crate::catalog::Catalog;
     use crate::perf::tests::{facts, layout};
+
+    #[test]
+    fn gemm_rows_ramp() {
+        assert_eq!(row_efficiency(64.0, 64.0), 0.5);
+        assert!(row_efficiency(8192.0, 64.0) > 0.99);
+        assert_eq!(row_efficiency(0.0, 64.0), 1.0);
+    }
 
     #[test]
     fn native_formats_and_fallbacks() {
@@ -122,9 +157,9 @@ mod tests {
         let f = step_flops(&m, &s, 1, 1, &t);
         let non_embedding = 70.55e9 - 128_256.0 * 8192.0;
         assert!(
-            (f.linear - 2.0 * non_embedding).abs() / f.linear < 1e-3,
+            (f.linear() - 2.0 * non_embedding).abs() / f.linear() < 1e-3,
             "{}",
-            f.linear
+            f.linear()
         );
         // 80 layers x 1000 context x 4 x 64 heads x 128 dims.
         assert_eq!(f.attention, 80.0 * 1000.0 * 4.0 * 64.0 * 128.0);
@@ -147,6 +182,9 @@ mod tests {
         };
         let f = step_flops(&m, &s, 1, 8, &t);
         let expert = 3.0 * 7168.0 * 2048.0;
-        assert_eq!(f.linear, 2.0 * 64.0 * 8.0 * expert / 8.0 * 58.0);
+        assert_eq!(f.routed, 2.0 * 64.0 * 8.0 * expert / 8.0 * 58.0);
+        assert_eq!(f.dense, 0.0);
+        // 64 tokens x 8 choices over the ~223 of 256 experts they touch: ~2.3 rows per expert.
+        assert!((f.expert_rows - 512.0 / (256.0 * m.expert_fraction_touched(64.0))).abs() < 1e-9);
     }
 }

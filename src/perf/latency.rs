@@ -1,25 +1,27 @@
-//! Time of one engine step per pipeline stage (roofline of compute and HBM traffic plus
-//! non-overlapped communication), and from it time per output token, time to first token and
-//! throughput. Formulas: docs/model.md, "Step time", "Decode", "Prefill".
+//! Time of one engine step per pipeline stage, and from it time per output token, time to first
+//! token and throughput. Formulas: docs/model.md, "Step time", "Decode", "Prefill".
 //!
 //! Decode runs continuous batching in steady state: each step advances every running sequence by
 //! one token and, in the same step, prefills `input/output` prompt tokens per running sequence
 //! (chunked prefill piggybacking on decode, Agrawal et al. 2024, Sarathi-Serve), so the weights
-//! read once per step serve both. Linear layers and attention are a roofline: the slower of
-//! compute and memory traffic (Williams et al. 2009; Pope et al. 2022, section 2). Tensor-parallel
-//! all-reduces and expert all-to-alls sit on the critical path between layers and are not
-//! overlapped (TensorRT-LLM and vLLM issue them synchronously in decode).
+//! read once per step serve both. Each kernel class is its own roofline, the slower of its compute
+//! and its memory traffic (Williams et al. 2009; Pope et al. 2022, section 2): the linear layers
+//! (GEMMs against the weights) and attention (against the KV cache) run one after the other, so
+//! their times add. Tensor-parallel all-reduces and expert all-to-alls sit on the critical path
+//! between layers and are not overlapped (TensorRT-LLM and vLLM issue them synchronously in
+//! decode). Each engine iteration also pays a fixed framework overhead (scheduling, sampling,
+//! kernel launches outside CUDA graphs).
 
 use super::ModelFacts;
 use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
-use super::compute::{StepTokens, step_flops};
+use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, StageParams, kv_bytes_per_sequence};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rates {
-    /// Achievable FLOP/s of the weight format's tensor cores.
+    /// Achievable FLOP/s of the weight format's tensor cores on large GEMMs.
     pub linear_flops_per_s: f64,
     /// Achievable bf16 FLOP/s (attention).
     pub attention_flops_per_s: f64,
@@ -32,20 +34,28 @@ pub struct Rates {
     pub scaleup_domain_gpus: u32,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
     pub one_shot_all_reduce: bool,
+    /// Rows at which a GEMM reaches half its large-matrix efficiency (calibration).
+    pub gemm_half_rows: f64,
+    /// Fixed cost of one engine iteration, seconds (calibration).
+    pub step_overhead_s: f64,
 }
 
 /// Seconds one stage spends on a step, by resource.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StageTime {
+    /// Tensor-core time of all kernels.
     pub compute_s: f64,
+    /// HBM time of all kernels.
     pub memory_s: f64,
+    /// Linear-layer roofline plus attention roofline.
+    pub kernels_s: f64,
     pub comm_s: f64,
 }
 
 impl StageTime {
-    /// Roofline of compute and memory plus the communication on the critical path.
+    /// Kernel time plus the communication on the critical path.
     pub fn total_s(&self) -> f64 {
-        self.compute_s.max(self.memory_s) + self.comm_s
+        self.kernels_s + self.comm_s
     }
 }
 
@@ -58,7 +68,11 @@ pub fn stage_time(
     t: &StepTokens,
 ) -> StageTime {
     let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
-    let compute_s = flops.linear / r.linear_flops_per_s + flops.attention / r.attention_flops_per_s;
+    let linear_compute_s = flops.dense
+        / (r.linear_flops_per_s * row_efficiency(t.rank_tokens(), r.gemm_half_rows))
+        + flops.routed
+            / (r.linear_flops_per_s * row_efficiency(flops.expert_rows, r.gemm_half_rows));
+    let attention_compute_s = flops.attention / r.attention_flops_per_s;
 
     let touched = m.expert_fraction_touched(t.moe_tokens);
     let weight_bytes = (s.replicated_params + s.moe_layers * s.expert_params_per_layer * touched)
@@ -68,11 +82,14 @@ pub fn stage_time(
         * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
     let kv_written =
         t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
-    let memory_s = (weight_bytes + kv_read + kv_written) / r.hbm_bytes_per_s;
+    let linear_memory_s = weight_bytes / r.hbm_bytes_per_s;
+    let attention_memory_s = (kv_read + kv_written) / r.hbm_bytes_per_s;
 
     StageTime {
-        compute_s,
-        memory_s,
+        compute_s: linear_compute_s + attention_compute_s,
+        memory_s: linear_memory_s + attention_memory_s,
+        kernels_s: linear_compute_s.max(linear_memory_s)
+            + attention_compute_s.max(attention_memory_s),
         comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()),
     }
 }
@@ -142,10 +159,11 @@ pub fn slowest_stage(
     if a.total_s() >= b.total_s() { a } else { b }
 }
 
-/// Steady-state decode of an instance running `batch` sequences.
+/// Steady-state decode of an instance running a given number of sequences.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decode {
-    /// Seconds between two output tokens of one sequence (one pipeline cycle).
+    /// Seconds between two output tokens of one sequence: one engine iteration (a pipeline cycle
+    /// of `pp` stage steps plus the hops) plus the framework overhead.
     pub tpot_s: f64,
     /// The slowest stage's step, per resource.
     pub stage: StageTime,
@@ -157,19 +175,21 @@ pub struct Decode {
     pub logit_rows: f64,
 }
 
-/// Decode with `batch` sequences split into `min(pp, batch)` micro-batches that flow through the
-/// pipeline; a sequence advances one token per cycle of `pp` stage steps plus the hops.
+/// Decode with `sequences` running sequences (fractional for a mean concurrency) split into
+/// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline; a sequence advances
+/// one token per cycle. Attention ranks hold `ceil(micro_batch / attention_dp)` sequences each
+/// (the busiest rank sets the pace: ranks meet at every MoE all-to-all).
 pub fn decode(
     m: &ModelFacts,
     l: &Layout,
     stages: &[StageParams; 2],
     r: &Rates,
-    batch: u32,
+    sequences: f64,
     input_tokens: f64,
     output_tokens: f64,
 ) -> Decode {
-    let micro_batches = l.pp.min(batch);
-    let micro_batch = f64::from(batch.div_ceil(micro_batches));
+    let micro_batches = f64::from(l.pp).min(sequences.ceil()).max(1.0);
+    let micro_batch = sequences / micro_batches;
     let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
     let prefill = rank_sequences * input_tokens / output_tokens;
     let t = StepTokens {
@@ -183,7 +203,7 @@ pub fn decode(
     let stage = slowest_stage(m, l, stages, r, &t);
     let hops_s = pipeline_hops_s(m, l, r, micro_batch * (1.0 + input_tokens / output_tokens));
     Decode {
-        tpot_s: f64::from(l.pp) * stage.total_s() + hops_s,
+        tpot_s: f64::from(l.pp) * stage.total_s() + hops_s + r.step_overhead_s,
         stage,
         hops_s,
         rank_tokens: t.rank_tokens(),
@@ -192,7 +212,8 @@ pub fn decode(
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
-/// through every stage in turn on one attention rank; routed experts see all prompt tokens.
+/// through every stage in turn on one attention rank, routed experts seeing all prompt tokens,
+/// plus one engine iteration's overhead.
 pub fn prefill_s(
     m: &ModelFacts,
     l: &Layout,
@@ -209,5 +230,5 @@ pub fn prefill_s(
         logit_rows: 1.0,
     };
     let stage = slowest_stage(m, l, stages, r, &t);
-    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, input_tokens)
+    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, input_tokens) + r.step_overhead_s
 }

@@ -9,11 +9,11 @@ pub mod latency;
 pub mod layout;
 pub mod memory;
 
-use crate::catalog::{Attention, Catalog, Model, Rack};
+use crate::catalog::{Attention, Calibration, Catalog, Model, Rack};
 use crate::grid::{Grid, Point};
 
 use latency::Rates;
-use layout::{LayoutModel, Tier};
+use layout::{Layout, LayoutModel, Tier};
 use memory::StageParams;
 
 /// Why a configuration cannot run. Written to `infeasible_reason`.
@@ -136,6 +136,15 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    fn with_layout(reason: Reason, l: &Layout) -> Estimate {
+        Estimate {
+            gpus_per_instance: l.gpus_per_instance,
+            instances: l.instances,
+            attention_dp: l.attention_dp,
+            ..Estimate::infeasible(reason, l.gpus)
+        }
+    }
+
     fn infeasible(reason: Reason, gpus: u32) -> Estimate {
         Estimate {
             reason: Some(reason),
@@ -311,6 +320,7 @@ pub struct Context {
     pub model: ModelFacts,
     pub input_tokens: f64,
     pub output_tokens: f64,
+    pub calibration: Calibration,
     platforms: Vec<PlatformFacts>,
 }
 
@@ -379,31 +389,110 @@ impl Context {
             model,
             input_tokens,
             output_tokens,
+            calibration: catalog.calibration,
             platforms,
         })
     }
 }
 
-/// Predicts one configuration. Pure: no I/O, no allocation.
-pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
+/// One configuration placed and resolved: its layout, bounding stages and hardware rates. Cheap
+/// to build (no allocation); the serving model evaluates it at many loads.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    pub ctx: &'a Context,
+    pub layout: Layout,
+    pub stages: [StageParams; 2],
+    pub rates: Rates,
+    usable_hbm_bytes: f64,
+}
+
+/// Per-GPU memory of an instance holding a given number of sequences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    pub weights_bytes: f64,
+    pub kv_bytes: f64,
+    pub used_bytes: f64,
+    pub fits: bool,
+}
+
+impl Instance<'_> {
+    /// Decode at `sequences` concurrent sequences (fractional for a mean concurrency).
+    pub fn decode(&self, sequences: f64) -> latency::Decode {
+        let c = self.ctx;
+        latency::decode(
+            &c.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            sequences,
+            c.input_tokens,
+            c.output_tokens,
+        )
+    }
+
+    /// Time to first token of one request on an idle instance.
+    pub fn prefill_s(&self) -> f64 {
+        latency::prefill_s(
+            &self.ctx.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            self.ctx.input_tokens,
+        )
+    }
+
+    /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
+    /// cache plus the step's activations. Paged KV caches (vLLM PagedAttention, TensorRT-LLM paged
+    /// KV) hold only the tokens produced so far; in steady state the running sequences are spread
+    /// evenly over their lifetimes, so the mean context is input + output / 2.
+    pub fn memory(&self, sequences: f64) -> Memory {
+        let (m, l) = (&self.ctx.model, &self.layout);
+        let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
+        let context = self.ctx.input_tokens + self.ctx.output_tokens / 2.0;
+        let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
+        for s in &self.stages {
+            let w = s.weight_bytes(self.rates.weight_bytes_per_param);
+            let kv = rank_sequences
+                * memory::kv_bytes_per_sequence(
+                    m,
+                    l.tp,
+                    s.layers,
+                    self.rates.kv_bytes_per_element,
+                    context,
+                );
+            if w + kv > weights_bytes + kv_bytes {
+                (weights_bytes, kv_bytes) = (w, kv);
+            }
+        }
+        let step = self.decode(sequences);
+        let used_bytes = weights_bytes
+            + kv_bytes
+            + memory::activation_bytes(m, l, step.rank_tokens, step.logit_rows);
+        Memory {
+            weights_bytes,
+            kv_bytes,
+            used_bytes,
+            fits: used_bytes <= self.usable_hbm_bytes,
+        }
+    }
+
+    pub fn gpus(&self) -> u32 {
+        self.layout.gpus
+    }
+}
+
+/// Places and resolves a configuration, or returns the estimate that says why it cannot run.
+pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let m = &ctx.model;
     let gpus = p.racks * platform.rack.gpus_per_rack();
-    let l = match layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep) {
-        Ok(l) => l,
-        Err(reason) => return Estimate::infeasible(reason, gpus),
-    };
-    let with_layout = |reason| Estimate {
-        gpus_per_instance: l.gpus_per_instance,
-        instances: l.instances,
-        attention_dp: l.attention_dp,
-        ..Estimate::infeasible(reason, gpus)
-    };
+    let l = layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep)
+        .map_err(|reason| Estimate::infeasible(reason, gpus))?;
     let (Some(linear_flops_per_s), Some(kv_bytes_per_element)) = (
         platform.linear_flops_per_s[p.weight_dtype as usize],
         platform.kv_bytes_per_element[p.kv_dtype as usize],
     ) else {
-        return with_layout(Reason::DtypeUnsupported);
+        return Err(Estimate::with_layout(Reason::DtypeUnsupported, &l));
     };
     let rates = Rates {
         linear_flops_per_s,
@@ -415,58 +504,47 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
         scaleout: platform.scaleout,
         scaleup_domain_gpus: platform.rack.scaleup_domain_gpus,
         one_shot_all_reduce: true,
+        gemm_half_rows: ctx.calibration.gemm_half_rows,
+        step_overhead_s: ctx.calibration.step_overhead_ms * 1e-3,
     };
+    Ok(Instance {
+        ctx,
+        layout: l,
+        stages: StageParams::bounding_stages(m, &l),
+        rates,
+        usable_hbm_bytes: platform.usable_hbm_bytes,
+    })
+}
 
-    // Memory: the heavier of the bounding stages must fit.
-    let stages = StageParams::bounding_stages(m, &l);
-    let rank_sequences_held = (f64::from(p.batch) / f64::from(l.attention_dp)).ceil();
-    // Paged KV caches (vLLM PagedAttention, TensorRT-LLM paged KV) hold only the tokens produced
-    // so far; in steady state the running sequences are spread evenly over their lifetimes, so the
-    // mean context is input + output / 2.
-    let context = ctx.input_tokens + ctx.output_tokens / 2.0;
-    let mut weights_bytes = 0.0_f64;
-    let mut kv_bytes = 0.0_f64;
-    for s in &stages {
-        let w = s.weight_bytes(rates.weight_bytes_per_param);
-        let kv = rank_sequences_held
-            * memory::kv_bytes_per_sequence(m, l.tp, s.layers, kv_bytes_per_element, context);
-        if w + kv > weights_bytes + kv_bytes {
-            weights_bytes = w;
-            kv_bytes = kv;
-        }
-    }
-    let decode = latency::decode(
-        m,
-        &l,
-        &stages,
-        &rates,
-        p.batch,
-        ctx.input_tokens,
-        ctx.output_tokens,
-    );
-    let used_bytes = weights_bytes
-        + kv_bytes
-        + memory::activation_bytes(m, &l, decode.rank_tokens, decode.logit_rows);
-    let memory = Estimate {
-        hbm_used_gb_per_gpu: used_bytes / 1e9,
-        hbm_weights_gb_per_gpu: weights_bytes / 1e9,
-        hbm_kv_gb_per_gpu: kv_bytes / 1e9,
-        ..with_layout(Reason::DoesNotFit)
+/// Predicts one configuration at full batch. Pure: no I/O, no allocation.
+pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
+    let inst = match instance(ctx, p) {
+        Ok(inst) => inst,
+        Err(estimate) => return estimate,
     };
-    if used_bytes > platform.usable_hbm_bytes {
+    let l = &inst.layout;
+    let batch = f64::from(p.batch);
+    let mem = inst.memory(batch);
+    let memory = Estimate {
+        hbm_used_gb_per_gpu: mem.used_bytes / 1e9,
+        hbm_weights_gb_per_gpu: mem.weights_bytes / 1e9,
+        hbm_kv_gb_per_gpu: mem.kv_bytes / 1e9,
+        ..Estimate::with_layout(Reason::DoesNotFit, l)
+    };
+    if !mem.fits {
         return Estimate {
             limit: Some(Limit::Memory),
             ..memory
         };
     }
 
-    let ttft_s = latency::prefill_s(m, &l, &stages, &rates, ctx.input_tokens);
+    let decode = inst.decode(batch);
     let tpot_s = decode.tpot_s;
-    let batch = f64::from(p.batch);
     let instances = f64::from(l.instances);
+    let gpus = f64::from(l.gpus);
     let per_gpu = |seconds: f64| {
         if seconds > 0.0 {
-            batch / seconds * instances / f64::from(gpus)
+            batch / seconds * instances / gpus
         } else {
             f64::NAN
         }
@@ -487,11 +565,11 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     Estimate {
         reason: None,
         limit: Some(limit),
-        ttft_ms: ttft_s * 1e3,
+        ttft_ms: inst.prefill_s() * 1e3,
         tpot_ms: tpot_s * 1e3,
         tokens_per_s_per_user: 1.0 / tpot_s,
         tokens_per_s_per_instance,
-        tokens_per_s_per_gpu: output_tokens_per_s / f64::from(gpus),
+        tokens_per_s_per_gpu: output_tokens_per_s / gpus,
         output_tokens_per_s,
         compute_bound_tokens_per_s_per_gpu: per_gpu(compute_s),
         hbm_bound_tokens_per_s_per_gpu: per_gpu(memory_s),
@@ -570,7 +648,9 @@ pub(crate) mod tests {
         // one-shot: launch 6.6 us + alpha 0.6 us + 7/1 x bytes at 450 GB/s x 0.80.
         let all_reduce_s = 6.6e-6 + 0.6e-6 + 7.0 * 32_768.0 / (450e9 * 0.80);
         let comm_s = 2.0 * layers * all_reduce_s;
-        let tpot_ms = (memory_s + comm_s) * 1e3;
+        // Both kernel classes are HBM-bound, so the per-kernel rooflines add up to the memory
+        // time; one engine iteration's overhead comes on top.
+        let tpot_ms = (memory_s + comm_s) * 1e3 + c.calibration.step_overhead_ms;
         assert!(
             (e.tpot_ms - tpot_ms).abs() / tpot_ms < 1e-9,
             "{} vs {tpot_ms}",
