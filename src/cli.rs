@@ -28,6 +28,31 @@ pub enum Command {
     Check(CheckArgs),
     /// List the built-in presets with their key specs.
     Catalog(CatalogArgs),
+    /// Predict published hardware measurements and report the error per case and per metric.
+    ///
+    /// Reads the format of shared/reference/measurements-calibration.csv. Each case is rebuilt
+    /// and predicted with the same grid and model as `run`; blank configuration columns are
+    /// swept and the case's scenario picks the configuration (docs/validation.md).
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Measurements file (CSV).
+    pub measurements: PathBuf,
+    /// Write every prediction to this Parquet file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print only the summary, as JSON, to stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Global model factors to use instead of the built-in ones (TOML, as
+    /// src/catalog/data/calibration.toml).
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+    /// Worker threads [default: all cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -228,6 +228,26 @@ pub static COLUMNS: &[Column] = &[
         kind: Kind::Count(|r| nonzero(r.estimate.instances)),
     },
     Column {
+        name: "disagg_prefill_pct",
+        unit: "%",
+        doc: "percent of instances in the prefill pool of disaggregated serving (0 = aggregated: every instance prefills and decodes)",
+        kind: Kind::Count(|r| Some(r.point.disagg_prefill_pct)),
+    },
+    Column {
+        name: "prefill_instances",
+        unit: "instances",
+        doc: "instances in the prefill pool (0 when aggregated; null when the layout is invalid)",
+        kind: Kind::Count(|r| {
+            (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_instances)
+        }),
+    },
+    Column {
+        name: "spec_tokens",
+        unit: "tokens",
+        doc: "draft tokens proposed per decode step (speculative decoding / MTP; 0 = off)",
+        kind: Kind::Count(|r| Some(r.point.spec_tokens)),
+    },
+    Column {
         name: "batch",
         unit: "sequences",
         doc: "concurrent sequences per instance (engine max batch size)",

@@ -3,7 +3,8 @@
 //! order and indexing; knows nothing of the performance model.
 //!
 //! Axis order, slowest-varying first: platform (hardware x rack), weight_dtype, kv_dtype, racks,
-//! tp, pp, ep, batch. Rows of the output therefore come grouped by hardware.
+//! tp, pp, ep, disagg_prefill_pct, spec_tokens, batch. Rows of the output therefore come grouped by
+//! hardware.
 
 /// A GPU preset together with the rack it is deployed in (indices into the sweep's catalog).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,11 +26,15 @@ pub struct Point {
     pub tp: u32,
     pub pp: u32,
     pub ep: u32,
+    /// Percent of instances in the prefill pool of disaggregated serving; 0 = aggregated.
+    pub disagg_prefill_pct: u32,
+    /// Draft tokens proposed per decode step (speculative decoding / MTP); 0 = off.
+    pub spec_tokens: u32,
     /// Maximum concurrent sequences per model instance.
     pub batch: u32,
 }
 
-pub const AXES: usize = 8;
+pub const AXES: usize = 10;
 
 /// Axis names as they appear in `racksweep check` and the sweep file.
 pub const AXIS_NAMES: [&str; AXES] = [
@@ -40,6 +45,8 @@ pub const AXIS_NAMES: [&str; AXES] = [
     "tp",
     "pp",
     "ep",
+    "disagg_prefill_pct",
+    "spec_tokens",
     "batch",
 ];
 
@@ -53,6 +60,8 @@ pub struct Grid {
     pub tp: Vec<u32>,
     pub pp: Vec<u32>,
     pub ep: Vec<u32>,
+    pub disagg_prefill_pct: Vec<u32>,
+    pub spec_tokens: Vec<u32>,
     pub batch: Vec<u32>,
 }
 
@@ -67,6 +76,8 @@ impl Grid {
             self.tp.len(),
             self.pp.len(),
             self.ep.len(),
+            self.disagg_prefill_pct.len(),
+            self.spec_tokens.len(),
             self.batch.len(),
         ]
         .map(|n| n as u64)
@@ -109,7 +120,9 @@ impl Grid {
             tp: self.tp[d[4] as usize],
             pp: self.pp[d[5] as usize],
             ep: self.ep[d[6] as usize],
-            batch: self.batch[d[7] as usize],
+            disagg_prefill_pct: self.disagg_prefill_pct[d[7] as usize],
+            spec_tokens: self.spec_tokens[d[8] as usize],
+            batch: self.batch[d[9] as usize],
         }
     }
 
@@ -131,6 +144,8 @@ impl Grid {
             pos(&self.tp, p.tp)?,
             pos(&self.pp, p.pp)?,
             pos(&self.ep, p.ep)?,
+            pos(&self.disagg_prefill_pct, p.disagg_prefill_pct)?,
+            pos(&self.spec_tokens, p.spec_tokens)?,
             pos(&self.batch, p.batch)?,
         ];
         let radices = self.radices();
@@ -214,13 +229,15 @@ mod tests {
             tp: distinct(sizes[4], 1),
             pp: distinct(sizes[5], 2),
             ep: distinct(sizes[6], 1),
-            batch: distinct(sizes[7], 4),
+            disagg_prefill_pct: distinct(sizes[7], 0),
+            spec_tokens: distinct(sizes[8], 0),
+            batch: distinct(sizes[9], 4),
         }
     }
 
     #[test]
     fn batch_varies_fastest() {
-        let g = grid([2, 1, 1, 1, 2, 1, 1, 3]);
+        let g = grid([2, 1, 1, 1, 2, 1, 1, 1, 1, 3]);
         assert_eq!(g.len(), 12);
         let p0 = g.point(0);
         let p1 = g.point(1);
@@ -242,7 +259,7 @@ mod tests {
     proptest! {
         /// point() is a bijection between 0..len and the product of the axes.
         #[test]
-        fn point_is_a_bijection(sizes in proptest::array::uniform8(1usize..5)) {
+        fn point_is_a_bijection(sizes in proptest::array::uniform10(1usize..4)) {
             let g = grid(sizes);
             let n = g.len();
             let mut seen = std::collections::HashSet::new();
@@ -256,7 +273,7 @@ mod tests {
 
         /// Iterating a range yields exactly the points point() decodes.
         #[test]
-        fn range_matches_point(sizes in proptest::array::uniform8(1usize..4), a in 0u64..500, b in 0u64..500) {
+        fn range_matches_point(sizes in proptest::array::uniform10(1usize..3), a in 0u64..500, b in 0u64..500) {
             let g = grid(sizes);
             let (start, end) = (a.min(b).min(g.len()), a.max(b).min(g.len()));
             let got: Vec<_> = g.range(start, end).collect();

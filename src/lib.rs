@@ -13,3 +13,4 @@ pub mod pareto;
 pub mod perf;
 pub mod spec;
 pub mod suggest;
+pub mod validate;

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(args).map(|summary| (None, summary)),
         Command::Check(args) => commands::check::run(args).map(|out| (Some(out), None)),
         Command::Catalog(args) => commands::catalog::run(args).map(|out| (Some(out), None)),
+        Command::Validate(args) => commands::validate::run(args).map(|out| (Some(out), None)),
     };
     match result {
         Ok((stdout, stderr)) => {

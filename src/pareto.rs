@@ -420,6 +420,7 @@ mod tests {
             gpus: 8,
             gpus_per_instance: 8,
             instances: 1,
+            prefill_instances: 0,
             attention_dp: 1,
             hbm_used_gb_per_gpu: 1.0,
             hbm_weights_gb_per_gpu: 1.0,

@@ -28,6 +28,13 @@ pub struct Calibration {
     pub gemm_half_rows: f64,
     /// Fixed cost of one engine iteration, milliseconds.
     pub step_overhead_ms: f64,
+    /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`) that linear layers
+    /// reach inside a serving engine.
+    pub serving_gemm_efficiency: f64,
+    /// Efficiency of grouped routed-expert GEMMs relative to dense GEMMs of the same rows.
+    pub moe_gemm_efficiency: f64,
+    /// Fraction of the HBM and tensor-core rates attention kernels reach.
+    pub attention_efficiency: f64,
 }
 
 impl Calibration {
@@ -48,6 +55,13 @@ impl Calibration {
                 "step_overhead_ms: {} must be zero or positive",
                 c.step_overhead_ms
             ));
+        }
+        for (key, v) in [
+            ("serving_gemm_efficiency", c.serving_gemm_efficiency),
+            ("moe_gemm_efficiency", c.moe_gemm_efficiency),
+            ("attention_efficiency", c.attention_efficiency),
+        ] {
+            fraction(key, v)?;
         }
         Ok(c)
     }

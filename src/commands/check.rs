@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::table;
 use crate::cli::CheckArgs;
-use crate::grid::AXIS_NAMES;
+use crate::grid::{AXES, AXIS_NAMES};
 use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec};
 
@@ -27,7 +27,8 @@ pub fn render(spec: &Spec) -> String {
         .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
         .collect::<Vec<_>>()
         .join(", ");
-    let values = [
+    // One entry per axis, in axis order (the array length makes a missing axis a compile error).
+    let values: [String; AXES] = [
         platforms,
         dtypes(&g.weight_dtypes),
         dtypes(&g.kv_dtypes),
@@ -35,6 +36,8 @@ pub fn render(spec: &Spec) -> String {
         join(&g.tp),
         join(&g.pp),
         join(&g.ep),
+        join(&g.disagg_prefill_pct),
+        join(&g.spec_tokens),
         join(&g.batch),
     ];
     let rows: Vec<Vec<String>> = AXIS_NAMES

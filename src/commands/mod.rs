@@ -4,3 +4,4 @@ pub mod catalog;
 pub mod check;
 pub mod run;
 pub mod table;
+pub mod validate;

@@ -31,8 +31,11 @@ pub fn compute_class(gpu: &Gpu, dtype: &Dtype) -> Option<ComputeClass> {
 /// Tokens of one step on one GPU's attention rank.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepTokens {
-    /// Decode tokens (one per running sequence) on this attention rank.
+    /// Decode query tokens on this attention rank: one per running sequence, or `1 + d` with
+    /// `d` draft tokens to verify (speculative decoding).
     pub decode: f64,
+    /// Running sequences on this attention rank (each reads its KV cache once per step).
+    pub sequences: f64,
     /// Mean context a decode token attends to.
     pub decode_context: f64,
     /// Prefill tokens on this attention rank.
@@ -148,6 +151,7 @@ mod tests {
         let [s, _] = StageParams::bounding_stages(&m, &l);
         let t = StepTokens {
             decode: 1.0,
+            sequences: 1.0,
             decode_context: 1000.0,
             prefill: 0.0,
             prefill_context: 0.0,
@@ -174,6 +178,7 @@ mod tests {
         let [s, _] = StageParams::bounding_stages(&m, &l);
         let t = StepTokens {
             decode: 0.0,
+            sequences: 0.0,
             decode_context: 0.0,
             prefill: 0.0,
             prefill_context: 0.0,

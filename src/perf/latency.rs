@@ -16,7 +16,7 @@ use super::ModelFacts;
 use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::layout::{Layout, Tier};
-use super::memory::{ACTIVATION_BYTES, StageParams, kv_bytes_per_sequence};
+use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,8 +25,10 @@ pub struct Rates {
     pub linear_flops_per_s: f64,
     /// Achievable bf16 FLOP/s (attention).
     pub attention_flops_per_s: f64,
-    /// Achievable HBM bytes/s.
+    /// Achievable HBM bytes/s of streaming kernels (GEMM weight reads, elementwise kernels).
     pub hbm_bytes_per_s: f64,
+    /// HBM bytes/s attention kernels reach reading the KV cache.
+    pub attention_bytes_per_s: f64,
     pub weight_bytes_per_param: f64,
     pub kv_bytes_per_element: f64,
     pub scaleup: Tier,
@@ -38,6 +40,8 @@ pub struct Rates {
     pub gemm_half_rows: f64,
     /// Fixed cost of one engine iteration, seconds (calibration).
     pub step_overhead_s: f64,
+    /// Grouped-expert GEMM efficiency relative to dense GEMMs (calibration).
+    pub moe_gemm_efficiency: f64,
 }
 
 /// Seconds one stage spends on a step, by resource.
@@ -68,28 +72,43 @@ pub fn stage_time(
     t: &StepTokens,
 ) -> StageTime {
     let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
-    let linear_compute_s = flops.dense
-        / (r.linear_flops_per_s * row_efficiency(t.rank_tokens(), r.gemm_half_rows))
-        + flops.routed
-            / (r.linear_flops_per_s * row_efficiency(flops.expert_rows, r.gemm_half_rows));
+    let imbalance = m.expert_imbalance(t.moe_tokens, l.ep);
+    let gemm = |rows: f64| r.linear_flops_per_s * row_efficiency(rows, r.gemm_half_rows);
+    let linear_compute_s = flops.dense / gemm(t.rank_tokens())
+        + flops.routed * imbalance / (gemm(flops.expert_rows) * r.moe_gemm_efficiency);
     let attention_compute_s = flops.attention / r.attention_flops_per_s;
 
     let touched = m.expert_fraction_touched(t.moe_tokens);
     let weight_bytes = (s.replicated_params + s.moe_layers * s.expert_params_per_layer * touched)
         * r.weight_bytes_per_param
         + s.head_params * ACTIVATION_BYTES;
-    let kv_read = t.decode
+    let kv_read = t.sequences
         * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
     let kv_written =
         t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
     let linear_memory_s = weight_bytes / r.hbm_bytes_per_s;
-    let attention_memory_s = (kv_read + kv_written) / r.hbm_bytes_per_s;
+    let attention_memory_s = (kv_read + kv_written) / r.attention_bytes_per_s;
+
+    // Norms, residual adds, RoPE, gated activations, MoE permutes and the logits are separate,
+    // memory-bound kernels between the GEMMs: their traffic adds time of its own.
+    let tp = f64::from(l.tp);
+    let per_token = s.layers * (m.norm_io_per_token_layer + m.attention_io_per_token_layer / tp)
+        + s.dense_layers * m.dense_mlp_io_per_token / tp
+        + s.moe_layers * m.shared_io_per_token / tp;
+    let assignments =
+        t.moe_tokens * f64::from(m.experts_per_token) / f64::from(l.stage_gpus) * imbalance;
+    let activation_bytes = (t.rank_tokens() * per_token
+        + s.moe_layers * assignments * m.expert_io_per_assignment)
+        * ACTIVATION_BYTES
+        + t.logit_rows * s.head_params / m.hidden * LOGIT_BYTES;
+    let activation_s = activation_bytes / r.hbm_bytes_per_s;
 
     StageTime {
         compute_s: linear_compute_s + attention_compute_s,
-        memory_s: linear_memory_s + attention_memory_s,
+        memory_s: linear_memory_s + attention_memory_s + activation_s,
         kernels_s: linear_compute_s.max(linear_memory_s)
-            + attention_compute_s.max(attention_memory_s),
+            + attention_compute_s.max(attention_memory_s)
+            + activation_s,
         comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()),
     }
 }
@@ -159,16 +178,52 @@ pub fn slowest_stage(
     if a.total_s() >= b.total_s() { a } else { b }
 }
 
+/// Speculative decoding: `tokens` draft tokens proposed per step, each accepted with
+/// probability `acceptance`, each costing `draft_layers` layers of the target model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speculation {
+    pub tokens: u32,
+    pub acceptance: f64,
+    pub draft_layers: f64,
+}
+
+impl Speculation {
+    pub const OFF: Speculation = Speculation {
+        tokens: 0,
+        acceptance: 0.0,
+        draft_layers: 0.0,
+    };
+
+    /// Expected tokens a sequence gains per verification step: `(1 - a^(d+1)) / (1 - a)`
+    /// (Leviathan et al. 2023, "Fast Inference from Transformers via Speculative Decoding",
+    /// eq. 1, with i.i.d. acceptance `a` and draft length `d`).
+    pub fn tokens_per_step(&self) -> f64 {
+        let d = f64::from(self.tokens);
+        if self.tokens == 0 {
+            1.0
+        } else if self.acceptance >= 1.0 {
+            d + 1.0
+        } else {
+            (1.0 - self.acceptance.powf(d + 1.0)) / (1.0 - self.acceptance)
+        }
+    }
+}
+
 /// Steady-state decode of an instance running a given number of sequences.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decode {
     /// Seconds between two output tokens of one sequence: one engine iteration (a pipeline cycle
-    /// of `pp` stage steps plus the hops) plus the framework overhead.
+    /// of `pp` stage steps plus the hops, the drafts and the framework overhead) divided by the
+    /// tokens a sequence gains per iteration.
     pub tpot_s: f64,
+    /// Seconds of one engine iteration.
+    pub iteration_s: f64,
     /// The slowest stage's step, per resource.
     pub stage: StageTime,
     /// Pipeline hop time per cycle.
     pub hops_s: f64,
+    /// Running sequences on the busiest attention rank.
+    pub rank_sequences: f64,
     /// Tokens (decode and prefill) per attention rank per step, and logit rows, for activation
     /// sizing.
     pub rank_tokens: f64,
@@ -176,9 +231,11 @@ pub struct Decode {
 }
 
 /// Decode with `sequences` running sequences (fractional for a mean concurrency) split into
-/// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline; a sequence advances
-/// one token per cycle. Attention ranks hold `ceil(micro_batch / attention_dp)` sequences each
-/// (the busiest rank sets the pace: ranks meet at every MoE all-to-all).
+/// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline. Attention ranks hold
+/// `ceil(micro_batch / attention_dp)` sequences each (the busiest rank sets the pace: ranks meet
+/// at every MoE all-to-all). With `fold_prefill`, each step also prefills the prompt tokens that
+/// keep the batch full (aggregated serving); a disaggregated decode pool runs without them.
+#[allow(clippy::too_many_arguments)]
 pub fn decode(
     m: &ModelFacts,
     l: &Layout,
@@ -187,28 +244,74 @@ pub fn decode(
     sequences: f64,
     input_tokens: f64,
     output_tokens: f64,
+    spec: &Speculation,
+    fold_prefill: bool,
 ) -> Decode {
     let micro_batches = f64::from(l.pp).min(sequences.ceil()).max(1.0);
     let micro_batch = sequences / micro_batches;
     let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
-    let prefill = rank_sequences * input_tokens / output_tokens;
+    let gained = spec.tokens_per_step();
+    let queries = rank_sequences * (1.0 + f64::from(spec.tokens));
+    // A sequence gains `gained` tokens per step, so it needs input/output x gained prompt tokens
+    // per step to be replaced when it finishes.
+    let prefill = if fold_prefill {
+        rank_sequences * gained * input_tokens / output_tokens
+    } else {
+        0.0
+    };
     let t = StepTokens {
-        decode: rank_sequences,
+        decode: queries,
+        sequences: rank_sequences,
         decode_context: input_tokens + output_tokens / 2.0,
         prefill,
         prefill_context: input_tokens / 2.0,
-        moe_tokens: (rank_sequences + prefill) * f64::from(l.attention_dp),
-        logit_rows: rank_sequences + prefill / input_tokens,
+        moe_tokens: (queries + prefill) * f64::from(l.attention_dp),
+        logit_rows: queries + prefill / input_tokens,
     };
     let stage = slowest_stage(m, l, stages, r, &t);
-    let hops_s = pipeline_hops_s(m, l, r, micro_batch * (1.0 + input_tokens / output_tokens));
+    let pp = f64::from(l.pp);
+    let hops_s = pipeline_hops_s(
+        m,
+        l,
+        r,
+        micro_batch * (1.0 + f64::from(spec.tokens)) + prefill * f64::from(l.attention_dp),
+    );
+    // Each draft token runs `draft_layers` layers over the running sequences.
+    let draft_s =
+        f64::from(spec.tokens) * spec.draft_layers / f64::from(m.layers) * pp * stage.kernels_s;
+    let iteration_s = pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s;
     Decode {
-        tpot_s: f64::from(l.pp) * stage.total_s() + hops_s + r.step_overhead_s,
+        tpot_s: iteration_s / gained,
+        iteration_s,
         stage,
         hops_s,
+        rank_sequences,
         rank_tokens: t.rank_tokens(),
         logit_rows: t.logit_rows,
     }
+}
+
+/// One engine iteration of a prefill-only instance (disaggregated serving): `tokens` prompt
+/// tokens on every attention rank, each prompt `input_tokens` long.
+pub fn prefill_step_s(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    tokens: f64,
+    input_tokens: f64,
+) -> f64 {
+    let t = StepTokens {
+        decode: 0.0,
+        sequences: 0.0,
+        decode_context: 0.0,
+        prefill: tokens,
+        prefill_context: input_tokens / 2.0,
+        moe_tokens: tokens * f64::from(l.attention_dp),
+        logit_rows: tokens / input_tokens,
+    };
+    let stage = slowest_stage(m, l, stages, r, &t);
+    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, tokens) + r.step_overhead_s
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
@@ -223,6 +326,7 @@ pub fn prefill_s(
 ) -> f64 {
     let t = StepTokens {
         decode: 0.0,
+        sequences: 0.0,
         decode_context: 0.0,
         prefill: input_tokens,
         prefill_context: input_tokens / 2.0,

@@ -23,7 +23,7 @@ pub const MAX_NUM_TOKENS: f64 = 8192.0;
 pub const ACTIVATION_BYTES: f64 = 2.0;
 
 /// Bytes per element of the logits buffer (fp32).
-const LOGIT_BYTES: f64 = 4.0;
+pub const LOGIT_BYTES: f64 = 4.0;
 
 /// Parameters one GPU of a pipeline stage holds, by kind.
 #[derive(Debug, Clone, Copy, PartialEq)]

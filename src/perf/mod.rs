@@ -8,11 +8,13 @@ pub mod compute;
 pub mod latency;
 pub mod layout;
 pub mod memory;
+pub mod queue;
+pub mod serving;
 
 use crate::catalog::{Attention, Calibration, Catalog, Model, Rack};
 use crate::grid::{Grid, Point};
 
-use latency::Rates;
+use latency::{Rates, Speculation};
 use layout::{Layout, LayoutModel, Tier};
 use memory::StageParams;
 
@@ -31,10 +33,11 @@ pub enum Reason {
     InstanceExceedsCluster,
     DtypeUnsupported,
     DoesNotFit,
+    DisaggNeedsTwoPools,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::EpNeedsMoe,
         Reason::TpDoesNotDivideHeads,
         Reason::TpDoesNotDivideKvHeads,
@@ -46,6 +49,7 @@ impl Reason {
         Reason::InstanceExceedsCluster,
         Reason::DtypeUnsupported,
         Reason::DoesNotFit,
+        Reason::DisaggNeedsTwoPools,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +65,7 @@ impl Reason {
             Reason::InstanceExceedsCluster => "instance_exceeds_cluster",
             Reason::DtypeUnsupported => "dtype_unsupported",
             Reason::DoesNotFit => "does_not_fit",
+            Reason::DisaggNeedsTwoPools => "disagg_needs_two_pools",
         }
     }
 
@@ -81,6 +86,9 @@ impl Reason {
                 "the GPU has no tensor cores for the weight format, or cannot keep the KV cache in its format"
             }
             Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
+            Reason::DisaggNeedsTwoPools => {
+                "disaggregated serving needs at least one prefill and one decode instance"
+            }
         }
     }
 }
@@ -120,6 +128,8 @@ pub struct Estimate {
     /// 0 when the layout is invalid (written as null).
     pub gpus_per_instance: u32,
     pub instances: u32,
+    /// Instances in the prefill pool (disaggregated serving); 0 when aggregated.
+    pub prefill_instances: u32,
     pub attention_dp: u32,
     pub hbm_used_gb_per_gpu: f64,
     pub hbm_weights_gb_per_gpu: f64,
@@ -152,6 +162,7 @@ impl Estimate {
             gpus,
             gpus_per_instance: 0,
             instances: 0,
+            prefill_instances: 0,
             attention_dp: 0,
             hbm_used_gb_per_gpu: f64::NAN,
             hbm_weights_gb_per_gpu: f64::NAN,
@@ -198,6 +209,19 @@ pub struct ModelFacts {
     pub tied_embeddings: bool,
     /// Whether MoE layers have always-on shared experts (DeepSeek-V3) besides the routed ones.
     pub has_shared_experts: bool,
+    /// Activation elements the non-GEMM kernels of one layer read and write per token, besides
+    /// the MLP (docs/model.md, "Activation traffic"): two norms and two residual adds on the
+    /// hidden state (`12 h`), and the attention inputs and outputs (`4 x heads x d_eff`, split
+    /// over tp; `d_eff` is the head dim, or the latent plus RoPE width for absorbed MLA).
+    pub norm_io_per_token_layer: f64,
+    pub attention_io_per_token_layer: f64,
+    /// Dense-MLP intermediates written and read per token (`2 m ffn`, split over tp).
+    pub dense_mlp_io_per_token: f64,
+    /// Shared-expert intermediates per token per MoE layer (split over tp).
+    pub shared_io_per_token: f64,
+    /// Per routed assignment: permute and unpermute of the hidden state (`4 h`) and the expert's
+    /// intermediates (`2 m ffn_e`).
+    pub expert_io_per_assignment: f64,
     /// Intermediate activations per token of the dense MLP (gate and up outputs).
     pub mlp_inner_per_token: f64,
     /// Intermediate activations per token per routed expert.
@@ -264,6 +288,17 @@ impl ModelFacts {
             head_params: counts.embedding,
             tied_embeddings: model.tied_embeddings,
             has_shared_experts: model.is_moe() && model.shared_experts.unwrap_or(0) > 0,
+            norm_io_per_token_layer: 12.0 * hidden,
+            attention_io_per_token_layer: 4.0 * heads * if mla { latent + rope } else { head_dim },
+            dense_mlp_io_per_token: 2.0
+                * model.mlp.matrices()
+                * f64::from(model.ffn_hidden.unwrap_or(0)),
+            shared_io_per_token: f64::from(model.shared_experts.unwrap_or(0))
+                * 2.0
+                * model.mlp.matrices()
+                * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
+            expert_io_per_assignment: 4.0 * hidden
+                + 2.0 * model.mlp.matrices() * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
             mlp_inner_per_token: inner_matrices * f64::from(model.ffn_hidden.unwrap_or(0)),
             moe_inner_per_token: inner_matrices * f64::from(model.moe_ffn_hidden.unwrap_or(0)),
             decode_attention_flops_per_context: decode_attention,
@@ -287,6 +322,19 @@ impl ModelFacts {
     pub fn attended_tokens(&self, context: f64) -> f64 {
         (1.0 - self.sliding_fraction) * context
             + self.sliding_fraction * context.min(self.sliding_window)
+    }
+
+    /// Load of the busiest of `ep` expert groups relative to the mean, for `tokens` tokens routed
+    /// uniformly: each group receives Binomial(tokens x k, 1/ep) assignments, and the expected
+    /// maximum of `ep` such counts is about `mu + sqrt(2 ln ep) sigma` (Gumbel approximation of
+    /// the maximum of near-normal variables; David & Nagaraja 2003, "Order Statistics", 10.5).
+    pub fn expert_imbalance(&self, tokens: f64, ep: u32) -> f64 {
+        if ep <= 1 || self.experts == 0 || tokens <= 0.0 {
+            return 1.0;
+        }
+        let ep = f64::from(ep);
+        let mean = tokens * f64::from(self.experts_per_token) / ep;
+        1.0 + (2.0 * ep.ln() * (1.0 - 1.0 / ep) / mean).sqrt()
     }
 
     /// Expected share of a GPU's routed experts that at least one of `tokens` tokens selects, with
@@ -314,12 +362,47 @@ struct PlatformFacts {
     scaleout: Tier,
 }
 
+/// What is served: mean prompt and output lengths, and the speculative-decoding parameters used
+/// where the grid's `spec_tokens` is above 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Workload {
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub spec_acceptance: f64,
+    pub spec_draft_layers: f64,
+}
+
+/// Acceptance probability of a draft token when the sweep gives none: DeepSeek-V3's MTP module
+/// predicts the second token with an 85-90 % acceptance rate (DeepSeek-V3 report,
+/// arXiv:2412.19437, section 5.4.3); we take the low end.
+pub const DEFAULT_SPEC_ACCEPTANCE: f64 = 0.85;
+
+/// Draft cost when the sweep gives none: one MTP module is one transformer block (DeepSeek-V3
+/// report, section 2.2), so one draft token costs about one layer of the target model.
+pub const DEFAULT_SPEC_DRAFT_LAYERS: f64 = 1.0;
+
+impl Workload {
+    /// A workload with the default speculative-decoding parameters.
+    pub fn new(input_tokens: f64, output_tokens: f64) -> Workload {
+        Workload {
+            input_tokens,
+            output_tokens,
+            spec_acceptance: DEFAULT_SPEC_ACCEPTANCE,
+            spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
+        }
+    }
+}
+
 /// Everything `evaluate` needs, precomputed from the sweep so the hot loop only does arithmetic.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub model: ModelFacts,
     pub input_tokens: f64,
     pub output_tokens: f64,
+    /// Probability that a draft token is accepted (speculative decoding).
+    pub spec_acceptance: f64,
+    /// Cost of proposing one draft token, in layers of the target model.
+    pub spec_draft_layers: f64,
     pub calibration: Calibration,
     platforms: Vec<PlatformFacts>,
 }
@@ -331,8 +414,7 @@ impl Context {
         catalog: &Catalog,
         model: &Model,
         grid: &Grid,
-        input_tokens: f64,
-        output_tokens: f64,
+        workload: Workload,
     ) -> Option<Context> {
         let model = ModelFacts::new(model)?;
         let platforms = grid
@@ -387,8 +469,10 @@ impl Context {
             .collect();
         Some(Context {
             model,
-            input_tokens,
-            output_tokens,
+            input_tokens: workload.input_tokens,
+            output_tokens: workload.output_tokens,
+            spec_acceptance: workload.spec_acceptance,
+            spec_draft_layers: workload.spec_draft_layers,
             calibration: catalog.calibration,
             platforms,
         })
@@ -403,6 +487,9 @@ pub struct Instance<'a> {
     pub layout: Layout,
     pub stages: [StageParams; 2],
     pub rates: Rates,
+    pub speculation: Speculation,
+    /// Percent of instances in the prefill pool; 0 = aggregated serving.
+    pub disagg_prefill_pct: u32,
     usable_hbm_bytes: f64,
 }
 
@@ -427,6 +514,8 @@ impl Instance<'_> {
             sequences,
             c.input_tokens,
             c.output_tokens,
+            &self.speculation,
+            self.disagg_prefill_pct == 0,
         )
     }
 
@@ -439,6 +528,39 @@ impl Instance<'_> {
             &self.rates,
             self.ctx.input_tokens,
         )
+    }
+
+    /// Requests per second one prefill-only instance completes: each iteration fills every
+    /// attention rank's token budget (`MAX_NUM_TOKENS`, or one whole prompt if longer) with
+    /// prompts.
+    pub fn prefill_requests_per_s(&self) -> f64 {
+        let c = self.ctx;
+        let tokens = memory::MAX_NUM_TOKENS.max(c.input_tokens);
+        let step_s = latency::prefill_step_s(
+            &c.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            tokens,
+            c.input_tokens,
+        );
+        f64::from(self.layout.attention_dp) * tokens / c.input_tokens / step_s
+    }
+
+    /// Seconds to ship one request's KV cache from a prefill to a decode instance: each GPU sends
+    /// its shard over its scale-out NIC (DistServe, Zhong et al. 2024; Splitwise, Patel et al.
+    /// 2024), all GPUs in parallel.
+    pub fn kv_transfer_s(&self) -> f64 {
+        let (c, l) = (self.ctx, &self.layout);
+        let layers = self.stages[0].layers.max(self.stages[1].layers);
+        let bytes = memory::kv_bytes_per_sequence(
+            &c.model,
+            l.tp,
+            layers,
+            self.rates.kv_bytes_per_element,
+            c.input_tokens,
+        );
+        comm::point_to_point_s(bytes, self.rates.scaleout)
     }
 
     /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
@@ -494,24 +616,34 @@ pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimat
     ) else {
         return Err(Estimate::with_layout(Reason::DtypeUnsupported, &l));
     };
+    let cal = &ctx.calibration;
     let rates = Rates {
-        linear_flops_per_s,
-        attention_flops_per_s: platform.attention_flops_per_s,
+        linear_flops_per_s: linear_flops_per_s * cal.serving_gemm_efficiency,
+        attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
         hbm_bytes_per_s: platform.hbm_bytes_per_s,
+        attention_bytes_per_s: platform.hbm_bytes_per_s * cal.attention_efficiency,
         weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
         scaleup_domain_gpus: platform.rack.scaleup_domain_gpus,
         one_shot_all_reduce: true,
-        gemm_half_rows: ctx.calibration.gemm_half_rows,
-        step_overhead_s: ctx.calibration.step_overhead_ms * 1e-3,
+        gemm_half_rows: cal.gemm_half_rows,
+        step_overhead_s: cal.step_overhead_ms * 1e-3,
+        moe_gemm_efficiency: cal.moe_gemm_efficiency,
+    };
+    let speculation = Speculation {
+        tokens: p.spec_tokens,
+        acceptance: ctx.spec_acceptance,
+        draft_layers: ctx.spec_draft_layers,
     };
     Ok(Instance {
         ctx,
         layout: l,
         stages: StageParams::bounding_stages(m, &l),
         rates,
+        speculation,
+        disagg_prefill_pct: p.disagg_prefill_pct,
         usable_hbm_bytes: platform.usable_hbm_bytes,
     })
 }
@@ -540,35 +672,64 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
 
     let decode = inst.decode(batch);
     let tpot_s = decode.tpot_s;
-    let instances = f64::from(l.instances);
     let gpus = f64::from(l.gpus);
-    let per_gpu = |seconds: f64| {
-        if seconds > 0.0 {
-            batch / seconds * instances / gpus
-        } else {
-            f64::NAN
-        }
-    };
     let pp = f64::from(l.pp);
-    let compute_s = pp * decode.stage.compute_s;
-    let memory_s = pp * decode.stage.memory_s;
-    let comm_s = pp * decode.stage.comm_s + decode.hops_s;
-    let limit = if comm_s >= compute_s.max(memory_s) {
+    let gained = inst.speculation.tokens_per_step();
+    let compute_s = (pp * decode.stage.compute_s) / gained;
+    let memory_s = (pp * decode.stage.memory_s) / gained;
+    let comm_s = (pp * decode.stage.comm_s + decode.hops_s) / gained;
+    let mut limit = if comm_s >= compute_s.max(memory_s) {
         Limit::Comm
     } else if compute_s >= memory_s {
         Limit::Compute
     } else {
         Limit::Hbm
     };
-    let tokens_per_s_per_instance = batch / tpot_s;
-    let output_tokens_per_s = tokens_per_s_per_instance * instances;
+
+    // Aggregated: every instance decodes `batch` sequences and prefills their successors.
+    // Disaggregated: a prefill pool feeds a decode pool; the slower pool sets the request rate,
+    // and each request's KV cache crosses the network before its first token.
+    let (decode_instances, prefill_instances, ttft_s) = match p.disagg_prefill_pct {
+        0 => (l.instances, 0, inst.prefill_s()),
+        pct => {
+            let prefill_instances =
+                ((f64::from(l.instances) * f64::from(pct) / 100.0).round() as u32).max(1);
+            if prefill_instances >= l.instances {
+                return Estimate::with_layout(Reason::DisaggNeedsTwoPools, l);
+            }
+            (
+                l.instances - prefill_instances,
+                prefill_instances,
+                inst.prefill_s() + inst.kv_transfer_s(),
+            )
+        }
+    };
+    let decode_rate = f64::from(decode_instances) * batch / (tpot_s * ctx.output_tokens);
+    let request_rate = if prefill_instances == 0 {
+        decode_rate
+    } else {
+        let prefill_rate = f64::from(prefill_instances) * inst.prefill_requests_per_s();
+        if prefill_rate < decode_rate {
+            limit = Limit::Compute;
+        }
+        prefill_rate.min(decode_rate)
+    };
+    let output_tokens_per_s = request_rate * ctx.output_tokens;
+    let per_gpu = |seconds: f64| {
+        if seconds > 0.0 {
+            batch / seconds * f64::from(decode_instances) / gpus
+        } else {
+            f64::NAN
+        }
+    };
     Estimate {
         reason: None,
         limit: Some(limit),
-        ttft_ms: inst.prefill_s() * 1e3,
+        prefill_instances,
+        ttft_ms: ttft_s * 1e3,
         tpot_ms: tpot_s * 1e3,
         tokens_per_s_per_user: 1.0 / tpot_s,
-        tokens_per_s_per_instance,
+        tokens_per_s_per_instance: output_tokens_per_s / f64::from(l.instances),
         tokens_per_s_per_gpu: output_tokens_per_s / gpus,
         output_tokens_per_s,
         compute_bound_tokens_per_s_per_gpu: per_gpu(compute_s),
@@ -616,10 +777,12 @@ pub(crate) mod tests {
             tp: vec![tp],
             pp: vec![1],
             ep: vec![1],
+            disagg_prefill_pct: vec![0],
+            spec_tokens: vec![0],
             batch: vec![batch],
         };
         let model = catalog.model("llama-3.1-70b").unwrap();
-        let ctx = Context::new(catalog, model, &grid, 1024.0, 1024.0).unwrap();
+        let ctx = Context::new(catalog, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
         (ctx, grid.point(0))
     }
 
@@ -643,7 +806,16 @@ pub(crate) mod tests {
         // plus the one prompt token prefilled alongside (input/output = 1 per sequence per step).
         let kv_read = layers * 1536.0 * 512.0;
         let kv_written = layers * 512.0;
-        let memory_s = (weights_read + kv_read + kv_written) / (3.35e12 * 0.90);
+        let hbm = 3.35e12 * 0.90;
+        // Attention kernels reach the calibrated fraction of HBM bandwidth.
+        let kv_s = (kv_read + kv_written) / (hbm * c.calibration.attention_efficiency);
+        // Non-GEMM kernels per token per layer: norms and residuals 12 x 8192, attention inputs
+        // and outputs 4 x 64 heads x 128 / 8, gated-MLP intermediates 2 x 3 x 28672 / 8; two
+        // tokens, bf16; plus fp32 logits of 1 + 1/1024 rows over 128256 / 8 vocabulary entries.
+        let per_token_layer = 12.0 * 8192.0 + 4.0 * 64.0 * 128.0 / 8.0 + 6.0 * 28672.0 / 8.0;
+        let activations =
+            2.0 * layers * per_token_layer * 2.0 + (1.0 + 1.0 / 1024.0) * 128_256.0 / 8.0 * 4.0;
+        let memory_s = (weights_read + activations) / hbm + kv_s;
         // Two tokens in the step (decode + folded prefill): 2 x 8192 x 2 B per all-reduce,
         // one-shot: launch 6.6 us + alpha 0.6 us + 7/1 x bytes at 450 GB/s x 0.80.
         let all_reduce_s = 6.6e-6 + 0.6e-6 + 7.0 * 32_768.0 / (450e9 * 0.80);
@@ -664,6 +836,81 @@ pub(crate) mod tests {
             "{}",
             e.hbm_weights_gb_per_gpu
         );
+    }
+
+    /// Leviathan et al. eq. 1: three drafts at 85 % acceptance gain (1 - 0.85^4) / 0.15 = 3.186
+    /// tokens per step; none gain one.
+    #[test]
+    fn speculative_tokens_per_step() {
+        let s = Speculation {
+            tokens: 3,
+            acceptance: 0.85,
+            draft_layers: 1.0,
+        };
+        assert!((s.tokens_per_step() - (1.0 - 0.85f64.powi(4)) / 0.15).abs() < 1e-12);
+        assert_eq!(Speculation::OFF.tokens_per_step(), 1.0);
+    }
+
+    /// At batch 1 decode is memory-bound, so verifying three drafts costs almost nothing extra
+    /// and TPOT falls by nearly the tokens gained per step.
+    #[test]
+    fn speculation_cuts_tpot_at_small_batch() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 8, 1);
+        let plain = evaluate(&ctx, &p);
+        let spec = evaluate(
+            &ctx,
+            &Point {
+                spec_tokens: 3,
+                ..p
+            },
+        );
+        let gained = (1.0 - 0.85f64.powi(4)) / 0.15;
+        let ratio = plain.tpot_ms / spec.tpot_ms;
+        assert!(
+            ratio > 0.8 * gained && ratio < gained,
+            "{ratio} vs {gained}"
+        );
+    }
+
+    /// Disaggregated serving: half of 4 instances prefill, half decode; decode runs without
+    /// folded prefill, TTFT gains the KV transfer, and throughput is the slower pool's.
+    #[test]
+    fn disaggregated_pools() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 8, 64);
+        let agg = evaluate(&ctx, &p);
+        let dis = evaluate(
+            &ctx,
+            &Point {
+                disagg_prefill_pct: 50,
+                ..p
+            },
+        );
+        assert_eq!((dis.instances, dis.prefill_instances), (4, 2));
+        assert!(dis.tpot_ms < agg.tpot_ms, "pure decode steps are shorter");
+        let inst = instance(
+            &ctx,
+            &Point {
+                disagg_prefill_pct: 50,
+                ..p
+            },
+        )
+        .unwrap();
+        assert!((dis.ttft_ms - (inst.prefill_s() + inst.kv_transfer_s()) * 1e3).abs() < 1e-9);
+        let decode_rate = 2.0 * 64.0 / (dis.tpot_ms / 1e3 * 1024.0);
+        let prefill_rate = 2.0 * inst.prefill_requests_per_s();
+        assert!((dis.output_tokens_per_s - decode_rate.min(prefill_rate) * 1024.0).abs() < 1e-6);
+        // One instance cannot be split into two pools.
+        let (ctx1, p1) = point_on(&c, "h100-sxm", 8, 64);
+        let lone = evaluate(
+            &ctx1,
+            &Point {
+                disagg_prefill_pct: 99,
+                ..p1
+            },
+        );
+        assert_eq!(lone.reason, Some(Reason::DisaggNeedsTwoPools));
     }
 
     /// bf16 llama-3.1-70b (141 GB) does not fit one 80 GB H100; the row says so, with its demand.
@@ -687,6 +934,7 @@ pub(crate) mod tests {
         fn evaluation_is_total_and_consistent(
             gpu in 0usize..11, tp_log in 0u32..7, pp_log in 0u32..4, ep_log in 0u32..8,
             batch in 1u32..5000, racks in 1u32..4, model in 0usize..11, w in 0usize..8, kv in 0usize..8,
+            pct in proptest::sample::select(vec![0u32, 25, 50]), spec in 0u32..4,
         ) {
             let c = Catalog::builtin().unwrap();
             let m = &c.models[model];
@@ -698,9 +946,11 @@ pub(crate) mod tests {
                 tp: vec![1 << tp_log],
                 pp: vec![1 << pp_log],
                 ep: vec![1 << ep_log],
+                disagg_prefill_pct: vec![pct],
+                spec_tokens: vec![spec],
                 batch: vec![batch],
             };
-            let ctx = Context::new(&c, m, &grid, 900.5, 300.0).unwrap();
+            let ctx = Context::new(&c, m, &grid, Workload::new(900.5, 300.0)).unwrap();
             let e = evaluate(&ctx, &grid.point(0));
             if e.feasible() {
                 for v in [e.ttft_ms, e.tpot_ms, e.tokens_per_s_per_user, e.tokens_per_s_per_gpu, e.output_tokens_per_s, e.hbm_used_gb_per_gpu] {

@@ -27,6 +27,24 @@ pub const MAX_AXIS_VALUES: u64 = 1_000_000;
 /// Objectives used when the sweep names none.
 pub const DEFAULT_OBJECTIVES: [&str; 2] = ["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"];
 
+/// Values an integer axis accepts.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    min: u32,
+    max: u32,
+}
+
+/// Racks, degrees, batch sizes: whole numbers from 1.
+const COUNT: Bounds = Bounds {
+    min: 1,
+    max: u32::MAX,
+};
+/// Share of instances in the prefill pool; 0 = aggregated serving.
+const PERCENT: Bounds = Bounds { min: 0, max: 99 };
+/// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
+/// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
+const DRAFT_TOKENS: Bounds = Bounds { min: 0, max: 16 };
+
 /// Axis defaults (docs/sweep-format.md, "Defaults").
 const DEFAULT_RACKS: &[u32] = &[1];
 const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
@@ -49,6 +67,10 @@ pub struct Spec {
     pub model: usize,
     pub input_tokens: f64,
     pub output_tokens: f64,
+    /// Probability that a draft token is accepted (when `grid.spec_tokens` > 0).
+    pub spec_acceptance: f64,
+    /// Cost of one draft token, in layers of the target model.
+    pub spec_draft_layers: f64,
     pub catalog: Catalog,
     pub grid: Grid,
 }
@@ -57,14 +79,14 @@ impl Spec {
     /// The performance model's precomputed context for this sweep's grid and workload.
     pub fn context(&self) -> crate::perf::Context {
         let model = &self.catalog.models[self.model];
-        crate::perf::Context::new(
-            &self.catalog,
-            model,
-            &self.grid,
-            self.input_tokens,
-            self.output_tokens,
-        )
-        .expect("spec validation guarantees the model has a vocabulary")
+        let workload = crate::perf::Workload {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            spec_acceptance: self.spec_acceptance,
+            spec_draft_layers: self.spec_draft_layers,
+        };
+        crate::perf::Context::new(&self.catalog, model, &self.grid, workload)
+            .expect("spec validation guarantees the model has a vocabulary")
     }
 }
 
@@ -157,6 +179,34 @@ impl Loader<'_> {
                 format!("workload.output_tokens: {output_tokens} is less than one token"),
             ));
         }
+        let spec_acceptance = match &workload.spec_acceptance {
+            None => crate::perf::DEFAULT_SPEC_ACCEPTANCE,
+            Some(v) if (0.0..1.0).contains(v.get_ref()) => *v.get_ref(),
+            Some(v) => {
+                return Err(self
+                    .at(
+                        v.span(),
+                        format!(
+                            "workload.spec_acceptance: {} must be in [0, 1)",
+                            v.get_ref()
+                        ),
+                    )
+                    .with_hint("the probability that one draft token is accepted, e.g. 0.85"));
+            }
+        };
+        let spec_draft_layers = match &workload.spec_draft_layers {
+            None => crate::perf::DEFAULT_SPEC_DRAFT_LAYERS,
+            Some(v) if v.get_ref().is_finite() && *v.get_ref() >= 0.0 => *v.get_ref(),
+            Some(v) => {
+                return Err(self.at(
+                    v.span(),
+                    format!(
+                        "workload.spec_draft_layers: {} must be zero or positive",
+                        v.get_ref()
+                    ),
+                ));
+            }
+        };
         let max_context = f64::from(catalog.models[model].max_context);
         if input_tokens + output_tokens > max_context {
             return Err(self
@@ -194,6 +244,8 @@ impl Loader<'_> {
             model,
             input_tokens,
             output_tokens,
+            spec_acceptance,
+            spec_draft_layers,
             catalog,
             grid,
         })
@@ -410,6 +462,8 @@ impl Loader<'_> {
             tp,
             pp,
             ep,
+            disagg_prefill_pct,
+            spec_tokens,
             batch,
             weight_dtype,
             kv_dtype,
@@ -495,21 +549,36 @@ impl Loader<'_> {
             platforms,
             weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
             kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
-            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS)?,
-            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP)?,
-            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP)?,
-            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP)?,
-            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH)?,
+            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, COUNT)?,
+            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, COUNT)?,
+            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, COUNT)?,
+            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, COUNT)?,
+            disagg_prefill_pct: self.int_axis(
+                &disagg_prefill_pct,
+                "grid.disagg_prefill_pct",
+                &[0],
+                PERCENT,
+            )?,
+            spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
+            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
         })
     }
 
-    fn positive(&self, v: &Spanned<i64>, key: &str) -> Result<u32, UserError> {
+    fn in_bounds(&self, v: &Spanned<i64>, key: &str, bounds: Bounds) -> Result<u32, UserError> {
         let x = *v.get_ref();
-        if x < 1 {
-            return Err(self.at(v.span(), format!("{key}: {x} must be at least 1")));
+        if x < i64::from(bounds.min) {
+            return Err(self.at(
+                v.span(),
+                format!("{key}: {x} must be at least {}", bounds.min),
+            ));
         }
-        u32::try_from(x)
-            .map_err(|_| self.at(v.span(), format!("{key}: {x} is larger than {}", u32::MAX)))
+        if x > i64::from(bounds.max) {
+            return Err(self.at(
+                v.span(),
+                format!("{key}: {x} is larger than {}", bounds.max),
+            ));
+        }
+        Ok(x as u32)
     }
 
     fn int_axis(
@@ -517,6 +586,7 @@ impl Loader<'_> {
         axis: &Option<Spanned<IntAxis>>,
         key: &str,
         default: &[u32],
+        bounds: Bounds,
     ) -> Result<Vec<u32>, UserError> {
         let Some(axis) = axis else {
             return Ok(default.to_vec());
@@ -536,7 +606,7 @@ impl Loader<'_> {
                 let mut seen = HashSet::new();
                 let mut out = Vec::with_capacity(list.len());
                 for (i, v) in list.iter().enumerate() {
-                    let x = self.positive(v, &format!("{key}[{i}]"))?;
+                    let x = self.in_bounds(v, &format!("{key}[{i}]"), bounds)?;
                     if !seen.insert(x) {
                         return Err(self.at(v.span(), format!("{key}[{i}]: {x} appears twice")));
                     }
@@ -545,8 +615,8 @@ impl Loader<'_> {
                 out
             }
             IntAxis::Range(r) => {
-                let from = self.positive(&r.from, &format!("{key}.from"))?;
-                let to = self.positive(&r.to, &format!("{key}.to"))?;
+                let from = self.in_bounds(&r.from, &format!("{key}.from"), bounds)?;
+                let to = self.in_bounds(&r.to, &format!("{key}.to"), bounds)?;
                 if to < from {
                     return Err(self.at(
                         r.to.span(),
@@ -555,7 +625,7 @@ impl Loader<'_> {
                 }
                 match (&r.step, &r.factor) {
                     (Some(step), None) => {
-                        let step = self.positive(step, &format!("{key}.step"))?;
+                        let step = self.in_bounds(step, &format!("{key}.step"), COUNT)?;
                         let count = u64::from((to - from) / step) + 1;
                         if count > MAX_AXIS_VALUES {
                             return Err(self
@@ -577,6 +647,12 @@ impl Loader<'_> {
                             return Err(self.at(
                                 factor.span(),
                                 format!("{key}.factor: {f} must be at least 2"),
+                            ));
+                        }
+                        if from == 0 {
+                            return Err(self.at(
+                                r.from.span(),
+                                format!("{key}.from: a factor range starts at 1 or more"),
                             ));
                         }
                         let f = u64::try_from(f).unwrap_or(u64::MAX);

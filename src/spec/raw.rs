@@ -40,6 +40,10 @@ pub struct RawWorkload {
     pub model: Spanned<String>,
     pub input_tokens: Spanned<f64>,
     pub output_tokens: Spanned<f64>,
+    /// Probability that a draft token is accepted (speculative decoding).
+    pub spec_acceptance: Option<Spanned<f64>>,
+    /// Cost of proposing one draft token, in layers of the target model.
+    pub spec_draft_layers: Option<Spanned<f64>>,
 }
 
 pub type Names = Spanned<Vec<Spanned<String>>>;
@@ -53,6 +57,8 @@ pub struct RawGrid {
     pub tp: Option<Spanned<IntAxis>>,
     pub pp: Option<Spanned<IntAxis>>,
     pub ep: Option<Spanned<IntAxis>>,
+    pub disagg_prefill_pct: Option<Spanned<IntAxis>>,
+    pub spec_tokens: Option<Spanned<IntAxis>>,
     pub batch: Option<Spanned<IntAxis>>,
     pub weight_dtype: Option<Names>,
     pub kv_dtype: Option<Names>,

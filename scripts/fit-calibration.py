@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Fit racksweep's global model factors (src/catalog/data/calibration.toml) against a
+measurements file, once and for all rows alike.
+
+Objective: the mean of |ln(predicted / measured)| over every scored prediction of
+`racksweep validate --json` (every metric and every case weigh the same; no row is singled
+out). Method: coordinate descent over a grid of values per factor, repeated until no factor
+moves. The result is written back into calibration.toml (values only; comments stay) and the
+objective before and after is printed.
+
+Usage: scripts/fit-calibration.py [MEASUREMENTS.csv] [--dry-run]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CALIBRATION = os.path.join(ROOT, "src", "catalog", "data", "calibration.toml")
+DEFAULT_CSV = os.path.join(ROOT, "..", "shared", "reference", "measurements-calibration.csv")
+
+# Candidate values per factor (physical ranges; see docs/validation.md, "Calibration").
+GRID = {
+    "serving_gemm_efficiency": [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
+    "moe_gemm_efficiency": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    "attention_efficiency": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    "gemm_half_rows": [0.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+    "step_overhead_ms": [0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0],
+}
+
+
+def read_values(path):
+    text = open(path).read()
+    return {k: float(re.search(rf"^{k}\s*=\s*([0-9.eE+-]+)", text, re.M).group(1)) for k in GRID}
+
+
+def write_values(path, values):
+    text = open(path).read()
+    for k, v in values.items():
+        text = re.sub(rf"^({k}\s*=\s*)([0-9.eE+-]+)", lambda m: f"{m.group(1)}{v}", text, flags=re.M)
+    open(path, "w").write(text)
+
+
+def objective(binary, csv, values, cache={}):
+    key = tuple(sorted(values.items()))
+    if key in cache:
+        return cache[key]
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write("".join(f"{k} = {v}\n" for k, v in values.items()))
+        path = f.name
+    try:
+        out = subprocess.run([binary, "validate", csv, "--json", "--calibration", path],
+                             check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(path)
+    metrics = json.loads(out)["metrics"]
+    n = sum(m["n"] for m in metrics.values())
+    score = sum(m["n"] * m["mean_abs_log_err"] for m in metrics.values()) / n
+    cache[key] = score
+    return score
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    csv = os.path.abspath(args[0]) if args else DEFAULT_CSV
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    binary = os.path.join(target, "release", "racksweep")
+    values = read_values(CALIBRATION)
+    start = objective(binary, csv, values)
+    print(f"start: mean |ln(pred/meas)| = {start:.4f}  {values}")
+    for round_ in range(6):
+        moved = False
+        for k, candidates in GRID.items():
+            scores = [(objective(binary, csv, {**values, k: c}), c) for c in candidates]
+            best_score, best = min(scores)
+            if best != values[k] and best_score < objective(binary, csv, values) - 1e-6:
+                values[k] = best
+                moved = True
+            print(f"round {round_ + 1}: {k} = {values[k]}  ({objective(binary, csv, values):.4f})")
+        if not moved:
+            break
+    end = objective(binary, csv, values)
+    print(f"fitted: mean |ln(pred/meas)| = {end:.4f} (was {start:.4f})  {values}")
+    if "--dry-run" not in sys.argv:
+        write_values(CALIBRATION, values)
+        print(f"wrote {os.path.relpath(CALIBRATION, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

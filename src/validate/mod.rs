@@ -1,0 +1,45 @@
+//! `racksweep validate`: predict published measurements and report the error, per case and per
+//! metric. Reads the measurements format (`cases`), predicts each case with the sweep engine's
+//! own grid and performance model (`predict`), and summarizes (`report`).
+
+pub mod cases;
+pub mod predict;
+pub mod report;
+
+use std::path::Path;
+
+use anyhow::Result;
+use rayon::prelude::*;
+
+use crate::catalog::{Calibration, Catalog};
+use crate::error::UserError;
+use report::Results;
+
+/// Predicts every case of a measurements file; `calibration` replaces the built-in global factors.
+pub fn validate(path: &Path, calibration: Option<&Path>) -> Result<(Vec<cases::Case>, Catalog)> {
+    let cases = cases::read(path)?;
+    let mut catalog = Catalog::builtin().map_err(anyhow::Error::msg)?;
+    if let Some(file) = calibration {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            UserError::new(format!(
+                "cannot read calibration file {}: {e}",
+                file.display()
+            ))
+        })?;
+        catalog.calibration = Calibration::parse(&text).map_err(|e| {
+            UserError::new(format!("{}: {e}", file.display()))
+                .with_hint("see src/catalog/data/calibration.toml")
+        })?;
+    }
+    Ok((cases, catalog))
+}
+
+/// Predicts the cases in parallel, in file order.
+pub fn predict_all<'a>(cases: &'a [cases::Case], catalog: &Catalog) -> Results<'a> {
+    Results {
+        outcomes: cases
+            .par_iter()
+            .map(|c| (c, predict::predict(c, catalog)))
+            .collect(),
+    }
+}

@@ -1,0 +1,383 @@
+//! Predicts one measured case with the same grid and evaluation code as `run`: the case's system
+//! becomes a rack of its `gpus` GPUs, every configuration column the source left blank becomes a
+//! grid axis of the values the engine allows, and the scenario picks the configuration
+//! (docs/validation.md, "How a case is predicted"):
+//!
+//! - `offline`, `max-throughput`: the highest output throughput at full batch;
+//! - `server`, `interactive`: the highest throughput whose predicted p99 TTFT and TPOT meet the
+//!   case's limits (serving model), latencies then predicted at the measured load;
+//! - `at-interactivity`: the highest tokens/s/GPU at or above the measured tokens/s/user;
+//! - `min-latency`: the lowest time per output token.
+
+use crate::catalog::{Catalog, Rack};
+use crate::grid::{Grid, Platform};
+use crate::perf::serving::{self, Limits, Serving};
+use crate::perf::{self, Context, Instance, Workload};
+
+use super::cases::Case;
+
+/// Metrics `validate` predicts.
+pub const METRICS: [&str; 6] = [
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "total_tokens_per_s_per_gpu",
+    "tokens_per_s_per_user",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+];
+
+/// The configuration the scenario chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    pub gpus: u32,
+    pub tp: u32,
+    pub pp: u32,
+    pub ep: u32,
+    pub batch: u32,
+    pub instances: u32,
+    pub weight_dtype: String,
+    pub kv_dtype: String,
+}
+
+/// A predicted case: the chosen configuration and, per measured metric, the prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub chosen: Chosen,
+    /// `(metric, measured, predicted, scored)`; a metric that is an input of the case (tokens/s
+    /// per user in `at-interactivity`) is not scored.
+    pub values: Vec<(String, f64, f64, bool)>,
+    /// How blanks were filled and anything else a reader should know.
+    pub notes: Vec<String>,
+}
+
+/// Formats the engine may run weights in, tried when the source leaves the format blank.
+const WEIGHT_FORMATS: [&str; 5] = ["bf16", "fp8", "nvfp4", "mxfp4", "fp4"];
+/// KV-cache formats tried when the source leaves the format blank.
+const KV_FORMATS: [&str; 2] = ["bf16", "fp8"];
+/// Largest batch tried when the source gives none (TensorRT-LLM captures CUDA graphs up to 8192
+/// sequences; vLLM's default max_num_seqs is far lower).
+const MAX_BATCH: u32 = 8192;
+
+fn powers_of_two(max: u32) -> Vec<u32> {
+    (0..32)
+        .map(|i| 1u32 << i)
+        .take_while(|&v| v <= max)
+        .collect()
+}
+
+/// Predicts a case, or says why it cannot be modelled.
+pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
+    let s = &case.setup;
+    if s.kind == "training" {
+        return Err("training".into());
+    }
+    if s.kind != "inference" {
+        return Err(format!("unknown kind \"{}\"", s.kind));
+    }
+    let model = catalog
+        .model(&s.model)
+        .ok_or_else(|| format!("unknown model id \"{}\"", s.model))?;
+    if model.vocab.is_none() {
+        return Err(format!(
+            "model \"{}\" has no vocabulary size in the catalog",
+            s.model
+        ));
+    }
+    let gpu_index = catalog
+        .gpu_index(&s.hardware)
+        .ok_or_else(|| format!("unknown hardware id \"{}\"", s.hardware))?;
+    let (isl, osl) = match (s.input_tokens, s.output_tokens) {
+        (Some(i), Some(o)) => (i, o),
+        (None, Some(_)) => {
+            return Err("input_tokens is blank: the workload needs a mean prompt length".into());
+        }
+        (Some(_), None) => {
+            return Err("output_tokens is blank: the workload needs a mean output length".into());
+        }
+        (None, None) => return Err("input_tokens and output_tokens are blank".into()),
+    };
+    if s.cp.is_some_and(|cp| cp > 1) {
+        return Err("context parallelism (cp > 1) is not modelled for inference".into());
+    }
+    let mut notes = Vec::new();
+
+    // The measured system as one rack of exactly its GPUs.
+    let gpu = &catalog.gpus[gpu_index];
+    let base = catalog
+        .rack(&gpu.default_rack)
+        .expect("checked default rack");
+    // Without a GPU count the system is 1, 2 or 4 scale-up domains, scored per GPU.
+    let (gpus, racks) = match s.gpus {
+        Some(g) => (g, vec![1]),
+        None => {
+            notes.push(format!(
+                "gpus blank: 1, 2 or 4 scale-up domains of {} GPUs swept",
+                base.scaleup_domain_gpus
+            ));
+            (base.scaleup_domain_gpus, vec![1, 2, 4])
+        }
+    };
+    let rack = system_rack(base, gpus)?;
+    let mut catalog = catalog.clone();
+    catalog.racks.push(rack);
+    let platform = Platform {
+        gpu: gpu_index,
+        rack: catalog.racks.len() - 1,
+    };
+    let domain = catalog.racks[platform.rack].scaleup_domain_gpus;
+
+    // Blank columns become axes.
+    let axis =
+        |given: Option<u32>, name: &str, values: Vec<u32>, notes: &mut Vec<String>| match given {
+            Some(v) => vec![v],
+            None => {
+                notes.push(format!("{name} blank: swept"));
+                values
+            }
+        };
+    let most_gpus = gpus * racks.iter().max().copied().unwrap_or(1);
+    let tp = axis(s.tp, "tp", powers_of_two(domain.min(gpus)), &mut notes);
+    let pp = axis(s.pp, "pp", powers_of_two(most_gpus.min(16)), &mut notes);
+    let ep = if model.is_moe() {
+        axis(s.ep, "ep", powers_of_two(most_gpus), &mut notes)
+    } else {
+        vec![s.ep.unwrap_or(1)]
+    };
+    // `batch` is the engine's max_batch_size, which TensorRT-LLM and SGLang apply per attention
+    // data-parallel rank; the achieved concurrency may be lower. In at-interactivity cases it is
+    // the whole deployment's benchmark concurrency, so it does not bound one instance.
+    let batch_cap = match s.batch {
+        Some(b) if s.scenario != "at-interactivity" => Some(b),
+        Some(_) => {
+            notes.push("batch is the deployment's concurrency: swept per instance".into());
+            None
+        }
+        None => {
+            notes.push("batch blank: swept".into());
+            None
+        }
+    };
+    let widest = tp.iter().chain(&ep).copied().max().unwrap_or(1);
+    let batch: Vec<u32> = match batch_cap {
+        Some(b) => {
+            let mut v: Vec<u32> = powers_of_two(b.saturating_mul(widest))
+                .into_iter()
+                .filter(|&x| x != b)
+                .collect();
+            v.extend((1..=widest).map(|r| b * r));
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        None => powers_of_two(MAX_BATCH * widest.min(8)),
+    };
+    let formats = |given: &Option<String>,
+                   name: &str,
+                   options: &[&str],
+                   notes: &mut Vec<String>|
+     -> Result<Vec<usize>, String> {
+        match given {
+            Some(id) => catalog
+                .dtype_index(id)
+                .map(|d| vec![d])
+                .ok_or_else(|| format!("unknown {name} \"{id}\"")),
+            None => {
+                notes.push(format!("{name} blank: swept"));
+                Ok(options
+                    .iter()
+                    .filter(|id| id.starts_with("bf16") || gpu.supports_natively(id))
+                    .filter_map(|id| catalog.dtype_index(id))
+                    .collect())
+            }
+        }
+    };
+    let weight_dtypes = formats(&s.weight_dtype, "weight_dtype", &WEIGHT_FORMATS, &mut notes)?;
+    let kv_dtypes = formats(&s.kv_dtype, "kv_dtype", &KV_FORMATS, &mut notes)?;
+    // The measurements format has no column for disaggregation or speculative decoding: both off.
+    let grid = Grid {
+        platforms: vec![platform],
+        weight_dtypes,
+        kv_dtypes,
+        racks,
+        tp,
+        pp,
+        ep,
+        disagg_prefill_pct: vec![0],
+        spec_tokens: vec![0],
+        batch,
+    };
+    let ctx =
+        Context::new(&catalog, model, &grid, Workload::new(isl, osl)).expect("vocabulary checked");
+
+    let best = choose(case, &ctx, &grid, batch_cap)?;
+    let inst = &best.instance;
+    let l = inst.layout;
+    let gpus = l.gpus;
+    let chosen = Chosen {
+        gpus,
+        tp: l.tp,
+        pp: l.pp,
+        ep: l.ep,
+        batch: best.batch,
+        instances: l.instances,
+        weight_dtype: catalog.dtypes[grid.weight_dtypes[best.point.weight_dtype as usize]]
+            .id
+            .clone(),
+        kv_dtype: catalog.dtypes[grid.kv_dtypes[best.point.kv_dtype as usize]]
+            .id
+            .clone(),
+    };
+
+    // Predictions at the chosen configuration's operating point.
+    let instances = f64::from(l.instances);
+    let output_tokens_per_s = best.output_tokens_per_s;
+    let mut latency = best.serving;
+    if let (Some(serving), Some(measured)) = (best.serving, case.measured("output_tokens_per_s")) {
+        let rate = measured / (instances * osl);
+        match serving::at_rate(inst, f64::from(best.batch), rate) {
+            Some(at_measured) => latency = Some(at_measured),
+            None => notes.push(format!(
+                "measured load exceeds the predicted capacity: latencies at the predicted max load ({:.0} tokens/s)",
+                serving.output_tokens_per_s * instances
+            )),
+        }
+    }
+    let mut values = Vec::new();
+    for m in &case.measurements {
+        let predicted = match m.metric.as_str() {
+            "output_tokens_per_s" => output_tokens_per_s,
+            "output_tokens_per_s_per_gpu" => output_tokens_per_s / f64::from(gpus),
+            "total_tokens_per_s_per_gpu" => {
+                output_tokens_per_s * (1.0 + isl / osl) / f64::from(gpus)
+            }
+            "tokens_per_s_per_user" => 1.0 / latency.map_or(best.tpot_s, |s| s.tpot_s),
+            "ttft_p99_ms" => latency.map_or(best.ttft_s, |s| s.ttft_p99_s) * 1e3,
+            "tpot_p99_ms" => latency.map_or(best.tpot_s, |s| s.tpot_p99_s) * 1e3,
+            other => {
+                return Err(format!(
+                    "metric \"{other}\" is not an inference metric racksweep predicts"
+                ));
+            }
+        };
+        let scored =
+            !(case.setup.scenario == "at-interactivity" && m.metric == "tokens_per_s_per_user");
+        values.push((m.metric.clone(), m.value, predicted, scored));
+    }
+    Ok(Prediction {
+        chosen,
+        values,
+        notes,
+    })
+}
+
+/// A rack holding exactly `gpus` GPUs of the base rack's kind: whole servers, and a scale-up
+/// domain no larger than the system.
+fn system_rack(base: &Rack, gpus: u32) -> Result<Rack, String> {
+    let per_server = base.gpus_per_server.min(gpus);
+    if !gpus.is_multiple_of(per_server) {
+        return Err(format!(
+            "{gpus} GPUs are not a whole number of {}-GPU servers",
+            base.gpus_per_server
+        ));
+    }
+    let domain = base.scaleup_domain_gpus.min(gpus);
+    if !gpus.is_multiple_of(domain) {
+        return Err(format!(
+            "{gpus} GPUs are not a whole number of {domain}-GPU scale-up domains"
+        ));
+    }
+    Ok(Rack {
+        id: format!("{}-system-of-{gpus}", base.id),
+        servers_per_rack: gpus / per_server,
+        gpus_per_server: per_server,
+        scaleup_domain_gpus: domain,
+        ..base.clone()
+    })
+}
+
+struct Best<'a> {
+    point: crate::grid::Point,
+    instance: Instance<'a>,
+    batch: u32,
+    score: f64,
+    output_tokens_per_s: f64,
+    tpot_s: f64,
+    ttft_s: f64,
+    serving: Option<Serving>,
+}
+
+/// Evaluates every configuration of the case's grid and keeps the one the scenario prefers.
+fn choose<'a>(
+    case: &Case,
+    ctx: &'a Context,
+    grid: &Grid,
+    batch_cap: Option<u32>,
+) -> Result<Best<'a>, String> {
+    let s = &case.setup;
+    let limits = Limits {
+        ttft_p99_s: s.ttft_p99_limit_ms.map(|v| v / 1e3),
+        tpot_p99_s: s.tpot_p99_limit_ms.map(|v| v / 1e3),
+    };
+    let target_tps_user = case.measured("tokens_per_s_per_user");
+    let mut best: Option<Best> = None;
+    let mut evaluated = 0u64;
+    for (_, p) in grid.range(0, grid.len()) {
+        let Ok(inst) = perf::instance(ctx, &p) else {
+            continue;
+        };
+        // A batch cap applies per attention data-parallel rank.
+        if batch_cap.is_some_and(|b| p.batch > b * inst.layout.attention_dp) {
+            continue;
+        }
+        let e = perf::evaluate(ctx, &p);
+        if !e.feasible() {
+            continue;
+        }
+        evaluated += 1;
+        let instances = f64::from(inst.layout.instances);
+        // Throughput scenarios score per GPU, so systems of different sizes compare fairly.
+        let gpus = f64::from(inst.layout.gpus);
+        let (score, output_tokens_per_s, serving) = match s.scenario.as_str() {
+            "offline" | "max-throughput" => (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None),
+            "server" | "interactive" => {
+                let Some(sv) = serving::max_rate(&inst, f64::from(p.batch), &limits) else {
+                    continue;
+                };
+                let throughput = sv.output_tokens_per_s * instances;
+                (throughput / gpus, throughput, Some(sv))
+            }
+            "at-interactivity" => {
+                let Some(target) = target_tps_user else {
+                    return Err("at-interactivity case without a tokens_per_s_per_user row".into());
+                };
+                if e.tokens_per_s_per_user < target {
+                    continue;
+                }
+                (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None)
+            }
+            // One request at a time: the system's throughput is one sequence's token rate.
+            "min-latency" => (-e.tpot_ms, e.tokens_per_s_per_instance, None),
+            other => return Err(format!("unknown scenario \"{other}\"")),
+        };
+        if best.as_ref().is_none_or(|b| score > b.score) {
+            best = Some(Best {
+                point: p,
+                instance: inst,
+                batch: p.batch,
+                score,
+                output_tokens_per_s,
+                tpot_s: e.tpot_ms / 1e3,
+                ttft_s: e.ttft_ms / 1e3,
+                serving,
+            });
+        }
+    }
+    best.ok_or_else(|| {
+        if evaluated == 0 {
+            "no configuration of the case fits the hardware".to_string()
+        } else {
+            "no configuration meets the case's scenario (latency limits or interactivity)"
+                .to_string()
+        }
+    })
+}
