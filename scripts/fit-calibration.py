@@ -19,7 +19,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALIBRATION = os.path.join(ROOT, "src", "catalog", "data", "calibration.toml")
-DEFAULT_CSV = os.path.join(ROOT, "..", "shared", "reference", "measurements-calibration.csv")
+DEFAULT_CSV = os.path.join(ROOT, "reference", "measurements-calibration.csv")
 
 # Candidate values per factor (physical ranges; see docs/validation.md, "Calibration").
 GRID = {

@@ -44,8 +44,11 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print only the summary, as JSON, to stdout.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print the summary and every prediction as Markdown tables (docs/validation.md).
+    #[arg(long)]
+    pub markdown: bool,
     /// Global model factors to use instead of the built-in ones (TOML, as
     /// src/catalog/data/calibration.toml).
     #[arg(long)]

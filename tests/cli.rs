@@ -311,7 +311,7 @@ fn catalog_lists_every_reference_gpu_and_model() {
 #[test]
 fn exit_codes() {
     assert_eq!(run(&["--help"]).status.code(), Some(0));
-    for cmd in ["run", "check", "catalog"] {
+    for cmd in ["run", "check", "catalog", "validate"] {
         assert_eq!(run(&[cmd, "--help"]).status.code(), Some(0), "{cmd} --help");
     }
     assert_eq!(run(&["catalog", "tpus"]).status.code(), Some(1));

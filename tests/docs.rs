@@ -35,11 +35,34 @@ fn readme_column_table_matches_the_schema() {
 fn readme_shows_every_subcommand() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let help = stdout(&run(&["--help"]));
-    for cmd in ["run", "check", "catalog"] {
+    for cmd in ["run", "check", "catalog", "validate"] {
         assert!(help.contains(&format!("  {cmd} ")), "--help lists {cmd}");
         assert!(
             readme.contains(&format!("racksweep {cmd} ")),
             "README shows racksweep {cmd}"
         );
     }
+}
+
+/// docs/validation.md's tables are `racksweep validate --markdown` on the committed measurements
+/// (`scripts/validation-report.sh` regenerates them).
+#[test]
+fn validation_doc_matches_the_model() {
+    let o = run(&[
+        "validate",
+        "reference/measurements-calibration.csv",
+        "--markdown",
+    ]);
+    assert!(o.status.success());
+    let doc = std::fs::read_to_string(root().join("docs/validation.md")).unwrap();
+    let start = "<!-- generated:start -->\n";
+    let inside = doc
+        .split_once(start)
+        .and_then(|(_, r)| r.split_once("<!-- generated:end -->"))
+        .map(|(t, _)| t);
+    assert_eq!(
+        inside,
+        Some(stdout(&o).as_str()),
+        "docs/validation.md is stale: run scripts/validation-report.sh"
+    );
 }

@@ -18,6 +18,8 @@ pub fn run(args: ValidateArgs) -> Result<String> {
     }
     if args.json {
         Ok(serde_json::to_string_pretty(&results.summary())? + "\n")
+    } else if args.markdown {
+        Ok(results.markdown())
     } else {
         Ok(results.text())
     }

@@ -568,6 +568,11 @@ impl Instance<'_> {
     /// KV) hold only the tokens produced so far; in steady state the running sequences are spread
     /// evenly over their lifetimes, so the mean context is input + output / 2.
     pub fn memory(&self, sequences: f64) -> Memory {
+        self.memory_with(sequences, &self.decode(sequences))
+    }
+
+    /// [`Instance::memory`] with the step of `sequences` already computed.
+    fn memory_with(&self, sequences: f64, step: &latency::Decode) -> Memory {
         let (m, l) = (&self.ctx.model, &self.layout);
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
         let context = self.ctx.input_tokens + self.ctx.output_tokens / 2.0;
@@ -586,7 +591,6 @@ impl Instance<'_> {
                 (weights_bytes, kv_bytes) = (w, kv);
             }
         }
-        let step = self.decode(sequences);
         let used_bytes = weights_bytes
             + kv_bytes
             + memory::activation_bytes(m, l, step.rank_tokens, step.logit_rows);
@@ -656,7 +660,9 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     };
     let l = &inst.layout;
     let batch = f64::from(p.batch);
-    let mem = inst.memory(batch);
+    // One decode step serves both the activation sizing and the timing.
+    let decode = inst.decode(batch);
+    let mem = inst.memory_with(batch, &decode);
     let memory = Estimate {
         hbm_used_gb_per_gpu: mem.used_bytes / 1e9,
         hbm_weights_gb_per_gpu: mem.weights_bytes / 1e9,
@@ -670,7 +676,6 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
         };
     }
 
-    let decode = inst.decode(batch);
     let tpot_s = decode.tpot_s;
     let gpus = f64::from(l.gpus);
     let pp = f64::from(l.pp);

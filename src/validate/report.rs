@@ -27,6 +27,17 @@ pub fn pct_error(predicted: f64, measured: f64) -> f64 {
     (predicted / measured - 1.0) * 100.0
 }
 
+/// Targets of the fidelity issue per metric: (median, optional p90) absolute % error.
+pub fn target(metric: &str) -> Option<(f64, Option<f64>)> {
+    match metric {
+        "output_tokens_per_s" | "output_tokens_per_s_per_gpu" | "total_tokens_per_s_per_gpu" => {
+            Some((15.0, Some(40.0)))
+        }
+        "ttft_p99_ms" | "tpot_p99_ms" | "tokens_per_s_per_user" => Some((25.0, None)),
+        _ => None,
+    }
+}
+
 /// Linear-interpolated percentile of sorted values (numpy's default).
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -181,6 +192,91 @@ impl Results<'_> {
         }
         for (reason, n) in reasons {
             let _ = writeln!(out, "skipped {n}: {reason}");
+        }
+        out
+    }
+
+    /// The summary against the targets, the worst cases, the skipped cases and every prediction,
+    /// as Markdown (the generated part of docs/validation.md).
+    pub fn markdown(&self) -> String {
+        let s = self.summary();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} cases: {} predicted, {} skipped.\n",
+            s.cases,
+            s.predicted,
+            s.skipped.len()
+        );
+        let _ = writeln!(
+            out,
+            "| metric | predictions | median abs error | p90 abs error | target | met |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---|---|");
+        for (metric, m) in &s.metrics {
+            let (target, met) = match target(metric) {
+                Some((median, Some(p90))) => (
+                    format!("median <= {median:.0}%, p90 <= {p90:.0}%"),
+                    m.median_abs_pct_err <= median && m.p90_abs_pct_err <= p90,
+                ),
+                Some((median, None)) => (
+                    format!("median <= {median:.0}%"),
+                    m.median_abs_pct_err <= median,
+                ),
+                None => ("-".into(), true),
+            };
+            let _ = writeln!(
+                out,
+                "| `{metric}` | {} | {:.1}% | {:.1}% | {target} | {} |",
+                m.n,
+                m.median_abs_pct_err,
+                m.p90_abs_pct_err,
+                if met { "yes" } else { "**no**" }
+            );
+        }
+        let _ = writeln!(out, "\n### Worst cases\n");
+        let _ = writeln!(out, "| metric | case | error |");
+        let _ = writeln!(out, "|---|---|---:|");
+        for (metric, m) in &s.metrics {
+            for (id, e) in &m.worst {
+                let _ = writeln!(out, "| `{metric}` | {id} | {e:+.0}% |");
+            }
+        }
+        let _ = writeln!(out, "\n### Skipped cases\n");
+        let _ = writeln!(out, "| case | reason |");
+        let _ = writeln!(out, "|---|---|");
+        for sk in &s.skipped {
+            let _ = writeln!(out, "| {} | {} |", sk.case_id, sk.reason);
+        }
+        let _ = writeln!(out, "\n### Every prediction\n");
+        let _ = writeln!(
+            out,
+            "| case | scenario | metric | measured | predicted | error | chosen: tp / pp / ep, batch, instances, weights / KV |"
+        );
+        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|");
+        for (case, outcome) in &self.outcomes {
+            let Ok(p) = outcome else { continue };
+            let c = &p.chosen;
+            for (metric, measured, predicted, scored) in &p.values {
+                let err = if *scored {
+                    format!("{:+.1}%", pct_error(*predicted, *measured))
+                } else {
+                    "input".into()
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | `{metric}` | {measured:.1} | {predicted:.1} | {err} | {} / {} / {}, {}, x{}, {} / {} |",
+                    case.id,
+                    case.setup.scenario,
+                    c.tp,
+                    c.pp,
+                    c.ep,
+                    c.batch,
+                    c.instances,
+                    c.weight_dtype,
+                    c.kv_dtype
+                );
+            }
         }
         out
     }
