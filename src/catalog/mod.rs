@@ -29,8 +29,11 @@ pub struct Calibration {
     /// Fixed cost of one engine iteration, milliseconds.
     pub step_overhead_ms: f64,
     /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`) that linear layers
-    /// reach inside a serving engine.
+    /// reach inside a serving engine, for bf16, fp8 and int8 tensor cores.
     pub serving_gemm_efficiency: f64,
+    /// The same for block-scaled FP4 GEMMs (NVFP4, MXFP4), whose kernels reach a smaller share of
+    /// their doubled peak.
+    pub serving_gemm_efficiency_fp4: f64,
     /// Efficiency of grouped routed-expert GEMMs relative to dense GEMMs of the same rows.
     pub moe_gemm_efficiency: f64,
     /// Fraction of the HBM and tensor-core rates attention kernels reach.
@@ -38,6 +41,16 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// Serving GEMM efficiency of a compute class.
+    pub fn serving_gemm_efficiency(&self, class: ComputeClass) -> f64 {
+        match class {
+            ComputeClass::Fp4 => self.serving_gemm_efficiency_fp4,
+            ComputeClass::Bf16 | ComputeClass::Fp8 | ComputeClass::Int8 => {
+                self.serving_gemm_efficiency
+            }
+        }
+    }
+
     pub fn builtin() -> Calibration {
         Calibration::parse(CALIBRATION_TOML).expect("built-in calibration is valid")
     }
@@ -58,6 +71,7 @@ impl Calibration {
         }
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),
+            ("serving_gemm_efficiency_fp4", c.serving_gemm_efficiency_fp4),
             ("moe_gemm_efficiency", c.moe_gemm_efficiency),
             ("attention_efficiency", c.attention_efficiency),
         ] {

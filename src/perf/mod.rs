@@ -429,7 +429,10 @@ impl Context {
                     .iter()
                     .map(|&d| {
                         let class = compute::compute_class(gpu, &catalog.dtypes[d])?;
-                        gpu.achievable_flops(class)
+                        Some(
+                            gpu.achievable_flops(class)?
+                                * catalog.calibration.serving_gemm_efficiency(class),
+                        )
                     })
                     .collect();
                 let weight_bytes_per_param = grid
@@ -622,7 +625,7 @@ pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimat
     };
     let cal = &ctx.calibration;
     let rates = Rates {
-        linear_flops_per_s: linear_flops_per_s * cal.serving_gemm_efficiency,
+        linear_flops_per_s,
         attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
         hbm_bytes_per_s: platform.hbm_bytes_per_s,
         attention_bytes_per_s: platform.hbm_bytes_per_s * cal.attention_efficiency,
