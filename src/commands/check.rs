@@ -62,6 +62,13 @@ pub fn render(spec: &Spec) -> String {
         "constraints: {}",
         describe_constraints(&spec.constraints)
     );
+    if g.spec_tokens.iter().any(|&d| d > 0) {
+        let _ = writeln!(
+            out,
+            "speculation: acceptance {}, draft cost {} layer(s) per draft token",
+            spec.spec_acceptance, spec.spec_draft_layers
+        );
+    }
     out.push('\n');
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());

@@ -212,6 +212,8 @@ fn manifest(
         model: spec.catalog.models[spec.model].id.clone(),
         input_tokens: spec.input_tokens,
         output_tokens: spec.output_tokens,
+        spec_acceptance: spec.spec_acceptance,
+        spec_draft_layers: spec.spec_draft_layers,
         configurations: tally.evaluated,
         axes,
         rows_written: tally.written,

@@ -14,6 +14,9 @@ pub struct Manifest {
     pub model: String,
     pub input_tokens: f64,
     pub output_tokens: f64,
+    /// Speculative-decoding parameters used where `spec_tokens` > 0.
+    pub spec_acceptance: f64,
+    pub spec_draft_layers: f64,
     /// Configurations in the grid.
     pub configurations: u64,
     /// Axis name -> number of values.

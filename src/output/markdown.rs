@@ -79,6 +79,23 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
             )
         })
         .collect();
+    // Serving-mode axes appear only when the sweep varies them, after the batch column.
+    let after_batch = shown
+        .iter()
+        .position(|(_, h)| h == "batch")
+        .map_or(shown.len(), |i| i + 1);
+    let mut modes = Vec::new();
+    if spec.grid.spec_tokens.iter().any(|&d| d > 0) {
+        modes.push(("spec_tokens", "drafts"));
+    }
+    if spec.grid.disagg_prefill_pct.iter().any(|&p| p > 0) {
+        modes.push(("disagg_prefill_pct", "prefill %"));
+        modes.push(("prefill_instances", "prefill instances"));
+    }
+    for (k, (name, header)) in modes.into_iter().enumerate() {
+        let column = columns::find(name).expect("mode columns exist");
+        shown.insert(after_batch + k, (column, header.to_string()));
+    }
     let extra = frontier
         .objectives()
         .iter()

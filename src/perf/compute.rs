@@ -7,25 +7,31 @@
 //! 2022, section 3.3); MLA decode uses the absorbed form over the latent (DeepSeek-V3 report,
 //! section 2.1.1), MLA prefill the decompressed heads. Formulas: docs/model.md, "Compute".
 
-use crate::catalog::{ComputeClass, Dtype, Gpu};
+use crate::catalog::{Calibration, ComputeClass, Dtype, Gpu};
 
 use super::ModelFacts;
 use super::memory::StageParams;
 
-/// The tensor cores a weight format computes on for one GPU: the native class where the GPU
-/// executes the format natively, else the fastest fallback the GPU has (weight-only
-/// quantization dequantizes inside the GEMM). `None` when nothing fits.
-pub fn compute_class(gpu: &Gpu, dtype: &Dtype) -> Option<ComputeClass> {
+/// The tensor cores a weight format computes on for one GPU, and their FLOP/s inside a serving
+/// engine: of the native class (where the GPU executes the format natively) and the fallbacks
+/// (weight-only quantization dequantizes inside the GEMM), the fastest once the serving
+/// efficiency of each class is applied. `None` when nothing fits.
+pub fn compute_class(
+    gpu: &Gpu,
+    dtype: &Dtype,
+    calibration: &Calibration,
+) -> Option<(ComputeClass, f64)> {
     let native = gpu.supports_natively(&dtype.id).then_some(dtype.compute);
     native
         .into_iter()
         .chain(dtype.fallback.iter().copied())
-        .filter(|&c| gpu.achievable_flops(c).is_some())
-        .max_by(|&a, &b| {
-            let fa = gpu.achievable_flops(a).unwrap_or(0.0);
-            let fb = gpu.achievable_flops(b).unwrap_or(0.0);
-            fa.total_cmp(&fb)
+        .filter_map(|c| {
+            Some((
+                c,
+                gpu.achievable_flops(c)? * calibration.serving_gemm_efficiency(c),
+            ))
         })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// Tokens of one step on one GPU's attention rank.
@@ -129,7 +135,10 @@ mod tests {
     #[test]
     fn native_formats_and_fallbacks() {
         let c = Catalog::builtin().unwrap();
-        let class = |g: &str, d: &str| compute_class(c.gpu(g).unwrap(), c.dtype(d).unwrap());
+        let class = |g: &str, d: &str| {
+            compute_class(c.gpu(g).unwrap(), c.dtype(d).unwrap(), &c.calibration)
+                .map(|(class, _)| class)
+        };
         assert_eq!(class("h100-sxm", "fp8"), Some(ComputeClass::Fp8));
         assert_eq!(class("a100-80gb", "fp8"), Some(ComputeClass::Bf16));
         assert_eq!(class("b200", "nvfp4"), Some(ComputeClass::Fp4));

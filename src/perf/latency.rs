@@ -276,7 +276,8 @@ pub fn decode(
         r,
         micro_batch * (1.0 + f64::from(spec.tokens)) + prefill * f64::from(l.attention_dp),
     );
-    // Each draft token runs `draft_layers` layers over the running sequences.
+    // Each draft token costs `draft_layers` of the model's layers, charged at the verification
+    // step's kernel time per layer (an upper bound: that step also carries the folded prefill).
     let draft_s =
         f64::from(spec.tokens) * spec.draft_layers / f64::from(m.layers) * pp * stage.kernels_s;
     let iteration_s = pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s;

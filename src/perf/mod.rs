@@ -428,11 +428,8 @@ impl Context {
                     .weight_dtypes
                     .iter()
                     .map(|&d| {
-                        let class = compute::compute_class(gpu, &catalog.dtypes[d])?;
-                        Some(
-                            gpu.achievable_flops(class)?
-                                * catalog.calibration.serving_gemm_efficiency(class),
-                        )
+                        compute::compute_class(gpu, &catalog.dtypes[d], &catalog.calibration)
+                            .map(|(_, flops)| flops)
                     })
                     .collect();
                 let weight_bytes_per_param = grid

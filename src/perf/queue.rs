@@ -98,6 +98,14 @@ pub fn erlang_c(servers: f64, offered: f64) -> f64 {
     b / (1.0 - rho + rho * b)
 }
 
+/// Mean waiting time in M/M/c: `C(c, a) * service / (c - a)`.
+pub fn mmc_wait_mean_s(servers: f64, offered: f64, service_s: f64) -> f64 {
+    if offered >= servers {
+        return f64::INFINITY;
+    }
+    erlang_c(servers, offered) * service_s / (servers - offered)
+}
+
 /// `p`-quantile of the waiting time in M/M/c with `servers`, offered load `offered` and mean
 /// service time `service_s`: waiting is zero with probability `1 - C`, else exponential with rate
 /// `(c - a) / service`.
@@ -152,5 +160,7 @@ mod tests {
         let t = mmc_wait_quantile_s(1.0, 0.5, 1.0, 0.99);
         assert!((t - 2.0 * 50f64.ln()).abs() < 1e-9, "{t}");
         assert_eq!(mmc_wait_quantile_s(100.0, 10.0, 1.0, 0.99), 0.0);
+        // M/M/1 at rho = 0.5: mean wait = rho / (mu - lambda) = 1 s.
+        assert!((mmc_wait_mean_s(1.0, 0.5, 1.0) - 1.0).abs() < 1e-12);
     }
 }

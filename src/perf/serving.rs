@@ -19,7 +19,7 @@
 
 use super::Instance;
 use super::memory::MAX_NUM_TOKENS;
-use super::queue::{mmc_wait_quantile_s, poisson_quantile};
+use super::queue::{mmc_wait_mean_s, mmc_wait_quantile_s, poisson_quantile};
 
 /// Percentile the serving latencies are reported at.
 pub const PERCENTILE: f64 = 0.99;
@@ -85,6 +85,7 @@ pub fn at_rate(inst: &Instance, max_batch: f64, rate_per_s: f64) -> Option<Servi
     // Admission: max_batch slots, each held for a request's decode lifetime.
     let lifetime_s = osl * step.tpot_s;
     let offered = rate_per_s * lifetime_s;
+    let admission_mean_s = mmc_wait_mean_s(max_batch, offered, lifetime_s);
     let admission_p99_s = mmc_wait_quantile_s(max_batch, offered, lifetime_s, PERCENTILE);
 
     // Prefill: each attention rank has its own token budget per iteration, at least
@@ -95,7 +96,9 @@ pub fn at_rate(inst: &Instance, max_batch: f64, rate_per_s: f64) -> Option<Servi
     let chunks = (isl / budget).ceil().max(1.0);
     let prefill_alone_s = inst.prefill_s();
     let prefill_time = |iteration_s: f64| (chunks * iteration_s).max(prefill_alone_s);
-    let service_s = (isl / budget).min(1.0) * step.tpot_s;
+    // Waits and prefill are counted in engine iterations (with speculation an iteration yields
+    // more than one token per sequence, so it is longer than TPOT).
+    let service_s = (isl / budget).min(1.0) * step.iteration_s;
     let rho = rate_per_s / ranks * service_s;
     if rho >= 1.0 {
         return None;
@@ -112,11 +115,14 @@ pub fn at_rate(inst: &Instance, max_batch: f64, rate_per_s: f64) -> Option<Servi
         concurrency,
         tpot_s: step.tpot_s,
         tpot_p99_s: step_p99.tpot_s,
-        ttft_s: 0.5 * step.tpot_s + wait_mean_s + prefill_time(step.tpot_s),
-        ttft_p99_s: PERCENTILE * step_p99.tpot_s
+        ttft_s: 0.5 * step.iteration_s
+            + admission_mean_s
+            + wait_mean_s
+            + prefill_time(step.iteration_s),
+        ttft_p99_s: PERCENTILE * step_p99.iteration_s
             + wait_p99_s
             + admission_p99_s
-            + prefill_time(step_p99.tpot_s),
+            + prefill_time(step_p99.iteration_s),
         output_tokens_per_s: rate_per_s * osl,
     })
 }

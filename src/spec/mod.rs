@@ -45,7 +45,7 @@ const PERCENT: Bounds = Bounds { min: 0, max: 99 };
 /// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
 const DRAFT_TOKENS: Bounds = Bounds { min: 0, max: 16 };
 
-/// Axis defaults (docs/sweep-format.md, "Defaults").
+/// Axis defaults (docs/sweep-format.md, section 4, "[grid]").
 const DEFAULT_RACKS: &[u32] = &[1];
 const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
 const DEFAULT_PP: &[u32] = &[1];
