@@ -302,17 +302,7 @@ pub fn prefill_step_s(
     tokens: f64,
     input_tokens: f64,
 ) -> f64 {
-    let t = StepTokens {
-        decode: 0.0,
-        sequences: 0.0,
-        decode_context: 0.0,
-        prefill: tokens,
-        prefill_context: input_tokens / 2.0,
-        moe_tokens: tokens * f64::from(l.attention_dp),
-        logit_rows: tokens / input_tokens,
-    };
-    let stage = slowest_stage(m, l, stages, r, &t);
-    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, tokens) + r.step_overhead_s
+    prefill_iteration_s(m, l, stages, r, tokens, l.attention_dp, input_tokens)
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
@@ -325,15 +315,30 @@ pub fn prefill_s(
     r: &Rates,
     input_tokens: f64,
 ) -> f64 {
+    prefill_iteration_s(m, l, stages, r, input_tokens, 1, input_tokens)
+}
+
+/// An iteration that prefills `tokens` prompt tokens on each of `busy_ranks` attention ranks
+/// (prompts `input_tokens` long) and decodes nothing: `pp` stage steps in turn, the hops and the
+/// framework overhead.
+fn prefill_iteration_s(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    tokens: f64,
+    busy_ranks: u32,
+    input_tokens: f64,
+) -> f64 {
     let t = StepTokens {
         decode: 0.0,
         sequences: 0.0,
         decode_context: 0.0,
-        prefill: input_tokens,
+        prefill: tokens,
         prefill_context: input_tokens / 2.0,
-        moe_tokens: input_tokens,
-        logit_rows: 1.0,
+        moe_tokens: tokens * f64::from(busy_ranks),
+        logit_rows: tokens / input_tokens,
     };
     let stage = slowest_stage(m, l, stages, r, &t);
-    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, input_tokens) + r.step_overhead_s
+    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, tokens) + r.step_overhead_s
 }
