@@ -7,17 +7,20 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use crate::error::UserError;
 
-/// One CSV row, as text.
+/// One CSV row, as text. Columns inference validation does not use are required but ignored
+/// (`source_url`, `notes`; `global_batch_seqs` and `seq_len` describe training cases).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRow {
     case_id: String,
     kind: String,
     source: String,
-    source_url: String,
+    #[serde(rename = "source_url")]
+    _source_url: IgnoredAny,
     model: String,
     hardware: String,
     gpus: String,
@@ -34,12 +37,15 @@ struct RawRow {
     scenario: String,
     ttft_p99_limit_ms: String,
     tpot_p99_limit_ms: String,
-    global_batch_seqs: String,
-    seq_len: String,
+    #[serde(rename = "global_batch_seqs")]
+    _global_batch_seqs: IgnoredAny,
+    #[serde(rename = "seq_len")]
+    _seq_len: IgnoredAny,
     metric: String,
     value: String,
     unit: String,
-    notes: String,
+    #[serde(rename = "notes")]
+    _notes: IgnoredAny,
 }
 
 /// The configuration a case ran, with blanks where the source did not say.
@@ -145,12 +151,6 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, UserError> {
             ttft_p99_limit_ms: cell.number("ttft_p99_limit_ms", &row.ttft_p99_limit_ms)?,
             tpot_p99_limit_ms: cell.number("tpot_p99_limit_ms", &row.tpot_p99_limit_ms)?,
         };
-        let _ = (
-            &row.source_url,
-            &row.global_batch_seqs,
-            &row.seq_len,
-            &row.notes,
-        );
         let measurement = Measurement {
             metric: cell.required("metric", &row.metric)?,
             value: cell

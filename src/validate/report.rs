@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use serde::Serialize;
 
@@ -351,7 +351,6 @@ impl Results<'_> {
                 .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
                 .collect::<Vec<_>>(),
         ));
-        let _ = DataType::Utf8;
         let batch = RecordBatch::try_new(
             schema.clone(),
             columns.into_iter().map(|(_, a)| a).collect(),
