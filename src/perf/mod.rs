@@ -601,10 +601,6 @@ impl Instance<'_> {
             fits: used_bytes <= self.usable_hbm_bytes,
         }
     }
-
-    pub fn gpus(&self) -> u32 {
-        self.layout.gpus
-    }
 }
 
 /// Places and resolves a configuration, or returns the estimate that says why it cannot run.
@@ -654,12 +650,17 @@ pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimat
 
 /// Predicts one configuration at full batch. Pure: no I/O, no allocation.
 pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
-    let inst = match instance(ctx, p) {
-        Ok(inst) => inst,
-        Err(estimate) => return estimate,
-    };
+    match instance(ctx, p) {
+        Ok(inst) => estimate(&inst, p.batch),
+        Err(estimate) => estimate,
+    }
+}
+
+/// Predicts a placed instance at full batch (`evaluate` once the configuration is resolved).
+pub fn estimate(inst: &Instance, batch: u32) -> Estimate {
+    let ctx = inst.ctx;
     let l = &inst.layout;
-    let batch = f64::from(p.batch);
+    let batch = f64::from(batch);
     // One decode step serves both the activation sizing and the timing.
     let decode = inst.decode(batch);
     let mem = inst.memory_with(batch, &decode);
@@ -694,7 +695,7 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     // Aggregated: every instance decodes `batch` sequences and prefills their successors.
     // Disaggregated: a prefill pool feeds a decode pool; the slower pool sets the request rate,
     // and each request's KV cache crosses the network before its first token.
-    let (decode_instances, prefill_instances, ttft_s) = match p.disagg_prefill_pct {
+    let (decode_instances, prefill_instances, ttft_s) = match inst.disagg_prefill_pct {
         0 => (l.instances, 0, inst.prefill_s()),
         pct => {
             let prefill_instances =
@@ -906,13 +907,12 @@ pub(crate) mod tests {
         let decode_rate = 2.0 * 64.0 / (dis.tpot_ms / 1e3 * 1024.0);
         let prefill_rate = 2.0 * inst.prefill_requests_per_s();
         assert!((dis.output_tokens_per_s - decode_rate.min(prefill_rate) * 1024.0).abs() < 1e-6);
-        // One instance cannot be split into two pools.
-        let (ctx1, p1) = point_on(&c, "h100-sxm", 8, 64);
+        // 99 % of 4 instances rounds to 4: nothing is left to decode.
         let lone = evaluate(
-            &ctx1,
+            &ctx,
             &Point {
                 disagg_prefill_pct: 99,
-                ..p1
+                ..p
             },
         );
         assert_eq!(lone.reason, Some(Reason::DisaggNeedsTwoPools));

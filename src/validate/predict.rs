@@ -218,7 +218,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         tp: l.tp,
         pp: l.pp,
         ep: l.ep,
-        batch: best.batch,
+        batch: best.point.batch,
         instances: l.instances,
         weight_dtype: catalog.dtypes[grid.weight_dtypes[best.point.weight_dtype as usize]]
             .id
@@ -234,7 +234,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let mut latency = best.serving;
     if let (Some(serving), Some(measured)) = (best.serving, case.measured("output_tokens_per_s")) {
         let rate = measured / (instances * osl);
-        match serving::at_rate(inst, f64::from(best.batch), rate) {
+        match serving::at_rate(inst, f64::from(best.point.batch), rate) {
             Some(at_measured) => latency = Some(at_measured),
             None => notes.push(format!(
                 "measured load exceeds the predicted capacity: latencies at the predicted max load ({:.0} tokens/s)",
@@ -298,7 +298,6 @@ fn system_rack(base: &Rack, gpus: u32) -> Result<Rack, String> {
 struct Best<'a> {
     point: crate::grid::Point,
     instance: Instance<'a>,
-    batch: u32,
     score: f64,
     output_tokens_per_s: f64,
     tpot_s: f64,
@@ -329,7 +328,7 @@ fn choose<'a>(
         if batch_cap.is_some_and(|b| p.batch > b * inst.layout.attention_dp) {
             continue;
         }
-        let e = perf::evaluate(ctx, &p);
+        let e = perf::estimate(&inst, p.batch);
         if !e.feasible() {
             continue;
         }
@@ -363,7 +362,6 @@ fn choose<'a>(
             best = Some(Best {
                 point: p,
                 instance: inst,
-                batch: p.batch,
                 score,
                 output_tokens_per_s,
                 tpot_s: e.tpot_ms / 1e3,
