@@ -5,6 +5,10 @@
 use crate::grid::Point;
 use crate::perf::{Estimate, Limit, Reason};
 
+/// Utilization bands of the `risk` column (InferenceAtlas's latency risk bands): low up to 50 %,
+/// medium up to 75 %, high above.
+pub const RISK_BANDS: [(&str, f64); 3] = [("low", 0.5), ("medium", 0.75), ("high", f64::INFINITY)];
+
 /// One evaluated configuration: its grid index, its axis values and the model's estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Row {
@@ -21,8 +25,10 @@ pub enum Labels {
     Model,
     WeightDtype,
     KvDtype,
+    Ownership,
     Reason,
     Limit,
+    Risk,
 }
 
 /// How a column's values are read from a row. Numeric accessors return `None` (null) where the
@@ -33,7 +39,8 @@ pub enum Kind {
     Label(Labels),
     Count(fn(&Row) -> Option<u32>),
     Metric(fn(&Row) -> Option<f64>),
-    Flag(fn(&Row) -> bool),
+    /// A yes/no answer, null where the question does not apply.
+    Flag(fn(&Row) -> Option<bool>),
 }
 
 #[derive(Clone, Copy)]
@@ -75,6 +82,7 @@ impl Labels {
         match self {
             Labels::Reason => Some(Reason::ALL.iter().map(|r| r.as_str()).collect()),
             Labels::Limit => Some(Limit::ALL.iter().map(|l| l.as_str()).collect()),
+            Labels::Risk => Some(RISK_BANDS.iter().map(|(name, _)| *name).collect()),
             _ => None,
         }
     }
@@ -91,6 +99,7 @@ pub struct LabelValues {
     pub model: String,
     pub weight_dtype: Vec<String>,
     pub kv_dtype: Vec<String>,
+    pub ownership: Vec<String>,
 }
 
 impl LabelValues {
@@ -102,7 +111,8 @@ impl LabelValues {
             Labels::Model => vec![self.model.clone()],
             Labels::WeightDtype => self.weight_dtype.clone(),
             Labels::KvDtype => self.kv_dtype.clone(),
-            Labels::Reason | Labels::Limit => labels
+            Labels::Ownership => self.ownership.clone(),
+            Labels::Reason | Labels::Limit | Labels::Risk => labels
                 .fixed_values()
                 .unwrap_or_default()
                 .into_iter()
@@ -120,7 +130,8 @@ impl LabelValues {
             Labels::Model => Some(0),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
             Labels::KvDtype => Some(p.kv_dtype as u16),
-            Labels::Reason | Labels::Limit => fixed_label_key(labels, row),
+            Labels::Ownership => Some(p.ownership as u16),
+            Labels::Reason | Labels::Limit | Labels::Risk => fixed_label_key(labels, row),
         }
     }
 
@@ -138,6 +149,15 @@ pub fn fixed_label_key(labels: Labels, row: &Row) -> Option<u16> {
     match labels {
         Labels::Reason => row.estimate.reason.map(|r| r as u16),
         Labels::Limit => row.estimate.limit.map(|l| l as u16),
+        Labels::Risk => {
+            let u = row.estimate.utilization;
+            u.is_finite().then(|| {
+                RISK_BANDS
+                    .iter()
+                    .position(|&(_, max)| u <= max)
+                    .unwrap_or(RISK_BANDS.len() - 1) as u16
+            })
+        }
         _ => None,
     }
 }
@@ -182,8 +202,8 @@ pub static COLUMNS: &[Column] = &[
     Column {
         name: "racks",
         unit: "racks",
-        doc: "racks in the cluster",
-        kind: Kind::Count(|r| Some(r.point.racks)),
+        doc: "racks in the cluster: the grid's, or with racks = \"auto\" the fewest that meet the demand and the SLOs (null when they could not be sized)",
+        kind: Kind::Count(|r| nonzero(r.estimate.racks)),
     },
     Column {
         name: "gpus",
@@ -266,10 +286,16 @@ pub static COLUMNS: &[Column] = &[
         kind: Kind::Label(Labels::KvDtype),
     },
     Column {
+        name: "ownership",
+        unit: "",
+        doc: "how the hardware is paid for: cloud (GPU-hours at list price) or owned (capex amortized plus opex)",
+        kind: Kind::Label(Labels::Ownership),
+    },
+    Column {
         name: "feasible",
         unit: "",
         doc: "whether the configuration can run",
-        kind: Kind::Flag(|r| r.estimate.feasible()),
+        kind: Kind::Flag(|r| Some(r.estimate.feasible())),
     },
     Column {
         name: "infeasible_reason",
@@ -355,6 +381,174 @@ pub static COLUMNS: &[Column] = &[
         "tokens/s per GPU if only communication counted (null without communication)",
         comm_bound_tokens_per_s_per_gpu
     ),
+    metric!(
+        "demand_requests_per_s",
+        "requests/s",
+        "peak requests per second the demand asks of this configuration (users / (answer time + think time), or the rate modes; null without demand)",
+        demand_requests_per_s
+    ),
+    metric!(
+        "utilization",
+        "fraction",
+        "demand over capacity at the peak phase (null without demand)",
+        utilization
+    ),
+    Column {
+        name: "headroom",
+        unit: "fraction",
+        doc: "1 - utilization (null without demand)",
+        kind: Kind::Metric(|r| finite(1.0 - r.estimate.utilization)),
+    },
+    Column {
+        name: "risk",
+        unit: "",
+        doc: "latency risk band of the utilization: low <= 0.5, medium <= 0.75, high above (null without demand)",
+        kind: Kind::Label(Labels::Risk),
+    },
+    metric!(
+        "users_supported",
+        "users",
+        "concurrent users the cluster serves at the target utilization (null without demand)",
+        users_supported
+    ),
+    Column {
+        name: "demand_met",
+        unit: "",
+        doc: "whether every phase's demand is served at or below the target utilization with stable queues (null without demand)",
+        kind: Kind::Flag(|r| r.estimate.demand_met),
+    },
+    Column {
+        name: "meets_slo",
+        unit: "",
+        doc: "whether the p99 TTFT, p99 TPOT and tokens/s/user objectives of [sweep] hold (null when none is set)",
+        kind: Kind::Flag(|r| r.estimate.meets_slo),
+    },
+    metric!(
+        "ttft_p50_ms",
+        "ms",
+        "median time to first token at the operating load: idle prefill + queueing (G/G/c, Allen-Cunneen) + KV reload",
+        ttft_p50_ms
+    ),
+    metric!(
+        "ttft_p95_ms",
+        "ms",
+        "95th-percentile time to first token at the operating load",
+        ttft_p95_ms
+    ),
+    metric!(
+        "ttft_p99_ms",
+        "ms",
+        "99th-percentile time to first token at the operating load",
+        ttft_p99_ms
+    ),
+    metric!(
+        "ttft_p99_mmc_ms",
+        "ms",
+        "99th-percentile time to first token with M/M/c queueing (exponential lengths)",
+        ttft_p99_mmc_ms
+    ),
+    metric!(
+        "tpot_p99_ms",
+        "ms",
+        "99th-percentile time per output token at the operating load (step at the p99 batch occupancy)",
+        tpot_p99_ms
+    ),
+    metric!(
+        "kv_host_gb",
+        "GB",
+        "cached session context held in host memory, cluster total (null without demand)",
+        kv_host_gb
+    ),
+    metric!(
+        "kv_storage_gb",
+        "GB",
+        "cached session context held on networked storage, cluster total (null without demand)",
+        kv_storage_gb
+    ),
+    metric!(
+        "kv_reload_ms",
+        "ms",
+        "mean time to reload a resumed session's cached context before its first token",
+        kv_reload_ms
+    ),
+    metric!(
+        "storage_servers",
+        "servers",
+        "KV-offload storage servers needed for capacity and reload bandwidth",
+        storage_servers
+    ),
+    metric!(
+        "power_kw",
+        "kW",
+        "IT power at the operating load: GPUs, hosts, switches, storage",
+        power_kw
+    ),
+    metric!(
+        "facility_power_kw",
+        "kW",
+        "facility power: IT power x PUE",
+        facility_power_kw
+    ),
+    metric!(
+        "rack_power_kw",
+        "kW",
+        "power of one rack at full load (checked against the rack's budget)",
+        rack_power_kw
+    ),
+    metric!(
+        "joules_per_token",
+        "J/token",
+        "IT energy per output token served",
+        joules_per_token
+    ),
+    metric!(
+        "usd_per_hour",
+        "USD/h",
+        "cost of the cluster per hour (cloud: GPU-hours; owned: amortized capex, energy, hosting, maintenance)",
+        usd_per_hour
+    ),
+    metric!(
+        "usd_per_month",
+        "USD/month",
+        "usd_per_hour x 730 h, paid around the clock (dedicated billing)",
+        usd_per_month
+    ),
+    metric!(
+        "usd_per_mtok",
+        "USD/Mtok",
+        "cost per million output tokens served (at the demand, or at capacity without demand)",
+        usd_per_mtok
+    ),
+    metric!(
+        "tco_usd",
+        "USD",
+        "total cost over the horizon (years of [cost])",
+        tco_usd
+    ),
+    metric!(
+        "kg_co2e_per_mtok",
+        "kg CO2e/Mtok",
+        "operational carbon per million output tokens (facility energy x grid intensity)",
+        kg_co2e_per_mtok
+    ),
+    metric!(
+        "water_l_per_mtok",
+        "L/Mtok",
+        "water per million output tokens (IT energy x WUE)",
+        water_l_per_mtok
+    ),
+    metric!(
+        "usd_per_month_autoscaling",
+        "USD/month",
+        "cloud billing for active hours only (dedicated x the traffic's active ratio; null when owned or without demand)",
+        usd_per_month_autoscaling
+    ),
+    metric!(
+        "usd_per_month_api",
+        "USD/month",
+        "the same demand's tokens at the per-token API prices of [cost] (null without them)",
+        usd_per_month_api
+    ),
 ];
 
 /// The schema as a Markdown table (`| column | unit | meaning |`), for README.md and docs.
@@ -397,9 +591,23 @@ mod tests {
     #[test]
     fn metric_columns_carry_their_unit_in_the_name() {
         for c in COLUMNS.iter().filter(|c| matches!(c.kind, Kind::Metric(_))) {
-            let ok = c.name.ends_with("_ms")
-                || c.name.contains("tokens_per_s")
-                || c.name.contains("_gb");
+            let units = [
+                "_ms",
+                "tokens_per_s",
+                "_gb",
+                "_kw",
+                "usd_",
+                "_usd",
+                "kg_",
+                "_l_",
+                "joules_",
+                "_per_s",
+                "utilization",
+                "headroom",
+                "users",
+                "servers",
+            ];
+            let ok = units.iter().any(|u| c.name.contains(u));
             assert!(ok, "{} lacks a unit suffix", c.name);
         }
     }

@@ -3,8 +3,10 @@
 //! order and indexing; knows nothing of the performance model.
 //!
 //! Axis order, slowest-varying first: platform (hardware x rack), weight_dtype, kv_dtype, racks,
-//! tp, pp, ep, disagg_prefill_pct, spec_tokens, batch. Rows of the output therefore come grouped by
-//! hardware.
+//! tp, pp, ep, disagg_prefill_pct, spec_tokens, batch, ownership. Rows of the output therefore
+//! come grouped by hardware.
+
+use crate::perf::cost::Ownership;
 
 /// A GPU preset together with the rack it is deployed in (indices into the sweep's catalog).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +34,11 @@ pub struct Point {
     pub spec_tokens: u32,
     /// Maximum concurrent sequences per model instance.
     pub batch: u32,
+    /// Index into `Grid::ownership`.
+    pub ownership: u32,
 }
 
-pub const AXES: usize = 10;
+pub const AXES: usize = 11;
 
 /// Axis names as they appear in `racksweep check` and the sweep file.
 pub const AXIS_NAMES: [&str; AXES] = [
@@ -48,6 +52,7 @@ pub const AXIS_NAMES: [&str; AXES] = [
     "disagg_prefill_pct",
     "spec_tokens",
     "batch",
+    "ownership",
 ];
 
 #[derive(Debug, Clone)]
@@ -63,6 +68,7 @@ pub struct Grid {
     pub disagg_prefill_pct: Vec<u32>,
     pub spec_tokens: Vec<u32>,
     pub batch: Vec<u32>,
+    pub ownership: Vec<Ownership>,
 }
 
 impl Grid {
@@ -79,6 +85,7 @@ impl Grid {
             self.disagg_prefill_pct.len(),
             self.spec_tokens.len(),
             self.batch.len(),
+            self.ownership.len(),
         ]
         .map(|n| n as u64)
     }
@@ -123,6 +130,7 @@ impl Grid {
             disagg_prefill_pct: self.disagg_prefill_pct[d[7] as usize],
             spec_tokens: self.spec_tokens[d[8] as usize],
             batch: self.batch[d[9] as usize],
+            ownership: d[10],
         }
     }
 
@@ -147,6 +155,7 @@ impl Grid {
             pos(&self.disagg_prefill_pct, p.disagg_prefill_pct)?,
             pos(&self.spec_tokens, p.spec_tokens)?,
             pos(&self.batch, p.batch)?,
+            u64::from(p.ownership),
         ];
         let radices = self.radices();
         let mut index = 0u64;
@@ -232,12 +241,13 @@ mod tests {
             disagg_prefill_pct: distinct(sizes[7], 0),
             spec_tokens: distinct(sizes[8], 0),
             batch: distinct(sizes[9], 4),
+            ownership: Ownership::ALL[..sizes[10].min(2)].to_vec(),
         }
     }
 
     #[test]
     fn batch_varies_fastest() {
-        let g = grid([2, 1, 1, 1, 2, 1, 1, 1, 1, 3]);
+        let g = grid([2, 1, 1, 1, 2, 1, 1, 1, 1, 3, 1]);
         assert_eq!(g.len(), 12);
         let p0 = g.point(0);
         let p1 = g.point(1);
@@ -259,7 +269,7 @@ mod tests {
     proptest! {
         /// point() is a bijection between 0..len and the product of the axes.
         #[test]
-        fn point_is_a_bijection(sizes in proptest::array::uniform10(1usize..4)) {
+        fn point_is_a_bijection(sizes in proptest::array::uniform11(1usize..3)) {
             let g = grid(sizes);
             let n = g.len();
             let mut seen = std::collections::HashSet::new();
@@ -273,7 +283,7 @@ mod tests {
 
         /// Iterating a range yields exactly the points point() decodes.
         #[test]
-        fn range_matches_point(sizes in proptest::array::uniform10(1usize..3), a in 0u64..500, b in 0u64..500) {
+        fn range_matches_point(sizes in proptest::array::uniform11(1usize..3), a in 0u64..500, b in 0u64..500) {
             let g = grid(sizes);
             let (start, end) = (a.min(b).min(g.len()), a.max(b).min(g.len()));
             let got: Vec<_> = g.range(start, end).collect();

@@ -239,13 +239,19 @@ impl Frontier {
         }
     }
 
-    /// Whether a row may enter: feasible, every constraint holds, every objective is a number.
+    /// Whether a row may enter: feasible, the demand and the SLOs met where the sweep sets them,
+    /// every constraint holds, every objective is a number.
     pub fn admits(&self, row: &Row) -> bool {
         self.keys(row).is_some()
     }
 
     fn keys(&self, row: &Row) -> Option<[f64; MAX_OBJECTIVES]> {
-        if !row.estimate.feasible() || !self.constraints.iter().all(|c| c.holds(row)) {
+        let e = &row.estimate;
+        if !e.feasible()
+            || e.demand_met == Some(false)
+            || e.meets_slo == Some(false)
+            || !self.constraints.iter().all(|c| c.holds(row))
+        {
             return None;
         }
         let mut keys = [0.0; MAX_OBJECTIVES];
@@ -434,6 +440,7 @@ mod tests {
             compute_bound_tokens_per_s_per_gpu: 1.0,
             hbm_bound_tokens_per_s_per_gpu: 1.0,
             comm_bound_tokens_per_s_per_gpu: f64::NAN,
+            ..Estimate::EMPTY
         }
     }
 

@@ -28,6 +28,12 @@ pub struct Gpu {
     pub hbm_tbps: f64,
     /// Board power (TDP/TGP), W; absent when no reliable source states it.
     pub tdp_w: Option<f64>,
+    /// Board power at idle, W; absent when no reliable source states it.
+    pub idle_w: Option<f64>,
+    /// Cloud on-demand list price per GPU-hour, USD (provider and date in `data/gpus.toml`).
+    pub usd_per_gpu_hour: Option<f64>,
+    /// Purchase price of the server (or rack system) divided by its GPUs, USD.
+    pub capex_usd_per_gpu: Option<f64>,
     /// Number formats the tensor cores execute natively (ids of `data/dtypes.toml`).
     pub native_dtypes: Vec<String>,
     /// Rack preset used when the sweep does not name one.

@@ -3,6 +3,7 @@
 //! know about sweeps or the performance model.
 
 pub mod dtype;
+pub mod economics;
 pub mod gpu;
 pub mod model;
 pub mod rack;
@@ -10,6 +11,7 @@ pub mod rack;
 use serde::Deserialize;
 
 pub use dtype::{ComputeClass, Dtype};
+pub use economics::Economics;
 pub use gpu::Gpu;
 pub use model::{Attention, Model};
 pub use rack::Rack;
@@ -19,6 +21,7 @@ const RACKS_TOML: &str = include_str!("data/racks.toml");
 const MODELS_TOML: &str = include_str!("data/models.toml");
 const DTYPES_TOML: &str = include_str!("data/dtypes.toml");
 const CALIBRATION_TOML: &str = include_str!("data/calibration.toml");
+const ECONOMICS_TOML: &str = include_str!("data/economics.toml");
 
 /// Global factors fitted against measurements (`data/calibration.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -89,6 +92,7 @@ pub struct Catalog {
     pub models: Vec<Model>,
     pub dtypes: Vec<Dtype>,
     pub calibration: Calibration,
+    pub economics: Economics,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +132,8 @@ impl Catalog {
             dtypes: parse::<DtypeFile>("dtypes.toml", DTYPES_TOML)?.dtype,
             calibration: Calibration::parse(CALIBRATION_TOML)
                 .map_err(|e| format!("built-in calibration.toml: {e}"))?,
+            economics: Economics::parse(ECONOMICS_TOML)
+                .map_err(|e| format!("built-in economics.toml: {e}"))?,
         };
         for gpu in &catalog.gpus {
             catalog
@@ -182,10 +188,18 @@ impl Catalog {
             ("fp4_tflops", gpu.fp4_tflops),
             ("int8_tops", gpu.int8_tops),
             ("tdp_w", gpu.tdp_w),
+            ("idle_w", gpu.idle_w),
+            ("usd_per_gpu_hour", gpu.usd_per_gpu_hour),
+            ("capex_usd_per_gpu", gpu.capex_usd_per_gpu),
         ] {
             if let Some(v) = value {
                 positive(key, v)?;
             }
+        }
+        if let (Some(idle), Some(tdp)) = (gpu.idle_w, gpu.tdp_w)
+            && idle > tdp
+        {
+            return Err(format!("idle_w: {idle} exceeds tdp_w ({tdp})"));
         }
         positive("hbm_gb", gpu.hbm_gb)?;
         positive("hbm_tbps", gpu.hbm_tbps)?;
@@ -276,8 +290,18 @@ impl Catalog {
             ("scaleout_gbps_per_gpu", rack.scaleout_gbps_per_gpu),
             ("server_power_kw", rack.server_power_kw),
             ("rack_power_budget_kw", rack.rack_power_budget_kw),
+            ("host_link_gbps_per_gpu", rack.host_link_gbps_per_gpu),
+            ("storage_gbps_per_gpu", rack.storage_gbps_per_gpu),
         ] {
             positive(key, value)?;
+        }
+        for (key, value) in [
+            ("host_memory_gb_per_gpu", rack.host_memory_gb_per_gpu),
+            ("switch_power_kw", rack.switch_power_kw),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("{key}: {value} must be zero or positive"));
+            }
         }
         for (key, value) in [
             ("scaleup_latency_us", rack.scaleup_latency_us),

@@ -29,11 +29,25 @@ pub struct Rack {
     pub server_power_kw: f64,
     /// Power budget of the rack as deployed, kW.
     pub rack_power_budget_kw: f64,
+    /// Host (CPU) memory per GPU, GB: the first tier KV cache spills to.
+    pub host_memory_gb_per_gpu: f64,
+    /// CPU-GPU link bandwidth per GPU per direction (PCIe, NVLink-C2C), GB/s.
+    pub host_link_gbps_per_gpu: f64,
+    /// Bandwidth per GPU to networked storage, GB/s.
+    pub storage_gbps_per_gpu: f64,
+    /// Network switch power attributable to one rack (housed outside its power budget), kW.
+    pub switch_power_kw: f64,
     pub source: String,
 }
 
 impl Rack {
     pub fn gpus_per_rack(&self) -> u32 {
         self.gpus_per_server * self.servers_per_rack
+    }
+
+    /// Servers' non-GPU power (CPUs, memory, NICs, fans), kW: the server's maximum power less
+    /// its GPUs at board power. Drawn whatever the load (conservative).
+    pub fn host_power_kw_per_server(&self, tdp_w: f64) -> f64 {
+        (self.server_power_kw - f64::from(self.gpus_per_server) * tdp_w / 1e3).max(0.0)
     }
 }

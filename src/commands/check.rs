@@ -32,13 +32,22 @@ pub fn render(spec: &Spec) -> String {
         platforms,
         dtypes(&g.weight_dtypes),
         dtypes(&g.kv_dtypes),
-        join(&g.racks),
+        if g.racks == [crate::perf::cluster::AUTO_RACKS] {
+            "auto (fewest that meet the demand and the SLOs)".to_string()
+        } else {
+            join(&g.racks)
+        },
         join(&g.tp),
         join(&g.pp),
         join(&g.ep),
         join(&g.disagg_prefill_pct),
         join(&g.spec_tokens),
         join(&g.batch),
+        g.ownership
+            .iter()
+            .map(|o| o.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
     ];
     let rows: Vec<Vec<String>> = AXIS_NAMES
         .iter()

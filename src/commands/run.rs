@@ -86,6 +86,12 @@ pub fn labels(spec: &Spec) -> LabelValues {
         model: c.models[spec.model].id.clone(),
         weight_dtype: dtypes(&spec.grid.weight_dtypes),
         kv_dtype: dtypes(&spec.grid.kv_dtypes),
+        ownership: spec
+            .grid
+            .ownership
+            .iter()
+            .map(|o| o.as_str().to_string())
+            .collect(),
     }
 }
 

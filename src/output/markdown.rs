@@ -92,9 +92,28 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
         modes.push(("disagg_prefill_pct", "prefill %"));
         modes.push(("prefill_instances", "prefill instances"));
     }
+    if spec.grid.ownership.len() > 1 {
+        modes.push(("ownership", "ownership"));
+    }
     for (k, (name, header)) in modes.into_iter().enumerate() {
         let column = columns::find(name).expect("mode columns exist");
         shown.insert(after_batch + k, (column, header.to_string()));
+    }
+    // Sized runs: the load, the latency at that load and the bill.
+    if spec.plan.demand {
+        for (name, header) in [
+            ("utilization", "utilization"),
+            ("ttft_p99_ms", "TTFT p99 (ms)"),
+            ("tpot_p99_ms", "TPOT p99 (ms)"),
+            ("power_kw", "IT power (kW)"),
+            ("usd_per_month", "USD/month"),
+            ("usd_per_mtok", "USD/Mtok"),
+        ] {
+            shown.push((
+                columns::find(name).expect("sizing columns exist"),
+                header.to_string(),
+            ));
+        }
     }
     let extra = frontier
         .objectives()
@@ -136,7 +155,11 @@ fn cell(i: usize, row: &Row, labels: &LabelValues) -> String {
     let c = &COLUMNS[i];
     match c.kind {
         Kind::Label(l) => labels.text(l, row),
-        Kind::Flag(f) => if f(row) { "yes" } else { "no" }.to_string(),
+        Kind::Flag(f) => match f(row) {
+            Some(true) => "yes".to_string(),
+            Some(false) => "no".to_string(),
+            None => String::new(),
+        },
         Kind::Id(_) | Kind::Count(_) | Kind::Metric(_) => {
             c.number(row).map_or_else(String::new, number)
         }

@@ -41,9 +41,9 @@ fn data_type(c: &Column) -> DataType {
 
 fn nullable(c: &Column) -> bool {
     match c.kind {
-        Kind::Id(_) | Kind::Flag(_) => false,
-        Kind::Label(l) => matches!(l, Labels::Reason | Labels::Limit),
-        Kind::Count(_) | Kind::Metric(_) => true,
+        Kind::Id(_) => false,
+        Kind::Label(l) => matches!(l, Labels::Reason | Labels::Limit | Labels::Risk),
+        Kind::Count(_) | Kind::Metric(_) | Kind::Flag(_) => true,
     }
 }
 
@@ -188,7 +188,7 @@ impl ParquetSink {
             }
             Kind::Flag(f) => {
                 let mut b = BooleanBuilder::with_capacity(rows.len());
-                rows.iter().for_each(|r| b.append_value(f(r)));
+                rows.iter().for_each(|r| b.append_option(f(r)));
                 Arc::new(b.finish())
             }
         }

@@ -157,6 +157,10 @@ mod tests {
             scaleout_latency_us: 5.0,
             server_power_kw: 10.0,
             rack_power_budget_kw: 40.0,
+            host_memory_gb_per_gpu: 256.0,
+            host_link_gbps_per_gpu: 64.0,
+            storage_gbps_per_gpu: 12.5,
+            switch_power_kw: 2.0,
             source: String::new(),
         }
     }

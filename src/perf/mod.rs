@@ -1,15 +1,29 @@
 //! The analytical inference performance model: `evaluate(context, point) -> Estimate`, a pure
 //! function with no I/O and no allocation. Split by concern: `layout` (placement and validity),
-//! `memory` (bytes per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives) and
-//! `latency` (step time, TPOT, TTFT). Every formula and its source: docs/model.md.
+//! `memory` (bytes per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives),
+//! `latency` (step time, TPOT, TTFT) and `unit` (one instance's rates); then the cluster:
+//! `demand` (what must be served), `queue` and `sizing` (utilization, waits, SLOs, the fewest
+//! instances), `kv_tiers` (cached context off the GPU), `power`, `cost`, and `cluster`, which
+//! puts them together (and sizes racks). Every formula and its source: docs/model.md.
 
+// An infeasible `Estimate` is the ordinary answer for most grid points, returned through
+// `Result::Err`; boxing it would allocate in the hot loop.
+#![allow(clippy::result_large_err)]
+
+pub mod cluster;
 pub mod comm;
 pub mod compute;
+pub mod cost;
+pub mod demand;
+pub mod kv_tiers;
 pub mod latency;
 pub mod layout;
 pub mod memory;
+pub mod power;
 pub mod queue;
 pub mod serving;
+pub mod sizing;
+pub mod unit;
 
 use crate::catalog::{Attention, Calibration, Catalog, Model, Rack};
 use crate::grid::{Grid, Point};
@@ -17,6 +31,7 @@ use crate::grid::{Grid, Point};
 use latency::{Rates, Speculation};
 use layout::{Layout, LayoutModel, Tier};
 use memory::StageParams;
+use unit::Unit;
 
 /// Why a configuration cannot run. Written to `infeasible_reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,10 +49,12 @@ pub enum Reason {
     DtypeUnsupported,
     DoesNotFit,
     DisaggNeedsTwoPools,
+    RackPowerOverBudget,
+    DemandExceedsMaxRacks,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 14] = [
         Reason::EpNeedsMoe,
         Reason::TpDoesNotDivideHeads,
         Reason::TpDoesNotDivideKvHeads,
@@ -50,6 +67,8 @@ impl Reason {
         Reason::DtypeUnsupported,
         Reason::DoesNotFit,
         Reason::DisaggNeedsTwoPools,
+        Reason::RackPowerOverBudget,
+        Reason::DemandExceedsMaxRacks,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +85,8 @@ impl Reason {
             Reason::DtypeUnsupported => "dtype_unsupported",
             Reason::DoesNotFit => "does_not_fit",
             Reason::DisaggNeedsTwoPools => "disagg_needs_two_pools",
+            Reason::RackPowerOverBudget => "rack_power_over_budget",
+            Reason::DemandExceedsMaxRacks => "demand_exceeds_max_racks",
         }
     }
 
@@ -88,6 +109,10 @@ impl Reason {
             Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
             Reason::DisaggNeedsTwoPools => {
                 "disaggregated serving needs at least one prefill and one decode instance"
+            }
+            Reason::RackPowerOverBudget => "a rack at full load draws more than its power budget",
+            Reason::DemandExceedsMaxRacks => {
+                "racks = \"auto\" needs more than 100,000 racks to meet the demand"
             }
         }
     }
@@ -119,11 +144,14 @@ impl Limit {
 
 /// What the model predicts for one configuration. Quantities that do not apply are NaN here and
 /// null in the output (never an invented number).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     /// `None` when the configuration runs.
     pub reason: Option<Reason>,
     pub limit: Option<Limit>,
+    /// Racks of the cluster: the grid's, or with `racks = "auto"` the fewest that meet the
+    /// demand and the SLOs (0 when they could not be sized).
+    pub racks: u32,
     pub gpus: u32,
     /// 0 when the layout is invalid (written as null).
     pub gpus_per_instance: u32,
@@ -143,9 +171,98 @@ pub struct Estimate {
     pub compute_bound_tokens_per_s_per_gpu: f64,
     pub hbm_bound_tokens_per_s_per_gpu: f64,
     pub comm_bound_tokens_per_s_per_gpu: f64,
+    /// Sizing against `[workload.demand]` (NaN / `None` without demand).
+    pub demand_requests_per_s: f64,
+    pub utilization: f64,
+    pub users_supported: f64,
+    pub demand_met: Option<bool>,
+    /// Whether the SLOs of `[sweep]` hold (`None` when the sweep sets none).
+    pub meets_slo: Option<bool>,
+    /// First-token latency percentiles at the operating load: idle prefill, queueing (G/G/c,
+    /// Allen-Cunneen) and KV reloads; and the p99 with M/M/c queueing.
+    pub ttft_p50_ms: f64,
+    pub ttft_p95_ms: f64,
+    pub ttft_p99_ms: f64,
+    pub ttft_p99_mmc_ms: f64,
+    pub tpot_p99_ms: f64,
+    /// Cached session context held off the GPU (cluster totals) and its reload time.
+    pub kv_host_gb: f64,
+    pub kv_storage_gb: f64,
+    pub kv_reload_ms: f64,
+    pub storage_servers: f64,
+    /// Power at the operating load: IT (GPUs, hosts, switches, storage), facility (x PUE), the
+    /// busiest rack's, and IT energy per output token.
+    pub power_kw: f64,
+    pub facility_power_kw: f64,
+    pub rack_power_kw: f64,
+    pub joules_per_token: f64,
+    pub usd_per_hour: f64,
+    pub usd_per_month: f64,
+    pub usd_per_mtok: f64,
+    pub tco_usd: f64,
+    pub kg_co2e_per_mtok: f64,
+    pub water_l_per_mtok: f64,
+    pub usd_per_month_autoscaling: f64,
+    pub usd_per_month_api: f64,
+}
+
+impl Default for Estimate {
+    fn default() -> Estimate {
+        Estimate::EMPTY
+    }
 }
 
 impl Estimate {
+    /// No configuration, no numbers: every metric NaN.
+    pub const EMPTY: Estimate = Estimate {
+        reason: None,
+        limit: None,
+        racks: 0,
+        gpus: 0,
+        gpus_per_instance: 0,
+        instances: 0,
+        prefill_instances: 0,
+        attention_dp: 0,
+        hbm_used_gb_per_gpu: f64::NAN,
+        hbm_weights_gb_per_gpu: f64::NAN,
+        hbm_kv_gb_per_gpu: f64::NAN,
+        ttft_ms: f64::NAN,
+        tpot_ms: f64::NAN,
+        tokens_per_s_per_user: f64::NAN,
+        tokens_per_s_per_instance: f64::NAN,
+        tokens_per_s_per_gpu: f64::NAN,
+        output_tokens_per_s: f64::NAN,
+        compute_bound_tokens_per_s_per_gpu: f64::NAN,
+        hbm_bound_tokens_per_s_per_gpu: f64::NAN,
+        comm_bound_tokens_per_s_per_gpu: f64::NAN,
+        demand_requests_per_s: f64::NAN,
+        utilization: f64::NAN,
+        users_supported: f64::NAN,
+        demand_met: None,
+        meets_slo: None,
+        ttft_p50_ms: f64::NAN,
+        ttft_p95_ms: f64::NAN,
+        ttft_p99_ms: f64::NAN,
+        ttft_p99_mmc_ms: f64::NAN,
+        tpot_p99_ms: f64::NAN,
+        kv_host_gb: f64::NAN,
+        kv_storage_gb: f64::NAN,
+        kv_reload_ms: f64::NAN,
+        storage_servers: f64::NAN,
+        power_kw: f64::NAN,
+        facility_power_kw: f64::NAN,
+        rack_power_kw: f64::NAN,
+        joules_per_token: f64::NAN,
+        usd_per_hour: f64::NAN,
+        usd_per_month: f64::NAN,
+        usd_per_mtok: f64::NAN,
+        tco_usd: f64::NAN,
+        kg_co2e_per_mtok: f64::NAN,
+        water_l_per_mtok: f64::NAN,
+        usd_per_month_autoscaling: f64::NAN,
+        usd_per_month_api: f64::NAN,
+    };
+
     fn with_layout(reason: Reason, l: &Layout) -> Estimate {
         Estimate {
             gpus_per_instance: l.gpus_per_instance,
@@ -155,27 +272,21 @@ impl Estimate {
         }
     }
 
+    /// An infeasible estimate that still reports its memory demand.
+    fn with_memory(reason: Reason, l: &Layout, m: &Memory) -> Estimate {
+        Estimate {
+            hbm_used_gb_per_gpu: m.used_bytes / 1e9,
+            hbm_weights_gb_per_gpu: m.weights_bytes / 1e9,
+            hbm_kv_gb_per_gpu: m.kv_bytes / 1e9,
+            ..Estimate::with_layout(reason, l)
+        }
+    }
+
     fn infeasible(reason: Reason, gpus: u32) -> Estimate {
         Estimate {
             reason: Some(reason),
-            limit: None,
             gpus,
-            gpus_per_instance: 0,
-            instances: 0,
-            prefill_instances: 0,
-            attention_dp: 0,
-            hbm_used_gb_per_gpu: f64::NAN,
-            hbm_weights_gb_per_gpu: f64::NAN,
-            hbm_kv_gb_per_gpu: f64::NAN,
-            ttft_ms: f64::NAN,
-            tpot_ms: f64::NAN,
-            tokens_per_s_per_user: f64::NAN,
-            tokens_per_s_per_instance: f64::NAN,
-            tokens_per_s_per_gpu: f64::NAN,
-            output_tokens_per_s: f64::NAN,
-            compute_bound_tokens_per_s_per_gpu: f64::NAN,
-            hbm_bound_tokens_per_s_per_gpu: f64::NAN,
-            comm_bound_tokens_per_s_per_gpu: f64::NAN,
+            ..Estimate::EMPTY
         }
     }
 
@@ -360,6 +471,9 @@ struct PlatformFacts {
     hbm_bytes_per_s: f64,
     scaleup: Tier,
     scaleout: Tier,
+    power: power::PowerFacts,
+    prices: cost::Prices,
+    tiers: kv_tiers::TierFacts,
 }
 
 /// What is served: mean prompt and output lengths, and the speculative-decoding parameters used
@@ -405,6 +519,51 @@ pub struct Context {
     pub spec_draft_layers: f64,
     pub calibration: Calibration,
     platforms: Vec<PlatformFacts>,
+    /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
+    pub phases: Vec<Phase>,
+    pub plan: Plan,
+}
+
+/// One phase of the schedule: its share of time, its load and its request lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    pub weight: f64,
+    pub load: demand::Load,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+}
+
+/// Sizing, power and cost settings of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Whether `[workload.demand]` is set (sizing columns are null without it).
+    pub demand: bool,
+    pub settings: sizing::Settings,
+    pub economics: crate::catalog::Economics,
+    /// Values of the grid's `ownership` axis.
+    pub ownership: Vec<cost::Ownership>,
+    /// Per-token API prices (input, output), USD per million tokens.
+    pub api_usd_per_mtok: Option<(f64, f64)>,
+}
+
+impl Plan {
+    /// No demand, no SLOs, the catalog's economics, cloud prices.
+    pub fn without_demand(economics: crate::catalog::Economics) -> Plan {
+        Plan {
+            demand: false,
+            settings: sizing::Settings {
+                target_utilization: demand::DEFAULT_TARGET_UTILIZATION,
+                think_s: 0.0,
+                prefill_variability: 1.0,
+                decode_variability: 1.0,
+                cached_tokens: 0.0,
+                slo: sizing::Slo::default(),
+            },
+            economics,
+            ownership: vec![cost::Ownership::Cloud],
+            api_usd_per_mtok: None,
+        }
+    }
 }
 
 impl Context {
@@ -463,6 +622,16 @@ impl Context {
                         alpha_s: rack.scaleout_latency_us * 1e-6,
                         launch_s: rack.collective_launch_us * 1e-6,
                     },
+                    power: power::PowerFacts::new(gpu, &rack),
+                    prices: cost::Prices::new(gpu),
+                    tiers: kv_tiers::TierFacts {
+                        host_bytes_per_gpu: rack.host_memory_gb_per_gpu * 1e9,
+                        host_link_bytes_per_s_per_gpu: rack.host_link_gbps_per_gpu * 1e9,
+                        storage_bytes_per_s_per_gpu: rack.storage_gbps_per_gpu * 1e9,
+                        storage_bytes_per_server: catalog.economics.storage_tb_per_server * 1e12,
+                        storage_bytes_per_s_per_server: catalog.economics.storage_gbps_per_server
+                            * 1e9,
+                    },
                     rack,
                 }
             })
@@ -475,6 +644,13 @@ impl Context {
             spec_draft_layers: workload.spec_draft_layers,
             calibration: catalog.calibration,
             platforms,
+            phases: vec![Phase {
+                weight: 1.0,
+                load: demand::Load::default(),
+                input_tokens: workload.input_tokens,
+                output_tokens: workload.output_tokens,
+            }],
+            plan: Plan::without_demand(catalog.economics),
         })
     }
 }
@@ -490,7 +666,10 @@ pub struct Instance<'a> {
     pub speculation: Speculation,
     /// Percent of instances in the prefill pool; 0 = aggregated serving.
     pub disagg_prefill_pct: u32,
-    usable_hbm_bytes: f64,
+    /// Mean prompt and output lengths served (the workload's, or a schedule phase's).
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub usable_hbm_bytes: f64,
 }
 
 /// Per-GPU memory of an instance holding a given number of sequences.
@@ -512,8 +691,8 @@ impl Instance<'_> {
             &self.stages,
             &self.rates,
             sequences,
-            c.input_tokens,
-            c.output_tokens,
+            self.input_tokens,
+            self.output_tokens,
             &self.speculation,
             self.disagg_prefill_pct == 0,
         )
@@ -526,7 +705,7 @@ impl Instance<'_> {
             &self.layout,
             &self.stages,
             &self.rates,
-            self.ctx.input_tokens,
+            self.input_tokens,
         )
     }
 
@@ -535,16 +714,17 @@ impl Instance<'_> {
     /// prompts.
     pub fn prefill_requests_per_s(&self) -> f64 {
         let c = self.ctx;
-        let tokens = memory::MAX_NUM_TOKENS.max(c.input_tokens);
+        let isl = self.input_tokens;
+        let tokens = memory::MAX_NUM_TOKENS.max(isl);
         let step_s = latency::prefill_step_s(
             &c.model,
             &self.layout,
             &self.stages,
             &self.rates,
             tokens,
-            c.input_tokens,
+            isl,
         );
-        f64::from(self.layout.attention_dp) * tokens / c.input_tokens / step_s
+        f64::from(self.layout.attention_dp) * tokens / isl / step_s
     }
 
     /// Seconds to ship one request's KV cache from a prefill to a decode instance: each GPU sends
@@ -558,7 +738,7 @@ impl Instance<'_> {
             l.tp,
             layers,
             self.rates.kv_bytes_per_element,
-            c.input_tokens,
+            self.input_tokens,
         );
         comm::point_to_point_s(bytes, self.rates.scaleout)
     }
@@ -575,7 +755,7 @@ impl Instance<'_> {
     fn memory_with(&self, sequences: f64, step: &latency::Decode) -> Memory {
         let (m, l) = (&self.ctx.model, &self.layout);
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
-        let context = self.ctx.input_tokens + self.ctx.output_tokens / 2.0;
+        let context = self.input_tokens + self.output_tokens / 2.0;
         let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
         for s in &self.stages {
             let w = s.weight_bytes(self.rates.weight_bytes_per_param);
@@ -605,6 +785,16 @@ impl Instance<'_> {
 
 /// Places and resolves a configuration, or returns the estimate that says why it cannot run.
 pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
+    instance_serving(ctx, p, ctx.input_tokens, ctx.output_tokens)
+}
+
+/// [`instance`] serving prompts of `input_tokens` and answers of `output_tokens` (a phase).
+pub fn instance_serving<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    input_tokens: f64,
+    output_tokens: f64,
+) -> Result<Instance<'a>, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let m = &ctx.model;
     let gpus = p.racks * platform.rack.gpus_per_rack();
@@ -644,104 +834,24 @@ pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimat
         rates,
         speculation,
         disagg_prefill_pct: p.disagg_prefill_pct,
+        input_tokens,
+        output_tokens,
         usable_hbm_bytes: platform.usable_hbm_bytes,
     })
 }
 
-/// Predicts one configuration at full batch. Pure: no I/O, no allocation.
+/// Predicts one configuration: performance at full batch, sizing against the demand, power and
+/// cost. Pure: no I/O, no allocation.
 pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
-    match instance(ctx, p) {
-        Ok(inst) => estimate(&inst, p.batch),
-        Err(estimate) => estimate,
-    }
+    cluster::evaluate(ctx, p)
 }
 
-/// Predicts a placed instance at full batch (`evaluate` once the configuration is resolved).
+/// Predicts a placed instance at full batch on its layout's cluster (`evaluate` once the
+/// configuration is resolved), without power, cost or sizing.
 pub fn estimate(inst: &Instance, batch: u32) -> Estimate {
-    let ctx = inst.ctx;
-    let l = &inst.layout;
-    let batch = f64::from(batch);
-    // One decode step serves both the activation sizing and the timing.
-    let decode = inst.decode(batch);
-    let mem = inst.memory_with(batch, &decode);
-    let memory = Estimate {
-        hbm_used_gb_per_gpu: mem.used_bytes / 1e9,
-        hbm_weights_gb_per_gpu: mem.weights_bytes / 1e9,
-        hbm_kv_gb_per_gpu: mem.kv_bytes / 1e9,
-        ..Estimate::with_layout(Reason::DoesNotFit, l)
-    };
-    if !mem.fits {
-        return Estimate {
-            limit: Some(Limit::Memory),
-            ..memory
-        };
-    }
-
-    let tpot_s = decode.tpot_s;
-    let gpus = f64::from(l.gpus);
-    let pp = f64::from(l.pp);
-    let gained = inst.speculation.tokens_per_step();
-    let compute_s = (pp * decode.stage.compute_s) / gained;
-    let memory_s = (pp * decode.stage.memory_s) / gained;
-    let comm_s = (pp * decode.stage.comm_s + decode.hops_s) / gained;
-    let mut limit = if comm_s >= compute_s.max(memory_s) {
-        Limit::Comm
-    } else if compute_s >= memory_s {
-        Limit::Compute
-    } else {
-        Limit::Hbm
-    };
-
-    // Aggregated: every instance decodes `batch` sequences and prefills their successors.
-    // Disaggregated: a prefill pool feeds a decode pool; the slower pool sets the request rate,
-    // and each request's KV cache crosses the network before its first token.
-    let (decode_instances, prefill_instances, ttft_s) = match inst.disagg_prefill_pct {
-        0 => (l.instances, 0, inst.prefill_s()),
-        pct => {
-            let prefill_instances =
-                ((f64::from(l.instances) * f64::from(pct) / 100.0).round() as u32).max(1);
-            if prefill_instances >= l.instances {
-                return Estimate::with_layout(Reason::DisaggNeedsTwoPools, l);
-            }
-            (
-                l.instances - prefill_instances,
-                prefill_instances,
-                inst.prefill_s() + inst.kv_transfer_s(),
-            )
-        }
-    };
-    let decode_rate = f64::from(decode_instances) * batch / (tpot_s * ctx.output_tokens);
-    let request_rate = if prefill_instances == 0 {
-        decode_rate
-    } else {
-        let prefill_rate = f64::from(prefill_instances) * inst.prefill_requests_per_s();
-        if prefill_rate < decode_rate {
-            limit = Limit::Compute;
-        }
-        prefill_rate.min(decode_rate)
-    };
-    let output_tokens_per_s = request_rate * ctx.output_tokens;
-    let per_gpu = |seconds: f64| {
-        if seconds > 0.0 {
-            batch / seconds * f64::from(decode_instances) / gpus
-        } else {
-            f64::NAN
-        }
-    };
-    Estimate {
-        reason: None,
-        limit: Some(limit),
-        prefill_instances,
-        ttft_ms: ttft_s * 1e3,
-        tpot_ms: tpot_s * 1e3,
-        tokens_per_s_per_user: 1.0 / tpot_s,
-        tokens_per_s_per_instance: output_tokens_per_s / f64::from(l.instances),
-        tokens_per_s_per_gpu: output_tokens_per_s / gpus,
-        output_tokens_per_s,
-        compute_bound_tokens_per_s_per_gpu: per_gpu(compute_s),
-        hbm_bound_tokens_per_s_per_gpu: per_gpu(memory_s),
-        comm_bound_tokens_per_s_per_gpu: per_gpu(comm_s),
-        ..memory
+    match Unit::new(inst, batch) {
+        Ok(unit) => unit.estimate(inst.layout.instances, inst.layout.gpus),
+        Err(estimate) => estimate,
     }
 }
 
@@ -786,6 +896,7 @@ pub(crate) mod tests {
             disagg_prefill_pct: vec![0],
             spec_tokens: vec![0],
             batch: vec![batch],
+            ownership: vec![cost::Ownership::Cloud],
         };
         let model = catalog.model("llama-3.1-70b").unwrap();
         let ctx = Context::new(catalog, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
@@ -954,6 +1065,7 @@ pub(crate) mod tests {
                 disagg_prefill_pct: vec![pct],
                 spec_tokens: vec![spec],
                 batch: vec![batch],
+                ownership: vec![cost::Ownership::Cloud],
             };
             let ctx = Context::new(&c, m, &grid, Workload::new(900.5, 300.0)).unwrap();
             let e = evaluate(&ctx, &grid.point(0));

@@ -81,7 +81,11 @@ pub fn standard_normal_quantile(p: f64) -> f64 {
 }
 
 /// Probability that an arrival waits in an M/M/c queue with offered load `a = lambda / mu`
-/// (Erlang C); 1 when `a >= c`.
+/// (Erlang C); 1 when `a >= c`. Cost is bounded whatever `c`: when the Poisson bound
+/// `B(c, a) <= 2 P(N = c)` (valid for `a <= c - 1`, where `P(N <= c) >= 1/2`) puts C below
+/// 1e-16 it returns 0, and otherwise the recurrence starts `10 sqrt(a)` below `a` from the
+/// overload asymptote `B(k) ~ 1 - k / a`, an error the recurrence damps by about `e^-50` before
+/// it reaches `c` (each step below `a` multiplies it by about `k / a`).
 pub fn erlang_c(servers: f64, offered: f64) -> f64 {
     if offered >= servers {
         return 1.0;
@@ -89,35 +93,105 @@ pub fn erlang_c(servers: f64, offered: f64) -> f64 {
     if offered <= 0.0 {
         return 0.0;
     }
-    let c = servers.floor().max(1.0) as u64;
-    let mut b = 1.0;
-    for k in 1..=c {
-        b = offered * b / (k as f64 + offered * b);
-    }
+    let c = servers.floor().max(1.0);
     let rho = offered / servers;
+    if offered <= c - 1.0 && c >= 50.0 {
+        let ln_pmf = c * offered.ln() - offered - ln_factorial(c);
+        let bound = 2.0 * ln_pmf.exp() / (1.0 - rho);
+        if bound < 1e-16 {
+            return 0.0;
+        }
+    }
+    let k0 = (offered - 10.0 * offered.sqrt() - 10.0).floor().max(0.0);
+    let mut b = if k0 > 0.0 { 1.0 - k0 / offered } else { 1.0 };
+    let mut k = k0 + 1.0;
+    while k <= c {
+        b = offered * b / (k + offered * b);
+        k += 1.0;
+    }
     b / (1.0 - rho + rho * b)
+}
+
+/// `ln(n!)` by Stirling's series (error below 1e-13 for n >= 50; Abramowitz & Stegun 6.1.41),
+/// exact summation below.
+fn ln_factorial(n: f64) -> f64 {
+    if n < 50.0 {
+        return (2..=n as u64).map(|k| (k as f64).ln()).sum();
+    }
+    let inv = 1.0 / n;
+    let inv2 = inv * inv;
+    n * n.ln() - n
+        + 0.5 * (2.0 * std::f64::consts::PI * n).ln()
+        + inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 / 1260.0))
+}
+
+/// A multi-server queue: `servers` in parallel, offered load `offered = lambda x service`
+/// (Erlangs), mean service time `service_s`, and variability `(ca^2 + cs^2) / 2` from the squared
+/// coefficients of variation of inter-arrival and service times (1 for M/M/c).
+///
+/// G/G/c waits follow the Allen-Cunneen approximation (Allen 1990, "Probability, Statistics and
+/// Queueing Theory", 2nd ed., section 6.4): the probability of waiting is Erlang C, and the wait
+/// of those who wait is exponential with its M/M/c mean scaled by the variability, so
+/// `Wq(G/G/c) = Wq(M/M/c) (ca^2 + cs^2) / 2`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Queue {
+    pub servers: f64,
+    pub offered: f64,
+    pub service_s: f64,
+    pub variability: f64,
+    /// Erlang C probability of waiting.
+    pub wait_probability: f64,
+}
+
+impl Queue {
+    pub fn new(servers: f64, offered: f64, service_s: f64, variability: f64) -> Queue {
+        Queue {
+            servers,
+            offered,
+            service_s,
+            variability,
+            wait_probability: erlang_c(servers, offered),
+        }
+    }
+
+    pub fn is_stable(&self) -> bool {
+        self.offered < self.servers
+    }
+
+    /// Mean wait of those who wait.
+    fn conditional_mean_s(&self) -> f64 {
+        self.variability * self.service_s / (self.servers - self.offered)
+    }
+
+    pub fn wait_mean_s(&self) -> f64 {
+        if !self.is_stable() {
+            return f64::INFINITY;
+        }
+        self.wait_probability * self.conditional_mean_s()
+    }
+
+    /// `p`-quantile of the wait: zero with probability `1 - C`, else exponential.
+    pub fn wait_quantile_s(&self, p: f64) -> f64 {
+        if !self.is_stable() {
+            return f64::INFINITY;
+        }
+        if self.wait_probability <= 1.0 - p {
+            return 0.0;
+        }
+        (self.wait_probability / (1.0 - p)).ln() * self.conditional_mean_s()
+    }
 }
 
 /// Mean waiting time in M/M/c: `C(c, a) * service / (c - a)`.
 pub fn mmc_wait_mean_s(servers: f64, offered: f64, service_s: f64) -> f64 {
-    if offered >= servers {
-        return f64::INFINITY;
-    }
-    erlang_c(servers, offered) * service_s / (servers - offered)
+    Queue::new(servers, offered, service_s, 1.0).wait_mean_s()
 }
 
 /// `p`-quantile of the waiting time in M/M/c with `servers`, offered load `offered` and mean
 /// service time `service_s`: waiting is zero with probability `1 - C`, else exponential with rate
 /// `(c - a) / service`.
 pub fn mmc_wait_quantile_s(servers: f64, offered: f64, service_s: f64, p: f64) -> f64 {
-    if offered >= servers {
-        return f64::INFINITY;
-    }
-    let wait_probability = erlang_c(servers, offered);
-    if wait_probability <= 1.0 - p {
-        return 0.0;
-    }
-    (wait_probability / (1.0 - p)).ln() * service_s / (servers - offered)
+    Queue::new(servers, offered, service_s, 1.0).wait_quantile_s(p)
 }
 
 #[cfg(test)]
@@ -152,6 +226,55 @@ mod tests {
         // Thousands of servers without overflow.
         let big = erlang_c(5000.0, 4900.0);
         assert!(big > 0.0 && big < 1.0, "{big}");
+    }
+
+    /// The bounded-cost paths agree with the full Erlang B recurrence run from zero.
+    #[test]
+    fn erlang_c_shortcuts_match_the_full_recurrence() {
+        fn full(c: f64, a: f64) -> f64 {
+            let mut b = 1.0;
+            for k in 1..=c as u64 {
+                b = a * b / (k as f64 + a * b);
+            }
+            let rho = a / c;
+            b / (1.0 - rho + rho * b)
+        }
+        for (c, a) in [
+            (60.0, 55.0),
+            (500.0, 480.0),
+            (5000.0, 4900.0),
+            (20_000.0, 19_800.0),
+            (20_000.0, 15_000.0),
+            (200.0, 150.0),
+        ] {
+            let (fast, exact) = (erlang_c(c, a), full(c, a));
+            assert!(
+                (fast - exact).abs() <= 1e-12 + 1e-9 * exact,
+                "c={c} a={a}: {fast} vs {exact}"
+            );
+        }
+        // 20,000 servers at 75 % load: waiting is practically impossible.
+        assert_eq!(erlang_c(20_000.0, 15_000.0), 0.0);
+        // Stirling matches exact summation at the switch.
+        let exact: f64 = (2..=60u64).map(|k| (k as f64).ln()).sum();
+        assert!((ln_factorial(60.0) - exact).abs() < 1e-10);
+    }
+
+    /// Allen-Cunneen: with exponential arrivals and deterministic service (ca^2 = 1, cs^2 = 0)
+    /// an M/D/1 queue waits half as long as M/M/1, which is exact for M/D/1 (Pollaczek-Khinchine).
+    #[test]
+    fn allen_cunneen_halves_md1() {
+        let mm1 = Queue::new(1.0, 0.8, 1.0, 1.0);
+        let md1 = Queue::new(1.0, 0.8, 1.0, 0.5);
+        // M/M/1 at rho = 0.8: Wq = rho / (mu - lambda) = 4 s; M/D/1: 2 s.
+        assert!((mm1.wait_mean_s() - 4.0).abs() < 1e-12);
+        assert!((md1.wait_mean_s() - 2.0).abs() < 1e-12);
+        assert!(md1.wait_quantile_s(0.99) < mm1.wait_quantile_s(0.99));
+        assert!(
+            Queue::new(2.0, 2.0, 1.0, 1.0)
+                .wait_quantile_s(0.5)
+                .is_infinite()
+        );
     }
 
     #[test]

@@ -55,12 +55,12 @@ impl Limits {
 
 /// Requests per second the instance completes with `max_batch` sequences always running.
 pub fn capacity_per_s(inst: &Instance, max_batch: f64) -> f64 {
-    max_batch / (inst.ctx.output_tokens * inst.decode(max_batch).tpot_s)
+    max_batch / (inst.output_tokens * inst.decode(max_batch).tpot_s)
 }
 
 /// The steady state at `rate_per_s`, or `None` if the instance cannot keep up.
 pub fn at_rate(inst: &Instance, max_batch: f64, rate_per_s: f64) -> Option<Serving> {
-    let (isl, osl) = (inst.ctx.input_tokens, inst.ctx.output_tokens);
+    let (isl, osl) = (inst.input_tokens, inst.output_tokens);
     if rate_per_s <= 0.0 || rate_per_s >= capacity_per_s(inst, max_batch) {
         return None;
     }

@@ -2,7 +2,8 @@
 //! whose every id resolves and whose grid is within bounds. Errors are [`UserError`]s naming the
 //! file, line, column, key and value, with a hint. Nothing here evaluates configurations.
 
-pub mod raw;
+mod plan;
+mod raw;
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -73,6 +74,9 @@ pub struct Spec {
     pub spec_draft_layers: f64,
     pub catalog: Catalog,
     pub grid: Grid,
+    /// Sizing, SLO and cost settings, and the schedule.
+    pub plan: crate::perf::Plan,
+    pub phases: Vec<crate::perf::Phase>,
 }
 
 impl Spec {
@@ -85,8 +89,14 @@ impl Spec {
             spec_acceptance: self.spec_acceptance,
             spec_draft_layers: self.spec_draft_layers,
         };
-        crate::perf::Context::new(&self.catalog, model, &self.grid, workload)
-            .expect("spec validation guarantees the model has a vocabulary")
+        let mut ctx = crate::perf::Context::new(&self.catalog, model, &self.grid, workload)
+            .expect("spec validation guarantees the model has a vocabulary");
+        ctx.phases = self.phases.clone();
+        ctx.plan = crate::perf::Plan {
+            ownership: self.grid.ownership.clone(),
+            ..self.plan.clone()
+        };
+        ctx
     }
 }
 
@@ -139,6 +149,7 @@ impl Loader<'_> {
             gpu,
             rack,
             model,
+            cost,
         } = raw;
 
         // Pass 1: the catalog, with the sweep's inline presets.
@@ -214,8 +225,27 @@ impl Loader<'_> {
                 .with_hint("shorten the workload or pick a model with a longer max_context"));
         }
 
-        // Pass 4: the [grid] axes.
-        let grid = self.grid(&catalog, grid)?;
+        // Pass 4: demand, schedule, SLOs and [cost].
+        let slo = self.slo(
+            &sweep.ttft_p99_ms,
+            &sweep.tpot_p99_ms,
+            &sweep.tokens_per_s_per_user,
+        )?;
+        let shape = plan::WorkloadShape {
+            input_tokens,
+            output_tokens,
+            max_context,
+            cached_tokens: &workload.cached_tokens,
+            think_s: &workload.think_s,
+            input_tokens_cv: &workload.input_tokens_cv,
+            output_tokens_cv: &workload.output_tokens_cv,
+            demand: &workload.demand,
+            phases: &workload.phase,
+        };
+        let (plan, phases) = self.plan(&shape, slo, &mut catalog, &cost)?;
+
+        // Pass 5: the [grid] axes.
+        let grid = self.grid(&catalog, grid, plan.demand)?;
         let len = grid.checked_len().ok_or_else(|| {
             UserError::new(format!(
                 "{}: the grid has more than 2^64 configurations",
@@ -248,6 +278,8 @@ impl Loader<'_> {
             spec_draft_layers,
             catalog,
             grid,
+            plan,
+            phases,
         })
     }
 
@@ -454,7 +486,7 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    fn grid(&self, catalog: &Catalog, g: raw::RawGrid) -> Result<Grid, UserError> {
+    fn grid(&self, catalog: &Catalog, g: raw::RawGrid, demand: bool) -> Result<Grid, UserError> {
         let raw::RawGrid {
             hardware,
             rack,
@@ -467,7 +499,34 @@ impl Loader<'_> {
             batch,
             weight_dtype,
             kv_dtype,
+            ownership,
         } = g;
+        if let Some(r) = &racks
+            && matches!(r.get_ref(), IntAxis::Word(w) if w == "auto")
+            && !demand
+        {
+            return Err(self
+                .at(r.span(), "grid.racks: \"auto\" sizes the cluster to [workload.demand], which this sweep does not set")
+                .with_hint("add a [workload.demand] table (e.g. concurrent_users = 1000), or list rack counts"));
+        }
+        let ownership = match &ownership {
+            None => vec![crate::perf::cost::Ownership::Cloud],
+            Some(names) => {
+                let all = crate::perf::cost::Ownership::ALL.map(|o| o.as_str());
+                let indices = self.names(
+                    names,
+                    "grid.ownership",
+                    "ownership mode",
+                    |id| crate::perf::cost::Ownership::parse(id).map(|o| o as usize),
+                    &all,
+                    "\"cloud\" (rented GPU-hours) or \"owned\" (capex and opex)",
+                )?;
+                indices
+                    .into_iter()
+                    .map(|i| crate::perf::cost::Ownership::ALL[i])
+                    .collect()
+            }
+        };
         let gpu_ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
         let rack_ids: Vec<&str> = catalog.racks.iter().map(|r| r.id.as_str()).collect();
         let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
@@ -561,6 +620,7 @@ impl Loader<'_> {
             )?,
             spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
             batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
+            ownership,
         })
     }
 
@@ -613,6 +673,19 @@ impl Loader<'_> {
                     out.push(x);
                 }
                 out
+            }
+            IntAxis::Word(w) if key == "grid.racks" && w == "auto" => {
+                vec![crate::perf::cluster::AUTO_RACKS]
+            }
+            IntAxis::Word(w) => {
+                let hint = if key == "grid.racks" {
+                    "a list of rack counts, a range, or \"auto\" to size the cluster to the demand"
+                } else {
+                    "a list of integers, or a range { from, to, step } / { from, to, factor }"
+                };
+                return Err(self
+                    .at(axis.span(), format!("{key}: \"{w}\" is not a number"))
+                    .with_hint(hint));
             }
             IntAxis::Range(r) => {
                 let from = self.in_bounds(&r.from, &format!("{key}.from"), bounds)?;

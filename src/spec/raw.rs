@@ -21,6 +21,7 @@ pub struct RawSpec {
     pub rack: Vec<Spanned<Rack>>,
     #[serde(default)]
     pub model: Vec<Spanned<Model>>,
+    pub cost: Option<RawCost>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -32,6 +33,9 @@ pub struct RawSweep {
     pub objectives: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub constraints: Vec<Spanned<String>>,
+    pub ttft_p99_ms: Option<Spanned<f64>>,
+    pub tpot_p99_ms: Option<Spanned<f64>>,
+    pub tokens_per_s_per_user: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,6 +48,133 @@ pub struct RawWorkload {
     pub spec_acceptance: Option<Spanned<f64>>,
     /// Cost of proposing one draft token, in layers of the target model.
     pub spec_draft_layers: Option<Spanned<f64>>,
+    pub cached_tokens: Option<Spanned<f64>>,
+    pub think_s: Option<Spanned<f64>>,
+    pub input_tokens_cv: Option<Spanned<f64>>,
+    pub output_tokens_cv: Option<Spanned<f64>>,
+    pub demand: Option<Spanned<RawDemand>>,
+    #[serde(default)]
+    pub phase: Vec<Spanned<RawPhase>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDemand {
+    pub concurrent_users: Option<Spanned<f64>>,
+    pub arrival_rate_per_s: Option<Spanned<f64>>,
+    pub session_minutes: Option<Spanned<f64>>,
+    pub percentile: Option<Spanned<f64>>,
+    pub requests_per_s: Option<Spanned<f64>>,
+    pub tokens_per_day: Option<Spanned<f64>>,
+    pub traffic: Option<Spanned<RawTraffic>>,
+    pub target_utilization: Option<Spanned<f64>>,
+}
+
+/// A named traffic pattern or `{ active_ratio, burst_factor }`.
+#[derive(Debug)]
+pub enum RawTraffic {
+    Named(String),
+    Custom(RawCustomTraffic),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCustomTraffic {
+    pub active_ratio: Spanned<f64>,
+    pub burst_factor: Spanned<f64>,
+}
+
+impl<'de> Deserialize<'de> for RawTraffic {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TrafficVisitor;
+
+        impl<'de> Visitor<'de> for TrafficVisitor {
+            type Value = RawTraffic;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "\"steady\", \"business-hours\", \"bursty\" or { active_ratio, burst_factor }",
+                )
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTraffic, E> {
+                Ok(RawTraffic::Named(v.to_string()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawTraffic, A::Error> {
+                RawCustomTraffic::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawTraffic::Custom)
+            }
+        }
+
+        deserializer.deserialize_any(TrafficVisitor)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPhase {
+    pub name: Spanned<String>,
+    pub weight: Option<Spanned<f64>>,
+    pub duration_h: Option<Spanned<f64>>,
+    pub load_scale: Option<Spanned<f64>>,
+    pub input_tokens: Option<Spanned<f64>>,
+    pub output_tokens: Option<Spanned<f64>>,
+}
+
+/// `[cost]`: overrides of `data/economics.toml`, per-GPU prices and API prices.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCost {
+    pub pue: Option<Spanned<f64>>,
+    pub usd_per_kwh: Option<Spanned<f64>>,
+    pub kg_co2e_per_kwh: Option<Spanned<f64>>,
+    pub water_l_per_kwh: Option<Spanned<f64>>,
+    pub facility_capex_usd_per_kw: Option<Spanned<f64>>,
+    pub facility_years: Option<Spanned<f64>>,
+    pub hosting_usd_per_kw_month: Option<Spanned<f64>>,
+    pub maintenance_pct_per_year: Option<Spanned<f64>>,
+    pub network_capex_usd_per_rack: Option<Spanned<f64>>,
+    pub years: Option<Spanned<f64>>,
+    pub storage_tb_per_server: Option<Spanned<f64>>,
+    pub storage_gbps_per_server: Option<Spanned<f64>>,
+    pub storage_power_kw_per_server: Option<Spanned<f64>>,
+    pub storage_capex_usd_per_server: Option<Spanned<f64>>,
+    pub usd_per_mtok_api_input: Option<Spanned<f64>>,
+    pub usd_per_mtok_api_output: Option<Spanned<f64>>,
+    pub usd_per_gpu_hour: Option<Spanned<std::collections::BTreeMap<String, Spanned<f64>>>>,
+    pub capex_usd_per_gpu: Option<Spanned<std::collections::BTreeMap<String, Spanned<f64>>>>,
+}
+
+impl RawCost {
+    /// The economics overrides, by key.
+    pub fn economics(&self) -> [(&'static str, &Option<Spanned<f64>>); 14] {
+        [
+            ("pue", &self.pue),
+            ("usd_per_kwh", &self.usd_per_kwh),
+            ("kg_co2e_per_kwh", &self.kg_co2e_per_kwh),
+            ("water_l_per_kwh", &self.water_l_per_kwh),
+            ("facility_capex_usd_per_kw", &self.facility_capex_usd_per_kw),
+            ("facility_years", &self.facility_years),
+            ("hosting_usd_per_kw_month", &self.hosting_usd_per_kw_month),
+            ("maintenance_pct_per_year", &self.maintenance_pct_per_year),
+            (
+                "network_capex_usd_per_rack",
+                &self.network_capex_usd_per_rack,
+            ),
+            ("years", &self.years),
+            ("storage_tb_per_server", &self.storage_tb_per_server),
+            ("storage_gbps_per_server", &self.storage_gbps_per_server),
+            (
+                "storage_power_kw_per_server",
+                &self.storage_power_kw_per_server,
+            ),
+            (
+                "storage_capex_usd_per_server",
+                &self.storage_capex_usd_per_server,
+            ),
+        ]
+    }
 }
 
 pub type Names = Spanned<Vec<Spanned<String>>>;
@@ -62,6 +193,7 @@ pub struct RawGrid {
     pub batch: Option<Spanned<IntAxis>>,
     pub weight_dtype: Option<Names>,
     pub kv_dtype: Option<Names>,
+    pub ownership: Option<Names>,
 }
 
 /// An integer axis: a list (`[1, 2, 4]`) or a range (`{ from = 1, to = 64, step = 1 }` or
@@ -71,6 +203,8 @@ pub struct RawGrid {
 pub enum IntAxis {
     List(Vec<Spanned<i64>>),
     Range(RawRange),
+    /// A word where numbers go: `"auto"` for racks, an error elsewhere.
+    Word(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -101,6 +235,10 @@ impl<'de> Deserialize<'de> for IntAxis {
                     values.push(v);
                 }
                 Ok(IntAxis::List(values))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntAxis, E> {
+                Ok(IntAxis::Word(v.to_string()))
             }
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IntAxis, A::Error> {

@@ -205,6 +205,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         disagg_prefill_pct: vec![0],
         spec_tokens: vec![0],
         batch,
+        ownership: vec![crate::perf::cost::Ownership::Cloud],
     };
     let ctx =
         Context::new(&catalog, model, &grid, Workload::new(isl, osl)).expect("vocabulary checked");

@@ -1,0 +1,145 @@
+//! What a cluster costs: rented (`cloud`, per GPU-hour) or owned (capex amortized, energy,
+//! hosting, maintenance), per hour, per month, per million output tokens and over the horizon;
+//! carbon and water per million tokens. Formulas: docs/model.md, "Cost".
+
+use crate::catalog::{Economics, Gpu};
+
+/// Hours in a month as the cost columns count them (8,760 / 12).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+pub const HOURS_PER_YEAR: f64 = 8760.0;
+
+/// How the hardware is paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Ownership {
+    Cloud,
+    Owned,
+}
+
+impl Ownership {
+    pub const ALL: [Ownership; 2] = [Ownership::Cloud, Ownership::Owned];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ownership::Cloud => "cloud",
+            Ownership::Owned => "owned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Ownership> {
+        Ownership::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
+/// Per-platform prices (NaN where neither the catalog nor the sweep gives one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    pub usd_per_gpu_hour: f64,
+    pub capex_usd_per_gpu: f64,
+}
+
+impl Prices {
+    pub fn new(gpu: &Gpu) -> Prices {
+        Prices {
+            usd_per_gpu_hour: gpu.usd_per_gpu_hour.unwrap_or(f64::NAN),
+            capex_usd_per_gpu: gpu.capex_usd_per_gpu.unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// What is being paid for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Footprint {
+    pub gpus: f64,
+    pub racks: f64,
+    pub storage_servers: f64,
+    /// IT power at the operating load, kW.
+    pub it_kw: f64,
+    /// IT power at full load, the capacity the facility must provide, kW.
+    pub provisioned_it_kw: f64,
+}
+
+/// USD per hour of the footprint.
+///
+/// Owned: hardware capex (GPU servers, network per rack, storage servers) straight-line over
+/// `years`, facility capex per provisioned kW over `facility_years`, maintenance as a yearly
+/// share of hardware capex, electricity for IT power x PUE, and colocation per provisioned kW.
+/// Cloud: GPU-hours at the list price; KV storage servers, which no GPU price includes, at their
+/// owned cost.
+pub fn usd_per_hour(o: Ownership, f: &Footprint, p: &Prices, e: &Economics) -> f64 {
+    let storage_capex = f.storage_servers * e.storage_capex_usd_per_server;
+    let storage_kw = f.storage_servers * e.storage_power_kw_per_server;
+    let storage_per_hour = storage_capex / (e.years * HOURS_PER_YEAR)
+        + storage_capex * e.maintenance_pct_per_year / 100.0 / HOURS_PER_YEAR
+        + storage_kw * e.pue * e.usd_per_kwh;
+    match o {
+        Ownership::Cloud => f.gpus * p.usd_per_gpu_hour + storage_per_hour,
+        Ownership::Owned => {
+            let hardware_capex =
+                f.gpus * p.capex_usd_per_gpu + f.racks * e.network_capex_usd_per_rack;
+            let facility_capex = e.facility_capex_usd_per_kw * f.provisioned_it_kw;
+            hardware_capex / (e.years * HOURS_PER_YEAR)
+                + facility_capex / (e.facility_years * HOURS_PER_YEAR)
+                + hardware_capex * e.maintenance_pct_per_year / 100.0 / HOURS_PER_YEAR
+                + (f.it_kw - storage_kw) * e.pue * e.usd_per_kwh
+                + e.hosting_usd_per_kw_month * f.provisioned_it_kw / HOURS_PER_MONTH
+                + storage_per_hour
+        }
+    }
+}
+
+/// Per million output tokens served at `tokens_per_s`: a rate per hour over the tokens of an hour.
+pub fn per_mtok(per_hour: f64, tokens_per_s: f64) -> f64 {
+    per_hour / (tokens_per_s * 3600.0) * 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn economics() -> Economics {
+        Economics {
+            pue: 1.25,
+            usd_per_kwh: 0.08,
+            kg_co2e_per_kwh: 0.4,
+            water_l_per_kwh: 1.8,
+            facility_capex_usd_per_kw: 10_000.0,
+            facility_years: 15.0,
+            hosting_usd_per_kw_month: 0.0,
+            maintenance_pct_per_year: 5.0,
+            network_capex_usd_per_rack: 100_000.0,
+            years: 5.0,
+            storage_tb_per_server: 100.0,
+            storage_gbps_per_server: 50.0,
+            storage_power_kw_per_server: 1.0,
+            storage_capex_usd_per_server: 50_000.0,
+        }
+    }
+
+    /// By hand: 32 GPUs in 1 rack, 40 kW provisioned, 30 kW drawn.
+    #[test]
+    fn owned_and_cloud_by_hand() {
+        let e = economics();
+        let p = Prices {
+            usd_per_gpu_hour: 3.0,
+            capex_usd_per_gpu: 40_000.0,
+        };
+        let f = Footprint {
+            gpus: 32.0,
+            racks: 1.0,
+            storage_servers: 0.0,
+            it_kw: 30.0,
+            provisioned_it_kw: 40.0,
+        };
+        assert!((usd_per_hour(Ownership::Cloud, &f, &p, &e) - 96.0).abs() < 1e-9);
+        let hardware = 32.0 * 40_000.0 + 100_000.0;
+        let expected = hardware / (5.0 * 8760.0)
+            + 400_000.0 / (15.0 * 8760.0)
+            + hardware * 0.05 / 8760.0
+            + 30.0 * 1.25 * 0.08;
+        let owned = usd_per_hour(Ownership::Owned, &f, &p, &e);
+        assert!((owned - expected).abs() < 1e-9, "{owned} vs {expected}");
+        // $96/h over 1,000 tokens/s: 96 / 3.6e6 x 1e6 = $26.67 per million tokens.
+        assert!((per_mtok(96.0, 1000.0) - 26.666_666_666_7).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,456 @@
+//! Validates the sizing, schedule, SLO and cost parts of a sweep file: `[workload.demand]`,
+//! `[[workload.phase]]`, the request-shape keys of `[workload]`, the SLO keys of `[sweep]` and
+//! `[cost]`. Produces the performance model's [`Plan`] and schedule [`Phase`]s.
+
+use toml::Spanned;
+
+use crate::catalog::Catalog;
+use crate::error::UserError;
+use crate::perf::demand::{self, Demand, Sessions, Traffic};
+use crate::perf::sizing::{Settings, Slo, variability};
+use crate::perf::{Phase, Plan};
+
+use super::Loader;
+use super::raw::{RawCost, RawDemand, RawPhase, RawTraffic};
+
+/// Coefficient of variation of prompt and output lengths when the sweep gives none: 1, the
+/// exponential (memoryless) case, for which G/G/c reduces to M/M/c.
+pub const DEFAULT_LENGTH_CV: f64 = 1.0;
+
+/// Schedule phases a sweep may define (each multiplies the work per configuration).
+pub const MAX_PHASES: usize = 16;
+
+/// The `[workload]` keys this module reads.
+pub struct WorkloadShape<'a> {
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub max_context: f64,
+    pub cached_tokens: &'a Option<Spanned<f64>>,
+    pub think_s: &'a Option<Spanned<f64>>,
+    pub input_tokens_cv: &'a Option<Spanned<f64>>,
+    pub output_tokens_cv: &'a Option<Spanned<f64>>,
+    pub demand: &'a Option<Spanned<RawDemand>>,
+    pub phases: &'a [Spanned<RawPhase>],
+}
+
+impl Loader<'_> {
+    /// A number that must satisfy `ok`, else an error naming the key and stating `rule`.
+    fn number(
+        &self,
+        v: &Spanned<f64>,
+        key: &str,
+        ok: impl Fn(f64) -> bool,
+        rule: &str,
+    ) -> Result<f64, UserError> {
+        let x = *v.get_ref();
+        if x.is_finite() && ok(x) {
+            Ok(x)
+        } else {
+            Err(self.at(v.span(), format!("{key}: {x} {rule}")))
+        }
+    }
+
+    fn optional(
+        &self,
+        v: &Option<Spanned<f64>>,
+        key: &str,
+        default: f64,
+        ok: impl Fn(f64) -> bool,
+        rule: &str,
+    ) -> Result<f64, UserError> {
+        match v {
+            None => Ok(default),
+            Some(v) => self.number(v, key, ok, rule),
+        }
+    }
+
+    pub(super) fn slo(
+        &self,
+        ttft: &Option<Spanned<f64>>,
+        tpot: &Option<Spanned<f64>>,
+        user: &Option<Spanned<f64>>,
+    ) -> Result<Slo, UserError> {
+        let positive = |v: &Option<Spanned<f64>>, key: &str| {
+            v.as_ref()
+                .map(|v| self.number(v, key, |x| x > 0.0, "must be positive"))
+                .transpose()
+        };
+        Ok(Slo {
+            ttft_p99_s: positive(ttft, "sweep.ttft_p99_ms")?.map(|ms| ms / 1e3),
+            tpot_p99_s: positive(tpot, "sweep.tpot_p99_ms")?.map(|ms| ms / 1e3),
+            tokens_per_s_per_user: positive(user, "sweep.tokens_per_s_per_user")?,
+        })
+    }
+
+    fn demand(&self, d: &Spanned<RawDemand>) -> Result<(Demand, f64), UserError> {
+        let RawDemand {
+            concurrent_users,
+            arrival_rate_per_s,
+            session_minutes,
+            percentile,
+            requests_per_s,
+            tokens_per_day,
+            traffic,
+            target_utilization,
+        } = d.get_ref();
+        let positive = |v: &Option<Spanned<f64>>, key: &str| {
+            v.as_ref()
+                .map(|v| self.number(v, key, |x| x > 0.0, "must be positive"))
+                .transpose()
+        };
+        let sessions = match (arrival_rate_per_s, session_minutes) {
+            (Some(rate), Some(minutes)) => Some(Sessions {
+                arrival_rate_per_s: positive(
+                    &Some(rate.clone()),
+                    "workload.demand.arrival_rate_per_s",
+                )?
+                .unwrap_or_default(),
+                session_s: 60.0
+                    * positive(&Some(minutes.clone()), "workload.demand.session_minutes")?
+                        .unwrap_or_default(),
+                percentile: self.optional(
+                    percentile,
+                    "workload.demand.percentile",
+                    demand::DEFAULT_PERCENTILE,
+                    |p| p > 0.0 && p < 1.0,
+                    "must be in (0, 1), e.g. 0.95",
+                )?,
+            }),
+            (Some(v), None) | (None, Some(v)) => {
+                return Err(self
+                    .at(v.span(), "workload.demand: arrival_rate_per_s and session_minutes go together")
+                    .with_hint("sessions arrive at arrival_rate_per_s and last session_minutes on average; set both"));
+            }
+            (None, None) => {
+                if let Some(p) = percentile {
+                    return Err(self
+                        .at(p.span(), "workload.demand.percentile: only applies to arrival_rate_per_s + session_minutes")
+                        .with_hint("remove it, or set the session arrival rate and length"));
+                }
+                None
+            }
+        };
+        let traffic_pattern = match traffic {
+            None => Traffic::STEADY,
+            Some(t) => {
+                if tokens_per_day.is_none() {
+                    return Err(self
+                        .at(
+                            t.span(),
+                            "workload.demand.traffic: only applies to tokens_per_day",
+                        )
+                        .with_hint("set tokens_per_day, or remove traffic"));
+                }
+                match t.get_ref() {
+                    RawTraffic::Named(name) => Traffic::named(name).ok_or_else(|| {
+                        self.at(
+                            t.span(),
+                            format!("workload.demand.traffic: unknown pattern \"{name}\""),
+                        )
+                        .with_hint(format!(
+                            "use one of {}, or {{ active_ratio = 0.5, burst_factor = 2.0 }}",
+                            Traffic::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                        ))
+                    })?,
+                    RawTraffic::Custom(c) => Traffic {
+                        active_ratio: self.number(
+                            &c.active_ratio,
+                            "workload.demand.traffic.active_ratio",
+                            |x| x > 0.0 && x <= 1.0,
+                            "must be in (0, 1]",
+                        )?,
+                        burst_factor: self.number(
+                            &c.burst_factor,
+                            "workload.demand.traffic.burst_factor",
+                            |x| x >= 1.0,
+                            "must be at least 1",
+                        )?,
+                    },
+                }
+            }
+        };
+        let demand = Demand {
+            concurrent_users: positive(concurrent_users, "workload.demand.concurrent_users")?,
+            sessions,
+            requests_per_s: positive(requests_per_s, "workload.demand.requests_per_s")?,
+            tokens_per_day: positive(tokens_per_day, "workload.demand.tokens_per_day")?
+                .map(|t| (t, traffic_pattern)),
+        };
+        if !demand.is_set() {
+            return Err(self
+                .at(d.span(), "workload.demand: no demand given")
+                .with_hint("set concurrent_users, arrival_rate_per_s + session_minutes, requests_per_s or tokens_per_day"));
+        }
+        let target = self.optional(
+            target_utilization,
+            "workload.demand.target_utilization",
+            demand::DEFAULT_TARGET_UTILIZATION,
+            |x| x > 0.0 && x <= 1.0,
+            "must be in (0, 1]",
+        )?;
+        Ok((demand, target))
+    }
+
+    /// The plan and the schedule. `demand` is `None` when `[workload.demand]` is absent.
+    pub(super) fn plan(
+        &self,
+        w: &WorkloadShape,
+        slo: Slo,
+        catalog: &mut Catalog,
+        cost: &Option<RawCost>,
+    ) -> Result<(Plan, Vec<Phase>), UserError> {
+        let (demand, target_utilization) = match w.demand {
+            Some(d) => {
+                let (demand, target) = self.demand(d)?;
+                (Some(demand), target)
+            }
+            None => (None, demand::DEFAULT_TARGET_UTILIZATION),
+        };
+        let non_negative = |x: f64| x >= 0.0;
+        let think_s = self.optional(
+            w.think_s,
+            "workload.think_s",
+            0.0,
+            non_negative,
+            "must be zero or positive",
+        )?;
+        let cached_tokens = self.optional(
+            w.cached_tokens,
+            "workload.cached_tokens",
+            0.0,
+            non_negative,
+            "must be zero or positive",
+        )?;
+        if let Some(c) = w.cached_tokens
+            && cached_tokens > 0.0
+            && think_s == 0.0
+        {
+            return Err(self
+                .at(c.span(), "workload.cached_tokens: set, but think_s is 0, so no session is ever idle between turns")
+                .with_hint("set workload.think_s, the seconds a user reads between answers"));
+        }
+        if let Some(c) = w.cached_tokens
+            && cached_tokens + w.input_tokens + w.output_tokens > w.max_context
+        {
+            return Err(self.at(
+                c.span(),
+                format!(
+                    "workload.cached_tokens: {cached_tokens} cached + input + output exceeds the model's context ({})",
+                    w.max_context
+                ),
+            ));
+        }
+        let cv = |v: &Option<Spanned<f64>>, key: &str| {
+            self.optional(
+                v,
+                key,
+                DEFAULT_LENGTH_CV,
+                non_negative,
+                "must be zero or positive",
+            )
+        };
+        let settings = Settings {
+            target_utilization,
+            think_s,
+            prefill_variability: variability(cv(w.input_tokens_cv, "workload.input_tokens_cv")?),
+            decode_variability: variability(cv(w.output_tokens_cv, "workload.output_tokens_cv")?),
+            cached_tokens,
+            slo,
+        };
+        let demand_or_default = demand.unwrap_or_default();
+        let phases = self.phases(w, &demand_or_default)?;
+        let api_usd_per_mtok = self.costs(catalog, cost)?;
+        let plan = Plan {
+            demand: demand.is_some(),
+            settings,
+            economics: catalog.economics,
+            ownership: Vec::new(),
+            api_usd_per_mtok,
+        };
+        Ok((plan, phases))
+    }
+
+    fn phases(&self, w: &WorkloadShape, demand: &Demand) -> Result<Vec<Phase>, UserError> {
+        if w.phases.is_empty() {
+            return Ok(vec![Phase {
+                weight: 1.0,
+                load: demand.load(1.0, w.input_tokens + w.output_tokens),
+                input_tokens: w.input_tokens,
+                output_tokens: w.output_tokens,
+            }]);
+        }
+        if w.phases.len() > MAX_PHASES {
+            return Err(self.at(
+                w.phases[MAX_PHASES].span(),
+                format!("workload.phase: more than {MAX_PHASES} phases"),
+            ));
+        }
+        let mut phases = Vec::new();
+        let mut by_hours = None;
+        let mut names = std::collections::HashSet::new();
+        for (i, ph) in w.phases.iter().enumerate() {
+            let key = format!("workload.phase[{i}]");
+            let RawPhase {
+                name,
+                weight,
+                duration_h,
+                load_scale,
+                input_tokens,
+                output_tokens,
+            } = ph.get_ref();
+            if !names.insert(name.get_ref().clone()) {
+                return Err(self.at(
+                    name.span(),
+                    format!("{key}.name: \"{}\" appears twice", name.get_ref()),
+                ));
+            }
+            let (share, hours) = match (weight, duration_h) {
+                (Some(v), None) => (
+                    self.number(v, &format!("{key}.weight"), |x| x > 0.0, "must be positive")?,
+                    false,
+                ),
+                (None, Some(v)) => (
+                    self.number(
+                        v,
+                        &format!("{key}.duration_h"),
+                        |x| x > 0.0,
+                        "must be positive",
+                    )?,
+                    true,
+                ),
+                _ => {
+                    return Err(self
+                        .at(
+                            ph.span(),
+                            format!("{key}: needs exactly one of weight or duration_h"),
+                        )
+                        .with_hint("e.g. weight = 0.3, or duration_h = 8"));
+                }
+            };
+            if *by_hours.get_or_insert(hours) != hours {
+                return Err(self
+                    .at(
+                        ph.span(),
+                        format!("{key}: phases mix weight and duration_h"),
+                    )
+                    .with_hint("give every phase a weight, or every phase a duration_h"));
+            }
+            let scale = self.optional(
+                load_scale,
+                &format!("{key}.load_scale"),
+                1.0,
+                |x| x > 0.0,
+                "must be positive",
+            )?;
+            let isl = match input_tokens {
+                Some(v) => self.tokens(v, &format!("{key}.input_tokens"))?,
+                None => w.input_tokens,
+            };
+            let osl = match output_tokens {
+                Some(v) => {
+                    let x = self.tokens(v, &format!("{key}.output_tokens"))?;
+                    if x < 1.0 {
+                        return Err(self.at(
+                            v.span(),
+                            format!("{key}.output_tokens: {x} is less than one token"),
+                        ));
+                    }
+                    x
+                }
+                None => w.output_tokens,
+            };
+            if isl + osl > w.max_context {
+                return Err(self.at(
+                    ph.span(),
+                    format!(
+                        "{key}: input_tokens + output_tokens = {} exceeds the model's context ({})",
+                        isl + osl,
+                        w.max_context
+                    ),
+                ));
+            }
+            phases.push(Phase {
+                weight: share,
+                load: demand.load(scale, isl + osl),
+                input_tokens: isl,
+                output_tokens: osl,
+            });
+        }
+        let total: f64 = phases.iter().map(|p| p.weight).sum();
+        for p in &mut phases {
+            p.weight /= total;
+        }
+        Ok(phases)
+    }
+
+    /// Applies `[cost]` to the catalog; returns the API prices.
+    fn costs(
+        &self,
+        catalog: &mut Catalog,
+        cost: &Option<RawCost>,
+    ) -> Result<Option<(f64, f64)>, UserError> {
+        let Some(cost) = cost else {
+            return Ok(None);
+        };
+        for (key, v) in cost.economics() {
+            if let Some(v) = v {
+                *catalog
+                    .economics
+                    .field_mut(key)
+                    .expect("RawCost keys are Economics keys") = *v.get_ref();
+                catalog
+                    .economics
+                    .check()
+                    .map_err(|e| self.at(v.span(), format!("cost.{e}")))?;
+            }
+        }
+        for (table, prices) in [
+            ("usd_per_gpu_hour", &cost.usd_per_gpu_hour),
+            ("capex_usd_per_gpu", &cost.capex_usd_per_gpu),
+        ] {
+            let Some(prices) = prices else { continue };
+            for (id, v) in prices.get_ref() {
+                let key = format!("cost.{table}.{id}");
+                let Some(g) = catalog.gpu_index(id) else {
+                    let ids = catalog.gpus.iter().map(|g| g.id.as_str());
+                    let hint = match crate::suggest::closest(id, ids) {
+                        Some(s) => format!("did you mean \"{s}\"? keys are GPU ids"),
+                        None => "keys are GPU ids (racksweep catalog gpus)".to_string(),
+                    };
+                    return Err(self
+                        .at(v.span(), format!("{key}: unknown GPU \"{id}\""))
+                        .with_hint(hint));
+                };
+                let x = self.number(v, &key, |x| x > 0.0, "must be positive")?;
+                let gpu = &mut catalog.gpus[g];
+                match table {
+                    "usd_per_gpu_hour" => gpu.usd_per_gpu_hour = Some(x),
+                    _ => gpu.capex_usd_per_gpu = Some(x),
+                }
+            }
+        }
+        match (&cost.usd_per_mtok_api_input, &cost.usd_per_mtok_api_output) {
+            (Some(i), Some(o)) => Ok(Some((
+                self.number(
+                    i,
+                    "cost.usd_per_mtok_api_input",
+                    |x| x >= 0.0,
+                    "must be zero or positive",
+                )?,
+                self.number(
+                    o,
+                    "cost.usd_per_mtok_api_output",
+                    |x| x >= 0.0,
+                    "must be zero or positive",
+                )?,
+            ))),
+            (Some(v), None) | (None, Some(v)) => Err(self
+                .at(
+                    v.span(),
+                    "cost: usd_per_mtok_api_input and usd_per_mtok_api_output go together",
+                )
+                .with_hint("set both API prices (USD per million input and output tokens)")),
+            (None, None) => Ok(None),
+        }
+    }
+}
