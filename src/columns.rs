@@ -384,7 +384,7 @@ pub static COLUMNS: &[Column] = &[
     metric!(
         "demand_requests_per_s",
         "requests/s",
-        "peak requests per second the demand asks of this configuration (users / (answer time + think time), or the rate modes; null without demand)",
+        "requests per second the demand asks of this configuration at its peak (users / (answer time + think time), or the rate modes), time-weighted over schedule phases; null without demand",
         demand_requests_per_s
     ),
     metric!(

@@ -379,6 +379,90 @@ ownership = ["cloud", "owned"]
         }
     }
 
+    /// A schedule sizes for its peak phase and averages its metrics over time: a day phase at
+    /// full load and a night phase at a tenth need the day's racks, and the schedule's
+    /// throughput is the time-weighted mean of the two phases' (here equal: same lengths).
+    #[test]
+    fn schedule_sizes_for_the_peak_phase() {
+        let sized = |phases: &str| {
+            let text = format!(
+                r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-8b"
+input_tokens = 1024
+output_tokens = 256
+
+[workload.demand]
+requests_per_s = 200
+{phases}
+
+[grid]
+hardware = ["h100-sxm"]
+racks = "auto"
+tp = [1]
+batch = [64]
+"#
+            );
+            let spec = parse(Path::new("t.toml"), &text, 1000).unwrap();
+            let ctx = spec.context();
+            evaluate(&ctx, &spec.grid.point(0))
+        };
+        let flat = sized("");
+        let day_night = sized(
+            "[[workload.phase]]\nname = \"day\"\nduration_h = 16\n\n[[workload.phase]]\nname = \"night\"\nduration_h = 8\nload_scale = 0.1",
+        );
+        assert!(flat.feasible() && day_night.feasible());
+        assert_eq!(day_night.racks, flat.racks);
+        // Demand is averaged over time: 2/3 x 200 + 1/3 x 20 requests/s.
+        assert!((day_night.demand_requests_per_s - (200.0 * 2.0 + 20.0) / 3.0).abs() < 1e-9);
+        assert!((day_night.tokens_per_s_per_gpu - flat.tokens_per_s_per_gpu).abs() < 1e-9);
+        // The quiet night lowers average power and raises the cost per token.
+        assert!(day_night.power_kw < flat.power_kw);
+        assert!(day_night.usd_per_mtok > flat.usd_per_mtok);
+    }
+
+    /// Long cached conversations with long think times overflow free HBM into host memory:
+    /// the offload columns fill and the reload shows up in TTFT.
+    #[test]
+    fn cached_context_spills_to_host() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 512
+output_tokens = 256
+think_s = 600
+cached_tokens = 32768
+
+[workload.demand]
+concurrent_users = 20000
+
+[grid]
+hardware = ["h100-sxm"]
+racks = "auto"
+tp = [8]
+batch = [64]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1000).unwrap();
+        let ctx = spec.context();
+        let e = evaluate(&ctx, &spec.grid.point(0));
+        assert!(e.feasible(), "{e:?}");
+        // 20,000 users cycling every 600 s + an answer: ~19,900 idle sessions of 32k tokens at
+        // 320 KiB per token (bf16 GQA, 80 layers x 8 KV heads x 128 x 2 x 2 B) = ~214 TB of
+        // context, far beyond the cluster's free HBM and host memory.
+        let idle = e.demand_requests_per_s * 600.0;
+        let total_gb = idle * 32768.0 * 327_680.0 / 1e9;
+        assert!(e.kv_host_gb > 0.0 && e.kv_storage_gb > 0.0, "{e:?}");
+        assert!(e.kv_host_gb + e.kv_storage_gb <= total_gb * (1.0 + 1e-9));
+        assert!(e.storage_servers >= (e.kv_storage_gb / 73_700.0).ceil());
+        assert!(e.kv_reload_ms > 0.0 && e.ttft_p99_ms > e.ttft_ms + e.kv_reload_ms * 0.99);
+    }
+
     /// A sized row's arithmetic: utilization, power between idle and full, cost per token.
     #[test]
     fn sized_row_is_consistent() {
