@@ -468,13 +468,13 @@ pub static COLUMNS: &[Column] = &[
     metric!(
         "kv_reload_ms",
         "ms",
-        "mean time to reload a resumed session's cached context before its first token",
+        "mean time to reload a resumed session's cached context before its first token (null without demand)",
         kv_reload_ms
     ),
     metric!(
         "storage_servers",
         "servers",
-        "KV-offload storage servers needed for capacity and reload bandwidth",
+        "KV-offload storage servers needed for capacity and reload bandwidth (null without demand)",
         storage_servers
     ),
     metric!(

@@ -84,8 +84,9 @@ pub struct TooMany;
 /// for the request's decode lifetime `osl x TPOT` (prefill is folded into the decode steps);
 /// disaggregated, first one of the prefill pool's attention ranks (held for the rank's time per
 /// prompt at full throughput), then a decode slot. TTFT = idle prefill (plus the KV transfer) +
-/// the waits + the KV reload of a resumed session. The waits' percentiles are added, an upper
-/// bound on the percentile of their sum.
+/// the waits + the KV reload of a resumed session. The parts' percentiles are added: exact when
+/// at most one part is non-zero, conservative in the tail otherwise (not a bound at every
+/// percentile: two rare waits can both have a zero median while their sum does not).
 pub fn serve(unit: &Unit, pools: Pools, load: &Load, s: &Settings, tiers: &TierFacts) -> Served {
     let inst = &unit.inst;
     let osl = inst.output_tokens;

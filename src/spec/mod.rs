@@ -512,19 +512,26 @@ impl Loader<'_> {
         let ownership = match &ownership {
             None => vec![crate::perf::cost::Ownership::Cloud],
             Some(names) => {
-                let all = crate::perf::cost::Ownership::ALL.map(|o| o.as_str());
-                let indices = self.names(
-                    names,
-                    "grid.ownership",
-                    "ownership mode",
-                    |id| crate::perf::cost::Ownership::parse(id).map(|o| o as usize),
-                    &all,
-                    "\"cloud\" (rented GPU-hours) or \"owned\" (capex and opex)",
-                )?;
-                indices
-                    .into_iter()
-                    .map(|i| crate::perf::cost::Ownership::ALL[i])
-                    .collect()
+                if names.get_ref().is_empty() {
+                    return Err(self.at(names.span(), "grid.ownership: empty").with_hint(
+                        "list \"cloud\", \"owned\" or both, or remove the key for cloud",
+                    ));
+                }
+                let mut out = Vec::new();
+                for (i, n) in names.get_ref().iter().enumerate() {
+                    let o = crate::perf::cost::Ownership::parse(n.get_ref()).ok_or_else(|| {
+                        self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", n.get_ref()))
+                            .with_hint("use \"cloud\" (GPU-hours at list price) or \"owned\" (capex amortized plus opex)")
+                    })?;
+                    if out.contains(&o) {
+                        return Err(self.at(
+                            n.span(),
+                            format!("grid.ownership[{i}]: \"{}\" appears twice", n.get_ref()),
+                        ));
+                    }
+                    out.push(o);
+                }
+                out
             }
         };
         let gpu_ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
