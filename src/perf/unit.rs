@@ -118,10 +118,8 @@ impl<'a> Unit<'a> {
             Limit::Hbm
         };
         let request_rate = self.capacity_requests_per_s(pools);
-        if pools.prefill > 0
-            && f64::from(pools.prefill) * self.prefill_requests_per_s
-                < f64::from(pools.decode) * self.decode_requests_per_s
-        {
+        // A prefill pool slower than the decode pool bounds the rate with its compute.
+        if request_rate < f64::from(pools.decode) * self.decode_requests_per_s {
             limit = Limit::Compute;
         }
         let output_tokens_per_s = request_rate * self.inst.output_tokens;
