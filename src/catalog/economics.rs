@@ -121,22 +121,4 @@ impl Economics {
             _ => return None,
         })
     }
-
-    /// Keys `field_mut` accepts.
-    pub const KEYS: [&'static str; 14] = [
-        "pue",
-        "usd_per_kwh",
-        "kg_co2e_per_kwh",
-        "water_l_per_kwh",
-        "facility_capex_usd_per_kw",
-        "facility_years",
-        "hosting_usd_per_kw_month",
-        "maintenance_pct_per_year",
-        "network_capex_usd_per_rack",
-        "years",
-        "storage_tb_per_server",
-        "storage_gbps_per_server",
-        "storage_power_kw_per_server",
-        "storage_capex_usd_per_server",
-    ];
 }

@@ -50,6 +50,13 @@ impl Loader<'_> {
         }
     }
 
+    /// An optional positive number.
+    fn positive(&self, v: &Option<Spanned<f64>>, key: &str) -> Result<Option<f64>, UserError> {
+        v.as_ref()
+            .map(|v| self.number(v, key, |x| x > 0.0, "must be positive"))
+            .transpose()
+    }
+
     fn optional(
         &self,
         v: &Option<Spanned<f64>>,
@@ -70,15 +77,10 @@ impl Loader<'_> {
         tpot: &Option<Spanned<f64>>,
         user: &Option<Spanned<f64>>,
     ) -> Result<Slo, UserError> {
-        let positive = |v: &Option<Spanned<f64>>, key: &str| {
-            v.as_ref()
-                .map(|v| self.number(v, key, |x| x > 0.0, "must be positive"))
-                .transpose()
-        };
         Ok(Slo {
-            ttft_p99_s: positive(ttft, "sweep.ttft_p99_ms")?.map(|ms| ms / 1e3),
-            tpot_p99_s: positive(tpot, "sweep.tpot_p99_ms")?.map(|ms| ms / 1e3),
-            tokens_per_s_per_user: positive(user, "sweep.tokens_per_s_per_user")?,
+            ttft_p99_s: self.positive(ttft, "sweep.ttft_p99_ms")?.map(|ms| ms / 1e3),
+            tpot_p99_s: self.positive(tpot, "sweep.tpot_p99_ms")?.map(|ms| ms / 1e3),
+            tokens_per_s_per_user: self.positive(user, "sweep.tokens_per_s_per_user")?,
         })
     }
 
@@ -93,21 +95,21 @@ impl Loader<'_> {
             traffic,
             target_utilization,
         } = d.get_ref();
-        let positive = |v: &Option<Spanned<f64>>, key: &str| {
-            v.as_ref()
-                .map(|v| self.number(v, key, |x| x > 0.0, "must be positive"))
-                .transpose()
-        };
         let sessions = match (arrival_rate_per_s, session_minutes) {
             (Some(rate), Some(minutes)) => Some(Sessions {
-                arrival_rate_per_s: positive(
-                    &Some(rate.clone()),
+                arrival_rate_per_s: self.number(
+                    rate,
                     "workload.demand.arrival_rate_per_s",
-                )?
-                .unwrap_or_default(),
+                    |x| x > 0.0,
+                    "must be positive",
+                )?,
                 session_s: 60.0
-                    * positive(&Some(minutes.clone()), "workload.demand.session_minutes")?
-                        .unwrap_or_default(),
+                    * self.number(
+                        minutes,
+                        "workload.demand.session_minutes",
+                        |x| x > 0.0,
+                        "must be positive",
+                    )?,
                 percentile: self.optional(
                     percentile,
                     "workload.demand.percentile",
@@ -170,10 +172,12 @@ impl Loader<'_> {
             }
         };
         let demand = Demand {
-            concurrent_users: positive(concurrent_users, "workload.demand.concurrent_users")?,
+            concurrent_users: self
+                .positive(concurrent_users, "workload.demand.concurrent_users")?,
             sessions,
-            requests_per_s: positive(requests_per_s, "workload.demand.requests_per_s")?,
-            tokens_per_day: positive(tokens_per_day, "workload.demand.tokens_per_day")?
+            requests_per_s: self.positive(requests_per_s, "workload.demand.requests_per_s")?,
+            tokens_per_day: self
+                .positive(tokens_per_day, "workload.demand.tokens_per_day")?
                 .map(|t| (t, traffic_pattern)),
         };
         if !demand.is_set() {
