@@ -1,24 +1,35 @@
 //! Evaluates a contiguous slice of the grid in index order, in parallel, chunk by chunk, and
 //! streams the rows to a Parquet sink while keeping counts and the running Pareto frontier.
-//! Memory is bounded by two chunks of rows whatever the grid size. Evaluating chunk k+1 overlaps
-//! with encoding chunk k (`rayon::join`), so both halves of the pipeline keep every core busy.
+//!
+//! Each rayon task evaluates one block of a chunk and, while the block is in cache, writes its
+//! rows into the chunk's column buffers, counts them, and reduces its frontier candidates to the
+//! block's own frontier. Only those few survivors reach the sequential merge. Memory is bounded
+//! by two chunks whatever the grid size: evaluating chunk k+1 overlaps with encoding chunk k
+//! (`rayon::join`), so both halves of the pipeline keep every core busy.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::columns::Row;
+use crate::columns::{LabelValues, Row};
 use crate::grid::Grid;
+use crate::output::columnar::Columns;
 use crate::output::parquet::ParquetSink;
-use crate::pareto::Frontier;
+use crate::pareto::{Candidates, Frontier};
 use crate::perf::{self, Context, Reason};
 
-/// Rows per chunk and per Parquet row group (about 128k, as the output format asks).
-pub const CHUNK_ROWS: u64 = 131_072;
+/// Grid points evaluated per chunk. Small enough that a chunk's column buffers (about 60 columns
+/// of up to 8 bytes) stay in the last-level cache between being written and being encoded.
+pub const CHUNK_ROWS: u64 = 65_536;
 
-/// Rows one rayon task evaluates sequentially (amortizes the mixed-radix decode).
+/// Rows written per Parquet row group (about 128k, as the output format asks): several chunks.
+pub const ROW_GROUP_ROWS: usize = 131_072;
+
+/// Rows one rayon task evaluates sequentially (amortizes the mixed-radix decode; a block of rows
+/// stays in the core's cache while it is written out column by column).
 const BLOCK_ROWS: usize = 2048;
 
 /// What a slice of the grid produced.
@@ -43,94 +54,176 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, rows: &[Row]) {
-        self.evaluated += rows.len() as u64;
-        for r in rows {
-            match r.estimate.reason {
-                None => self.feasible += 1,
-                Some(reason) => self.infeasible[reason as usize] += 1,
-            }
+    /// Adds another slice's counts and frontier (chunks, parts, shards).
+    pub fn merge(&mut self, other: &Tally) {
+        self.evaluated += other.evaluated;
+        self.written += other.written;
+        self.feasible += other.feasible;
+        for (a, b) in self.infeasible.iter_mut().zip(other.infeasible) {
+            *a += b;
         }
-        self.frontier.extend(rows);
+        self.frontier.merge(&other.frontier);
     }
 }
 
-/// Evaluates grid indices `range` into `out` (resized to fit), in parallel blocks.
-fn evaluate_into(ctx: &Context, grid: &Grid, range: Range<u64>, out: &mut Vec<Row>) {
-    let n = (range.end - range.start) as usize;
-    // Sized once per buffer; every slot is overwritten below.
-    out.resize(n, Row::default());
-    out.par_chunks_mut(BLOCK_ROWS)
-        .enumerate()
-        .for_each(|(b, block)| {
-            let start = range.start + (b * BLOCK_ROWS) as u64;
-            let points = grid.range(start, start + block.len() as u64);
-            for (slot, (config_id, point)) in block.iter_mut().zip(points) {
-                *slot = Row {
-                    config_id,
-                    point,
-                    estimate: perf::evaluate(ctx, &point),
-                };
-            }
-        });
+/// Counts of one block, and its own frontier.
+#[derive(Debug, Clone)]
+struct BlockCounts {
+    /// Rows written to the block's columns.
+    written: usize,
+    feasible: u64,
+    infeasible: [u64; Reason::ALL.len()],
+    frontier: Vec<Row>,
 }
 
-/// Evaluates `range` of the grid and writes its rows (only feasible ones with `feasible_only`)
-/// to `sink`, one row group per chunk, in index order.
-pub fn run_range(
-    ctx: &Context,
-    grid: &Grid,
-    range: Range<u64>,
-    feasible_only: bool,
-    frontier: Frontier,
-    sink: &mut ParquetSink,
-    progress: &ProgressBar,
-) -> Result<Tally> {
-    let mut tally = Tally::new(frontier);
-    let mut current: Vec<Row> = Vec::new();
-    let mut next: Vec<Row> = Vec::new();
-    let mut kept: Vec<Row> = Vec::new();
-    let chunk = |start: u64| start..(start + CHUNK_ROWS).min(range.end);
+/// One chunk's evaluation: its table and its blocks' counts. Reused.
+#[derive(Default)]
+struct Chunk {
+    columns: Columns,
+    blocks: Vec<BlockCounts>,
+    evaluated: u64,
+}
 
-    if range.is_empty() {
-        return Ok(tally);
-    }
-    evaluate_into(ctx, grid, chunk(range.start), &mut current);
-    let mut start = range.start + current.len() as u64;
-    loop {
-        let more = start < range.end;
-        let (_, encoded) = rayon::join(
-            || {
-                if more {
-                    evaluate_into(ctx, grid, chunk(start), &mut next);
-                }
-            },
-            || {
-                tally.add(&current);
-                let rows: &[Row] = if feasible_only {
-                    kept.clear();
-                    kept.extend(current.iter().filter(|r| r.estimate.feasible()));
-                    &kept
-                } else {
-                    &current
+/// What the engine needs besides the grid.
+pub struct Job<'a> {
+    pub ctx: &'a Context,
+    pub grid: &'a Grid,
+    pub labels: &'a LabelValues,
+    /// Write only feasible rows (counts and the frontier still cover all).
+    pub feasible_only: bool,
+    /// Set (by a signal handler) to stop after the chunk in flight.
+    pub stop: &'a AtomicBool,
+}
+
+impl Job<'_> {
+    /// Evaluates grid indices `range` into `chunk`.
+    fn evaluate(&self, range: Range<u64>, frontier: &Frontier, chunk: &mut Chunk) {
+        let n = (range.end - range.start) as usize;
+        chunk.columns.reserve(n);
+        let blocks = chunk.columns.blocks(BLOCK_ROWS);
+        chunk.blocks.clear();
+        blocks
+            .into_par_iter()
+            .enumerate()
+            .map_init(Candidates::default, |candidates, (b, mut columns)| {
+                let start = range.start + (b * BLOCK_ROWS) as u64;
+                let end = (start + BLOCK_ROWS as u64).min(range.end);
+                let mut counts = BlockCounts {
+                    written: 0,
+                    feasible: 0,
+                    infeasible: [0; Reason::ALL.len()],
+                    frontier: Vec::new(),
                 };
-                tally.written += rows.len() as u64;
-                if rows.is_empty() {
-                    Ok(None)
-                } else {
-                    sink.encode(rows).map(Some)
+                for (config_id, point) in self.grid.range(start, end) {
+                    let row = Row {
+                        config_id,
+                        point,
+                        estimate: perf::evaluate(self.ctx, &point),
+                    };
+                    match row.estimate.reason {
+                        None => counts.feasible += 1,
+                        Some(r) => counts.infeasible[r as usize] += 1,
+                    }
+                    if !self.feasible_only || row.estimate.feasible() {
+                        columns.set(counts.written, &row, self.labels);
+                        counts.written += 1;
+                    }
+                    frontier.offer(&row, candidates);
                 }
-            },
+                // The evaluation is pure: the few survivors are evaluated again rather than
+                // every candidate row being kept.
+                counts.frontier = frontier
+                    .survivors(candidates)
+                    .into_iter()
+                    .map(|config_id| {
+                        let point = self.grid.point(config_id);
+                        Row {
+                            config_id,
+                            point,
+                            estimate: perf::evaluate(self.ctx, &point),
+                        }
+                    })
+                    .collect();
+                counts
+            })
+            .collect_into_vec(&mut chunk.blocks);
+        let written: Vec<usize> = chunk.blocks.iter().map(|c| c.written).collect();
+        chunk.columns.gather(BLOCK_ROWS, &written);
+        chunk.evaluated = n as u64;
+    }
+
+    /// Evaluates `range` of the grid and writes its rows to `sink`, one row group per chunk, in
+    /// index order. Returns `None` if stopped (the sink then holds an unfinished file).
+    pub fn run(
+        &self,
+        range: Range<u64>,
+        frontier: Frontier,
+        sink: &mut ParquetSink,
+        progress: &ProgressBar,
+    ) -> Result<Option<Tally>> {
+        let mut tally = Tally::new(frontier);
+        let mut current = Chunk::default();
+        let mut next = Chunk::default();
+        let chunk = |start: u64| start..(start + CHUNK_ROWS).min(range.end);
+        if range.is_empty() {
+            return Ok(Some(tally));
+        }
+        // Evaluation reads only the objectives and constraints; the running frontier is merged
+        // on the other side of the pipeline.
+        let rules = Frontier::new(
+            tally.frontier.objectives().to_vec(),
+            tally.frontier.constraints().to_vec(),
         );
-        if let Some(chunks) = encoded? {
-            sink.append(chunks)?;
+        let mut start = range.start;
+        self.evaluate(chunk(start), &rules, &mut current);
+        start += current.evaluated;
+        let mut group = Some(sink.row_group()?);
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let more = start < range.end;
+            let (_, written) = rayon::join(
+                || {
+                    if more {
+                        self.evaluate(chunk(start), &rules, &mut next);
+                    }
+                },
+                || -> Result<()> {
+                    let mut g = group.take().expect("a row group is open");
+                    sink.encode(&mut g, &mut current.columns)?;
+                    if g.rows() >= ROW_GROUP_ROWS || (!more && g.rows() > 0) {
+                        sink.append(g)?;
+                        g = sink.row_group()?;
+                    }
+                    group = Some(g);
+                    tally.absorb(&current);
+                    progress.inc(current.evaluated);
+                    Ok(())
+                },
+            );
+            written?;
+            if !more {
+                return Ok(Some(tally));
+            }
+            std::mem::swap(&mut current, &mut next);
+            start += current.evaluated;
         }
-        progress.inc(current.len() as u64);
-        if !more {
-            break;
-        }
-        std::mem::swap(&mut current, &mut next);
-        start += current.len() as u64;
     }
-    Ok(tally)
+}
+
+impl Tally {
+    fn absorb(&mut self, chunk: &Chunk) {
+        self.evaluated += chunk.evaluated;
+        let mut survivors = Vec::new();
+        for counts in &chunk.blocks {
+            self.written += counts.written as u64;
+            self.feasible += counts.feasible;
+            for (a, n) in self.infeasible.iter_mut().zip(counts.infeasible) {
+                *a += n;
+            }
+            survivors.extend_from_slice(&counts.frontier);
+        }
+        self.frontier.extend(&survivors);
+    }
 }

@@ -225,6 +225,11 @@ struct Keyed {
     index: usize,
 }
 
+/// Frontier candidates of one block of rows: their keys and config_ids (see
+/// [`Frontier::offer`]). Reused from block to block.
+#[derive(Debug, Default)]
+pub struct Candidates(Vec<Keyed>);
+
 /// Objectives a frontier supports at once.
 pub const MAX_OBJECTIVES: usize = 8;
 
@@ -294,6 +299,32 @@ impl Frontier {
             self.rows = rows;
         }
         self.scratch = scratch;
+    }
+
+    /// Records `row` in `candidates` (its keys and config_id) if it may enter.
+    pub fn offer(&self, row: &Row, candidates: &mut Candidates) {
+        if let Some(keys) = self.keys(row) {
+            candidates.0.push(Keyed {
+                keys,
+                index: row.config_id as usize,
+            });
+        }
+    }
+
+    /// The config_ids of the non-dominated candidates, ascending; empties `candidates`. Lets
+    /// every evaluation task shrink its block to its own frontier, keeping only keys and ids
+    /// (not whole rows), before the sequential merge.
+    pub fn survivors(&self, candidates: &mut Candidates) -> Vec<u64> {
+        let c = &mut candidates.0;
+        let kept = if c.is_empty() {
+            0
+        } else {
+            non_dominated(c, self.objectives.len())
+        };
+        let mut ids: Vec<u64> = c[..kept].iter().map(|k| k.index as u64).collect();
+        ids.sort_unstable();
+        c.clear();
+        ids
     }
 
     /// Merges another frontier over the same objectives (shards, chunks).

@@ -153,20 +153,22 @@ fn write_run(spec: &Spec, args: &RunArgs, threads: usize, dir: &Path) -> Result<
         labels.clone(),
         metadata.clone(),
     )?;
-    let tally = engine::run_range(
-        &ctx,
-        &spec.grid,
-        0..total,
-        args.feasible_only,
-        frontier,
-        &mut configs,
-        &progress,
-    )?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let job = engine::Job {
+        ctx: &ctx,
+        grid: &spec.grid,
+        labels: &labels,
+        feasible_only: args.feasible_only,
+        stop: &stop,
+    };
+    let tally = job
+        .run(0..total, frontier, &mut configs, &progress)?
+        .expect("not stopped");
     configs.finish()?;
     progress.finish_and_clear();
 
     let mut pareto = ParquetSink::create(&dir.join("pareto.parquet"), labels.clone(), metadata)?;
-    pareto.write(tally.frontier.rows())?;
+    pareto.write_rows(tally.frontier.rows())?;
     pareto.finish()?;
     let totals = Totals {
         configurations: tally.evaluated,

@@ -1,5 +1,6 @@
 //! One writer per output format: Parquet tables, the Markdown frontier, the JSON manifest.
 
+pub mod columnar;
 pub mod manifest;
 pub mod markdown;
 pub mod parquet;

@@ -1,5 +1,5 @@
-//! Writes rows to Parquet with arrow-rs: one row group per chunk, its columns encoded in parallel
-//! (rayon over `ArrowColumnWriter`s), appended in order. Column types come from the schema table in
+//! Writes rows to Parquet with arrow-rs: row groups fed chunk by chunk, their columns encoded in
+//! parallel (rayon over `ArrowColumnWriter`s), appended in order. Column types come from the schema table in
 //! `columns`: dictionary-encoded labels, u64/u32 integers, nullable f64 metrics (dictionary
 //! encoding off: high-entropy floats only lose by it), zstd level 1. The file is written under a
 //! temporary name and renamed by the caller's run directory commit.
@@ -10,15 +10,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use arrow_array::builder::{BooleanBuilder, Float64Builder, UInt32Builder};
-use arrow_array::types::UInt16Type;
-use arrow_array::{ArrayRef, DictionaryArray, StringArray, UInt16Array, UInt64Array};
+use arrow_array::{ArrayRef, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{
-    ArrowColumnChunk, ArrowRowGroupWriterFactory, ArrowWriterOptions, compute_leaves,
+    ArrowColumnWriter, ArrowRowGroupWriterFactory, ArrowWriterOptions, compute_leaves,
 };
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
@@ -26,6 +24,7 @@ use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 
 use crate::columns::{COLUMNS, Column, Kind, LabelValues, Labels, Row};
+use crate::output::columnar::Columns;
 
 fn data_type(c: &Column) -> DataType {
     match c.kind {
@@ -55,6 +54,19 @@ pub fn schema() -> SchemaRef {
             .map(|c| Field::new(c.name, data_type(c), nullable(c)))
             .collect::<Vec<_>>(),
     ))
+}
+
+/// One row group being encoded, possibly from several chunks of rows.
+pub struct RowGroup {
+    writers: Vec<ArrowColumnWriter>,
+    rows: usize,
+}
+
+impl RowGroup {
+    /// Rows encoded so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
 }
 
 /// Streams row groups into one Parquet file.
@@ -89,8 +101,23 @@ impl ParquetSink {
                     .map(|(k, v)| KeyValue::new(k, v))
                     .collect(),
             ));
-        for c in COLUMNS.iter().filter(|c| matches!(c.kind, Kind::Metric(_))) {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), false);
+        for c in COLUMNS {
+            match c.kind {
+                Kind::Metric(_) => {
+                    props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), false);
+                }
+                // Grid indices ascend by one within a chunk: delta encoding stores them in a few
+                // bits each, where a dictionary would hash every (unique) value first.
+                Kind::Id(_) => {
+                    props = props
+                        .set_column_dictionary_enabled(ColumnPath::from(c.name), false)
+                        .set_column_encoding(
+                            ColumnPath::from(c.name),
+                            Encoding::DELTA_BINARY_PACKED,
+                        );
+                }
+                _ => {}
+            }
         }
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let options = ArrowWriterOptions::new().with_properties(props.build());
@@ -117,26 +144,39 @@ impl ParquetSink {
         })
     }
 
-    /// Encodes `rows` as the next row group, every column on its own rayon task. Takes `&self`
-    /// so it can run while the next chunk is being evaluated; [`ParquetSink::append`] writes it.
-    pub fn encode(&self, rows: &[Row]) -> Result<Vec<ArrowColumnChunk>> {
-        let writers = self.factory.create_column_writers(self.row_groups)?;
-        COLUMNS
-            .par_iter()
-            .zip(writers.into_par_iter())
-            .enumerate()
-            .map(|(i, (column, mut writer))| {
-                let array = self.array(i, column, rows);
-                for leaf in compute_leaves(self.schema.field(i), &array)? {
-                    writer.write(&leaf)?;
-                }
-                Ok(writer.close()?)
-            })
-            .collect()
+    /// Column writers of the next row group; feed them with [`ParquetSink::encode`] and hand
+    /// them to [`ParquetSink::append`].
+    pub fn row_group(&self) -> Result<RowGroup> {
+        Ok(RowGroup {
+            writers: self.factory.create_column_writers(self.row_groups)?,
+            rows: 0,
+        })
     }
 
-    /// Appends an encoded row group to the file.
-    pub fn append(&mut self, chunks: Vec<ArrowColumnChunk>) -> Result<()> {
+    /// Encodes the table in `columns` into `group`, every column on its own rayon task. Takes
+    /// `&self` so it can run while the next chunk is being evaluated.
+    pub fn encode(&self, group: &mut RowGroup, columns: &mut Columns) -> Result<()> {
+        let writers: Vec<&mut ArrowColumnWriter> = group.writers.iter_mut().collect();
+        columns
+            .par_map(&self.dictionaries, writers, |i, writer, array| {
+                for leaf in compute_leaves(self.schema.field(i), array)? {
+                    writer.write(&leaf)?;
+                }
+                Ok(())
+            })
+            .into_iter()
+            .collect::<Result<()>>()?;
+        group.rows += columns.len();
+        Ok(())
+    }
+
+    /// Closes `group`'s column writers (in parallel) and appends the row group to the file.
+    pub fn append(&mut self, group: RowGroup) -> Result<()> {
+        let chunks = group
+            .writers
+            .into_par_iter()
+            .map(|w| Ok(w.close()?))
+            .collect::<Result<Vec<_>>>()?;
         let mut row_group = self.writer.next_row_group()?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut row_group)?;
@@ -146,13 +186,20 @@ impl ParquetSink {
         Ok(())
     }
 
-    /// Encodes and appends in one call (small tables such as the frontier).
-    pub fn write(&mut self, rows: &[Row]) -> Result<()> {
+    /// Encodes and appends rows in one call (small tables such as the frontier).
+    pub fn write_rows(&mut self, rows: &[Row]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        let chunks = self.encode(rows)?;
-        self.append(chunks)
+        let mut columns = Columns::from_rows(rows, &self.labels);
+        let mut group = self.row_group()?;
+        self.encode(&mut group, &mut columns)?;
+        self.append(group)
+    }
+
+    /// The label dictionaries rows are keyed against.
+    pub fn labels(&self) -> &LabelValues {
+        &self.labels
     }
 
     /// Writes the footer, flushes and syncs the file.
@@ -161,36 +208,5 @@ impl ParquetSink {
         let file = buffered.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         Ok(())
-    }
-
-    fn array(&self, i: usize, column: &Column, rows: &[Row]) -> ArrayRef {
-        match column.kind {
-            Kind::Id(f) => Arc::new(UInt64Array::from_iter_values(rows.iter().map(f))),
-            Kind::Label(l) => {
-                let keys: UInt16Array = rows.iter().map(|r| self.labels.key(l, r)).collect();
-                let values = self.dictionaries[i]
-                    .clone()
-                    .expect("label columns have dictionaries");
-                Arc::new(
-                    DictionaryArray::<UInt16Type>::try_new(keys, values)
-                        .expect("keys index their dictionary"),
-                )
-            }
-            Kind::Count(f) => {
-                let mut b = UInt32Builder::with_capacity(rows.len());
-                rows.iter().for_each(|r| b.append_option(f(r)));
-                Arc::new(b.finish())
-            }
-            Kind::Metric(f) => {
-                let mut b = Float64Builder::with_capacity(rows.len());
-                rows.iter().for_each(|r| b.append_option(f(r)));
-                Arc::new(b.finish())
-            }
-            Kind::Flag(f) => {
-                let mut b = BooleanBuilder::with_capacity(rows.len());
-                rows.iter().for_each(|r| b.append_option(f(r)));
-                Arc::new(b.finish())
-            }
-        }
     }
 }

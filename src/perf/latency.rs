@@ -230,51 +230,73 @@ pub struct Decode {
     pub logit_rows: f64,
 }
 
-/// Decode with `sequences` running sequences (fractional for a mean concurrency) split into
-/// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline. Attention ranks hold
-/// `ceil(micro_batch / attention_dp)` sequences each (the busiest rank sets the pace: ranks meet
-/// at every MoE all-to-all). With `fold_prefill`, each step also prefills the prompt tokens that
-/// keep the batch full (aggregated serving); a disaggregated decode pool runs without them.
-#[allow(clippy::too_many_arguments)]
+/// The tokens of one decode step, before any timing: what activation sizing needs, so that a
+/// batch that cannot fit is rejected without timing its step (see [`decode`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeShape {
+    pub micro_batch: f64,
+    pub tokens: StepTokens,
+}
+
+impl DecodeShape {
+    /// Decode with `sequences` running sequences (fractional for a mean concurrency) split into
+    /// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline. Attention ranks
+    /// hold `ceil(micro_batch / attention_dp)` sequences each (the busiest rank sets the pace:
+    /// ranks meet at every MoE all-to-all). With `fold_prefill`, each step also prefills the
+    /// prompt tokens that keep the batch full (aggregated serving); a disaggregated decode pool
+    /// runs without them.
+    pub fn new(
+        l: &Layout,
+        sequences: f64,
+        input_tokens: f64,
+        output_tokens: f64,
+        spec: &Speculation,
+        fold_prefill: bool,
+    ) -> DecodeShape {
+        let micro_batches = f64::from(l.pp).min(sequences.ceil()).max(1.0);
+        let micro_batch = sequences / micro_batches;
+        let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
+        let gained = spec.tokens_per_step();
+        let queries = rank_sequences * (1.0 + f64::from(spec.tokens));
+        // A sequence gains `gained` tokens per step, so it needs input/output x gained prompt
+        // tokens per step to be replaced when it finishes.
+        let prefill = if fold_prefill {
+            rank_sequences * gained * input_tokens / output_tokens
+        } else {
+            0.0
+        };
+        DecodeShape {
+            micro_batch,
+            tokens: StepTokens {
+                decode: queries,
+                sequences: rank_sequences,
+                decode_context: input_tokens + output_tokens / 2.0,
+                prefill,
+                prefill_context: input_tokens / 2.0,
+                moe_tokens: (queries + prefill) * f64::from(l.attention_dp),
+                logit_rows: queries + prefill / input_tokens,
+            },
+        }
+    }
+}
+
+/// Times the decode step of `shape` ([`DecodeShape::new`]).
 pub fn decode(
     m: &ModelFacts,
     l: &Layout,
     stages: &[StageParams; 2],
     r: &Rates,
-    sequences: f64,
-    input_tokens: f64,
-    output_tokens: f64,
+    shape: &DecodeShape,
     spec: &Speculation,
-    fold_prefill: bool,
 ) -> Decode {
-    let micro_batches = f64::from(l.pp).min(sequences.ceil()).max(1.0);
-    let micro_batch = sequences / micro_batches;
-    let rank_sequences = (micro_batch / f64::from(l.attention_dp)).ceil();
-    let gained = spec.tokens_per_step();
-    let queries = rank_sequences * (1.0 + f64::from(spec.tokens));
-    // A sequence gains `gained` tokens per step, so it needs input/output x gained prompt tokens
-    // per step to be replaced when it finishes.
-    let prefill = if fold_prefill {
-        rank_sequences * gained * input_tokens / output_tokens
-    } else {
-        0.0
-    };
-    let t = StepTokens {
-        decode: queries,
-        sequences: rank_sequences,
-        decode_context: input_tokens + output_tokens / 2.0,
-        prefill,
-        prefill_context: input_tokens / 2.0,
-        moe_tokens: (queries + prefill) * f64::from(l.attention_dp),
-        logit_rows: queries + prefill / input_tokens,
-    };
-    let stage = slowest_stage(m, l, stages, r, &t);
+    let t = &shape.tokens;
+    let stage = slowest_stage(m, l, stages, r, t);
     let pp = f64::from(l.pp);
     let hops_s = pipeline_hops_s(
         m,
         l,
         r,
-        micro_batch * (1.0 + f64::from(spec.tokens)) + prefill * f64::from(l.attention_dp),
+        shape.micro_batch * (1.0 + f64::from(spec.tokens)) + t.prefill * f64::from(l.attention_dp),
     );
     // Each draft token costs `draft_layers` of the model's layers, charged at the verification
     // step's kernel time per layer (an upper bound: that step also carries the folded prefill).
@@ -282,11 +304,11 @@ pub fn decode(
         f64::from(spec.tokens) * spec.draft_layers / f64::from(m.layers) * pp * stage.kernels_s;
     let iteration_s = pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s;
     Decode {
-        tpot_s: iteration_s / gained,
+        tpot_s: iteration_s / spec.tokens_per_step(),
         iteration_s,
         stage,
         hops_s,
-        rank_sequences,
+        rank_sequences: t.sequences,
         rank_tokens: t.rank_tokens(),
         logit_rows: t.logit_rows,
     }

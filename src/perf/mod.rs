@@ -684,17 +684,30 @@ pub struct Memory {
 impl Instance<'_> {
     /// Decode at `sequences` concurrent sequences (fractional for a mean concurrency).
     pub fn decode(&self, sequences: f64) -> latency::Decode {
-        let c = self.ctx;
-        latency::decode(
-            &c.model,
+        self.decode_step(&self.decode_shape(sequences))
+    }
+
+    /// The tokens of a decode step with `sequences` sequences (no timing).
+    pub fn decode_shape(&self, sequences: f64) -> latency::DecodeShape {
+        latency::DecodeShape::new(
             &self.layout,
-            &self.stages,
-            &self.rates,
             sequences,
             self.input_tokens,
             self.output_tokens,
             &self.speculation,
             self.disagg_prefill_pct == 0,
+        )
+    }
+
+    /// Times the decode step of `shape`.
+    pub fn decode_step(&self, shape: &latency::DecodeShape) -> latency::Decode {
+        latency::decode(
+            &self.ctx.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            shape,
+            &self.speculation,
         )
     }
 
@@ -748,11 +761,11 @@ impl Instance<'_> {
     /// KV) hold only the tokens produced so far; in steady state the running sequences are spread
     /// evenly over their lifetimes, so the mean context is input + output / 2.
     pub fn memory(&self, sequences: f64) -> Memory {
-        self.memory_with(sequences, &self.decode(sequences))
+        self.memory_with(sequences, &self.decode_shape(sequences))
     }
 
-    /// [`Instance::memory`] with the step of `sequences` already computed.
-    fn memory_with(&self, sequences: f64, step: &latency::Decode) -> Memory {
+    /// [`Instance::memory`] with the step of `sequences` already shaped.
+    pub(crate) fn memory_with(&self, sequences: f64, step: &latency::DecodeShape) -> Memory {
         let (m, l) = (&self.ctx.model, &self.layout);
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
         let context = self.input_tokens + self.output_tokens / 2.0;
@@ -773,7 +786,7 @@ impl Instance<'_> {
         }
         let used_bytes = weights_bytes
             + kv_bytes
-            + memory::activation_bytes(m, l, step.rank_tokens, step.logit_rows);
+            + memory::activation_bytes(m, l, step.tokens.rank_tokens(), step.tokens.logit_rows);
         Memory {
             weights_bytes,
             kv_bytes,

@@ -36,15 +36,17 @@ impl<'a> Unit<'a> {
     /// `Err` is the estimate of a configuration that does not fit in HBM.
     pub fn new(inst: &Instance<'a>, batch: u32) -> Result<Unit<'a>, Estimate> {
         let batch = f64::from(batch);
-        // One decode step serves both the activation sizing and the timing.
-        let decode = inst.decode(batch);
-        let memory = inst.memory_with(batch, &decode);
+        // One decode step serves both the activation sizing and the timing; a batch that
+        // cannot fit is rejected before its step is timed.
+        let shape = inst.decode_shape(batch);
+        let memory = inst.memory_with(batch, &shape);
         if !memory.fits {
             return Err(Estimate {
                 limit: Some(Limit::Memory),
                 ..Estimate::with_memory(Reason::DoesNotFit, &inst.layout, &memory)
             });
         }
+        let decode = inst.decode_step(&shape);
         let pp = f64::from(inst.layout.pp);
         let gained = inst.speculation.tokens_per_step();
         let disaggregated = inst.disagg_prefill_pct > 0;
