@@ -9,7 +9,7 @@ use crate::grid::Point;
 use super::cost::{self, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
 use super::sizing::{self, Served};
 use super::unit::Unit;
-use super::{Context, Estimate, Reason, instance_serving};
+use super::{Context, Estimate, Instance, Reason, instance_serving};
 
 /// `racks` value that asks for automatic sizing.
 pub const AUTO_RACKS: u32 = 0;
@@ -18,17 +18,54 @@ pub const AUTO_RACKS: u32 = 0;
 /// several gigawatts: no single deployment plans beyond it).
 pub const MAX_AUTO_RACKS: u32 = 100_000;
 
+/// The instances (one per schedule phase) of the last placement evaluated. Consecutive grid
+/// points mostly differ only in batch or ownership, the fastest axes, which do not change the
+/// placement, its bounding stages or its rates; the engine keeps one of these per worker so that
+/// each placement is resolved once.
+#[derive(Debug, Default)]
+pub struct Placements<'a> {
+    /// The point with batch and ownership cleared.
+    key: Option<Point>,
+    phases: Vec<Result<Instance<'a>, Estimate>>,
+}
+
+impl<'a> Placements<'a> {
+    /// The instance of every phase for `p`'s placement.
+    fn get(&mut self, ctx: &'a Context, p: &Point) -> &[Result<Instance<'a>, Estimate>] {
+        let key = Point {
+            batch: 0,
+            ownership: 0,
+            ..*p
+        };
+        if self.key != Some(key) {
+            self.phases.clear();
+            self.phases.extend(
+                ctx.phases
+                    .iter()
+                    .map(|ph| instance_serving(ctx, p, ph.input_tokens, ph.output_tokens)),
+            );
+            self.key = Some(key);
+        }
+        &self.phases
+    }
+}
+
 /// Predicts one configuration: performance, sizing, power and cost.
 pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
+    evaluate_with(ctx, p, &mut Placements::default())
+}
+
+/// [`evaluate`], reusing the placement of the previous point where it is the same.
+pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placements<'a>) -> Estimate {
     let racks = if p.racks == AUTO_RACKS {
-        match auto_racks(ctx, p) {
+        match auto_racks(ctx, p, placements) {
             Ok(racks) => racks,
             Err(e) => return e,
         }
     } else {
         p.racks
     };
-    match at_racks(ctx, &Point { racks, ..*p }) {
+    match at_racks(ctx, &Point { racks, ..*p }, placements) {
         Ok(e) | Err(e) => Estimate { racks, ..e },
     }
 }
@@ -50,7 +87,11 @@ pub fn racks_for(rack: &Rack, stage_gpus: u32, pp: u32, instances: u32) -> u64 {
 
 /// The fewest racks whose instances meet every phase's demand and the SLOs (or, when no count
 /// meets the SLOs, the demand alone: the row then says `meets_slo = false`).
-fn auto_racks(ctx: &Context, p: &Point) -> Result<u32, Estimate> {
+fn auto_racks<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut Placements<'a>,
+) -> Result<u32, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let rack = &platform.rack;
     let stage_gpus = p.tp.max(p.ep);
@@ -64,8 +105,8 @@ fn auto_racks(ctx: &Context, p: &Point) -> Result<u32, Estimate> {
         let q = Point { racks, ..*p };
         let mut needed = 0u64;
         let mut layout = None;
-        for phase in &ctx.phases {
-            let inst = instance_serving(ctx, &q, phase.input_tokens, phase.output_tokens)?;
+        for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, &q)) {
+            let inst = (*inst)?;
             let unit = Unit::new(&inst, p.batch)?;
             let l = inst.layout;
             layout = Some(l);
@@ -128,7 +169,11 @@ struct Sums {
 }
 
 /// The cluster on `p.racks` racks, every phase served.
-fn at_racks(ctx: &Context, p: &Point) -> Result<Estimate, Estimate> {
+fn at_racks<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut Placements<'a>,
+) -> Result<Estimate, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let plan = &ctx.plan;
     let power = &platform.power;
@@ -137,8 +182,8 @@ fn at_racks(ctx: &Context, p: &Point) -> Result<Estimate, Estimate> {
     let (mut utilization, mut users_supported) = (0.0_f64, f64::INFINITY);
     let (mut demand_met, mut meets_slo) = (true, true);
     let mut storage_servers = 0.0_f64;
-    for phase in &ctx.phases {
-        let inst = instance_serving(ctx, p, phase.input_tokens, phase.output_tokens)?;
+    for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, p)) {
+        let inst = (*inst)?;
         let l = inst.layout;
         if power.over_budget(1.0) {
             return Err(Estimate::with_layout(Reason::RackPowerOverBudget, &l));

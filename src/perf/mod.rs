@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod cluster;
+pub use cluster::Placements;
 pub mod comm;
 pub mod compute;
 pub mod cost;
@@ -857,6 +858,12 @@ pub fn instance_serving<'a>(
 /// cost. Pure: no I/O, no allocation.
 pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
     cluster::evaluate(ctx, p)
+}
+
+/// [`evaluate`], reusing the placement of the previous point where only batch or ownership
+/// changed (the engine keeps one [`Placements`] per worker).
+pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placements<'a>) -> Estimate {
+    cluster::evaluate_with(ctx, p, placements)
 }
 
 /// Predicts a placed instance at full batch on its layout's cluster (`evaluate` once the
