@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::shard::DEFAULT_PART_ROWS;
 use crate::spec::DEFAULT_MAX_CONFIGS;
 
 /// Batch design-space sweeps for LLM cluster sizing: expand a TOML sweep into a grid of hardware,
@@ -18,12 +19,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Evaluate every configuration of a sweep and write the results directory.
+    /// Evaluate every configuration of a sweep (or one shard of it) into its run directory.
     ///
-    /// Writes <OUT>/<sweep name>/: configs.parquet (one row per configuration), pareto.parquet
-    /// and pareto.md (the frontier), manifest.json (counts, timing). The directory appears only
-    /// when complete.
+    /// Writes <OUT>/<sweep name>/: configs/part-K-of-N.parquet (one row per configuration; read
+    /// them together as configs/*.parquet), pareto.parquet and pareto.md (the frontier),
+    /// manifest.json (counts, timing; "complete": true only at the end), plus sweep.toml and the
+    /// parts' commit records under parts/. Parts are committed one by one: after a crash or
+    /// Ctrl-C, the same command with --resume evaluates only what is missing.
     Run(RunArgs),
+    /// Merge the shards of a run (`run --shard K/N`) into its frontier and manifest.
+    ///
+    /// Checks that all N parts are present, committed and from the same sweep, then writes
+    /// pareto.parquet, pareto.md and manifest.json, as a single-process run would have.
+    Merge(MergeArgs),
     /// Validate a sweep file and print its axes and grid size without evaluating.
     Check(CheckArgs),
     /// List the built-in presets with their key specs.
@@ -71,7 +79,7 @@ pub struct RunArgs {
     /// Hide the progress bar and the closing summary.
     #[arg(long)]
     pub quiet: bool,
-    /// Replace an existing run directory of the same name.
+    /// Replace an existing run directory of the same name (with --shard: write the shard again).
     #[arg(long)]
     pub force: bool,
     /// Write only feasible configurations to configs.parquet (counts still cover all).
@@ -80,6 +88,31 @@ pub struct RunArgs {
     /// Largest grid accepted.
     #[arg(long, default_value_t = DEFAULT_MAX_CONFIGS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_configs: u64,
+    /// Evaluate only shard K of N (K = 0 .. N-1), a contiguous slice of the grid, into
+    /// configs/part-K-of-N.parquet; `racksweep merge` completes the run. "auto" reads
+    /// SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or JOB_COMPLETION_INDEX with
+    /// --shard-count.
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<String>,
+    /// Shard count for --shard auto (required with JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shard_count: Option<u64>,
+    /// Continue an interrupted run: keep its committed parts and evaluate the rest. With
+    /// --shard, a part already committed is kept (safe for requeued array tasks).
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Grid points per part file when one process runs the whole sweep (the unit of --resume).
+    #[arg(long, default_value_t = DEFAULT_PART_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub part_rows: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Run directory: <OUT>/<sweep name>.
+    pub run_dir: PathBuf,
+    /// Hide the closing summary.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

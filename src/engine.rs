@@ -8,7 +8,7 @@
 //! (`rayon::join`), so both halves of the pipeline keep every core busy.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
 use indicatif::ProgressBar;
@@ -92,8 +92,8 @@ pub struct Job<'a> {
     pub labels: &'a LabelValues,
     /// Write only feasible rows (counts and the frontier still cover all).
     pub feasible_only: bool,
-    /// Set (by a signal handler) to stop after the chunk in flight.
-    pub stop: &'a AtomicBool,
+    /// Set (by a signal handler, to the signal's number) to stop after the chunk in flight.
+    pub stop: &'a AtomicUsize,
 }
 
 impl Job<'_> {
@@ -183,7 +183,7 @@ impl Job<'_> {
         start += current.evaluated;
         let mut group = Some(sink.row_group()?);
         loop {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stop.load(Ordering::Relaxed) != 0 {
                 return Ok(None);
             }
             let more = start < range.end;

@@ -1,4 +1,5 @@
-//! The error a user can fix (exit code 1), as opposed to an internal failure (exit code 2).
+//! The error a user can fix (exit code 1), as opposed to an internal failure (exit code 2), and
+//! an interrupted run (exit code 128 + signal).
 
 use std::fmt;
 
@@ -35,3 +36,28 @@ impl fmt::Display for UserError {
 }
 
 impl std::error::Error for UserError {}
+
+/// A run stopped by SIGINT or SIGTERM after committing what it could (exit code 128 + signal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interrupted {
+    pub signal: i32,
+    pub run_dir: std::path::PathBuf,
+}
+
+impl Interrupted {
+    pub fn exit_code(&self) -> u8 {
+        u8::try_from(128 + self.signal).unwrap_or(1)
+    }
+}
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "interrupted; the committed parts are kept in {}\nhint: continue with the same command and --resume",
+            self.run_dir.display()
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}

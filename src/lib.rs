@@ -11,6 +11,7 @@ pub mod grid;
 pub mod output;
 pub mod pareto;
 pub mod perf;
+pub mod shard;
 pub mod spec;
 pub mod suggest;
 pub mod validate;

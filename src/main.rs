@@ -1,5 +1,5 @@
 //! racksweep: parse the command line, run one command, map its outcome to an exit code
-//! (0 success, 1 user error, 2 internal error).
+//! (0 success, 1 user error, 2 internal error, 128 + signal when SIGINT/SIGTERM stopped a run).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -8,7 +8,7 @@ use clap::Parser;
 
 use racksweep::cli::{Cli, Command};
 use racksweep::commands;
-use racksweep::error::UserError;
+use racksweep::error::{Interrupted, UserError};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args).map(|out| (Some(out), None)),
         Command::Catalog(args) => commands::catalog::run(args).map(|out| (Some(out), None)),
         Command::Validate(args) => commands::validate::run(args).map(|out| (Some(out), None)),
+        Command::Merge(args) => commands::merge::run(args).map(|summary| (None, summary)),
     };
     match result {
         Ok((stdout, stderr)) => {
@@ -45,12 +46,19 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => match e.downcast_ref::<UserError>() {
-            Some(user) => {
+        Err(e) => match (
+            e.downcast_ref::<UserError>(),
+            e.downcast_ref::<Interrupted>(),
+        ) {
+            (Some(user), _) => {
                 eprintln!("error: {user}");
                 ExitCode::from(1)
             }
-            None => {
+            (_, Some(stopped)) => {
+                eprintln!("error: {stopped}");
+                ExitCode::from(stopped.exit_code())
+            }
+            (None, None) => {
                 eprintln!("error: internal: {e:#}");
                 ExitCode::from(2)
             }

@@ -8,7 +8,10 @@ use std::collections::HashMap;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
-use common::{assert_snapshot, configurations, read_parquet, root, run, stderr, stdout};
+use common::{
+    assert_snapshot, configurations, part_files, read_configs, read_parquet, root, run, stderr,
+    stdout,
+};
 
 fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
     batches
@@ -66,17 +69,20 @@ fn quickstart_end_to_end() {
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("quickstart");
     for f in [
-        "configs.parquet",
+        "configs/part-0-of-1.parquet",
+        "parts/part-0-of-1.json",
+        "parts/part-0-of-1.pareto.parquet",
         "pareto.parquet",
         "pareto.md",
         "manifest.json",
+        "sweep.toml",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
     // No partial directory is left behind.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
 
-    let (configs, metadata) = read_parquet(&dir.join("configs.parquet"));
+    let (configs, metadata) = read_parquet(&dir.join("configs/part-0-of-1.parquet"));
     assert_eq!(rows(&configs) as u64, n);
     assert!(configs.iter().all(|b| b.num_rows() <= 131_072));
     let ids = column_u64(&configs, "config_id");
@@ -181,7 +187,7 @@ fn every_example_sweep_runs() {
             m["frontier_size"].as_u64().unwrap() > 0,
             "{rel} has an empty frontier"
         );
-        let (configs, _) = read_parquet(&name.join("configs.parquet"));
+        let configs = read_configs(&name);
         assert_eq!(rows(&configs) as u64, n, "{rel}");
     }
 }
@@ -198,15 +204,25 @@ fn output_is_identical_for_one_and_two_threads() {
             "--quiet",
             "--threads",
             threads,
+            "--part-rows",
+            "7000",
             "--out",
             dir.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    for f in ["configs.parquet", "pareto.parquet", "pareto.md"] {
-        let a = std::fs::read(one.join("deepseek-v3-b200-vs-mi355x").join(f)).unwrap();
-        let b = std::fs::read(two.join("deepseek-v3-b200-vs-mi355x").join(f)).unwrap();
-        assert!(a == b, "{f} differs between 1 and 2 threads");
+    let (one, two) = (
+        one.join("deepseek-v3-b200-vs-mi355x"),
+        two.join("deepseek-v3-b200-vs-mi355x"),
+    );
+    let mut files = part_files(&one.join("configs"), ".parquet");
+    files.extend(part_files(&one.join("parts"), ".pareto.parquet"));
+    files.extend([one.join("pareto.parquet"), one.join("pareto.md")]);
+    assert!(files.len() >= 4);
+    for f in files {
+        let b = two.join(f.strip_prefix(&one).unwrap());
+        let (a, b) = (std::fs::read(&f).unwrap(), std::fs::read(b).unwrap());
+        assert!(a == b, "{} differs between 1 and 2 threads", f.display());
     }
 }
 
@@ -224,7 +240,7 @@ fn feasible_only_writes_feasible_rows_and_counts_all() {
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("quickstart");
     let m = manifest(&dir);
-    let (configs, _) = read_parquet(&dir.join("configs.parquet"));
+    let configs = read_configs(&dir);
     assert_eq!(m["rows_written"], rows(&configs) as u64);
     assert_eq!(m["feasible"], rows(&configs) as u64);
     assert_eq!(
@@ -250,7 +266,7 @@ fn refuses_to_overwrite_without_force() {
         "{}",
         stderr(&o)
     );
-    assert!(stderr(&o).contains("hint: pass --force"));
+    assert!(stderr(&o).contains("hint: pass --resume to continue it, --force to replace it"));
     let o = run(&[
         "run",
         "sweeps/quickstart.toml",

@@ -6,7 +6,7 @@ mod common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type};
-use common::{read_parquet, root, run, stderr, stdout};
+use common::{read_configs, read_parquet, root, run, stderr, stdout};
 
 const FIXTURE: &str = "tests/data/validate-fixture.csv";
 
@@ -52,7 +52,7 @@ fn validate_reproduces_run_for_the_same_configuration() {
         tmp.path().to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let (configs, _) = read_parquet(&tmp.path().join("same/configs.parquet"));
+    let configs = read_configs(&tmp.path().join("same"));
     let per_gpu = configs[0]
         .column_by_name("tokens_per_s_per_gpu")
         .unwrap()

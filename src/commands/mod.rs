@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod merge;
 pub mod run;
 pub mod table;
 pub mod validate;

@@ -1,13 +1,16 @@
-//! `racksweep run`: evaluate a sweep and write its run directory.
+//! `racksweep run`: evaluate a sweep, or one shard of it, into its run directory.
 //!
-//! Everything is written into a hidden `.<name>.partial-<pid>` directory next to the final one and
-//! renamed into place only when every file is complete, so an interrupted run never looks like a
-//! finished one.
+//! The rows are written as parts (`configs/part-K-of-N.parquet`, see `output::run_dir`). A single
+//! process evaluates every part in turn and then merges; `--shard K/N` evaluates one part and
+//! leaves the merge to `racksweep merge`. A part is committed atomically, so after a crash (or
+//! SIGINT/SIGTERM, which stop after the chunk in flight) `--resume` evaluates only the parts that
+//! were not committed and yields exactly the files of an uninterrupted run.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
@@ -15,46 +18,110 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::RunArgs;
 use crate::columns::LabelValues;
-use crate::engine::{self, Tally};
-use crate::error::UserError;
-use crate::grid::AXIS_NAMES;
+use crate::commands::merge;
+use crate::engine::Job;
+use crate::error::{Interrupted, UserError};
 use crate::output::manifest::{Manifest, rfc3339};
-use crate::output::markdown::{self, Totals};
 use crate::output::parquet::ParquetSink;
+use crate::output::run_dir::{self, PartRecord, RunDir};
 use crate::pareto::Frontier;
 use crate::perf::Reason;
+use crate::shard::Shard;
 use crate::spec::{self, Spec, thousands};
 
-/// What a finished run reports.
-pub struct Outcome {
-    pub run_dir: PathBuf,
-    pub manifest: Manifest,
+/// What a finished `run` reports.
+pub enum Outcome {
+    /// Every part written and merged.
+    Run {
+        run_dir: PathBuf,
+        manifest: Manifest,
+    },
+    /// One shard written (or found already committed, with `--resume`).
+    Shard {
+        run_dir: PathBuf,
+        record: PartRecord,
+        reused: bool,
+    },
 }
 
 pub fn run(args: RunArgs) -> Result<Option<String>> {
     let spec = spec::load(&args.sweep, args.max_configs)?;
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some("auto") => Some(Shard::from_env(
+            |k| std::env::var(k).ok(),
+            args.shard_count,
+        )?),
+        Some(text) => Some(Shard::parse(text)?),
+    };
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |t| t as usize,
     );
+    let stop = stop_on_signals()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .context("starting worker threads")?;
-    let outcome = pool.install(|| execute(&spec, &args, threads))?;
+    let outcome = pool.install(|| match shard {
+        Some(s) => execute_shard(&spec, &args, s, threads, &stop),
+        None => execute(&spec, &args, threads, &stop),
+    })?;
     if args.quiet {
         return Ok(None);
     }
-    let m = &outcome.manifest;
-    Ok(Some(format!(
-        "wrote {}: {} configurations ({} feasible), frontier of {}, {:.2} s ({} configs/s)",
-        outcome.run_dir.display(),
-        thousands(m.configurations),
-        thousands(m.feasible),
-        m.frontier_size,
-        m.wall_time_s,
-        thousands(m.configs_per_s.round() as u64)
-    )))
+    Ok(Some(match outcome {
+        Outcome::Run {
+            run_dir,
+            manifest: m,
+        } => format!(
+            "wrote {}: {} configurations ({} feasible) in {} part{}, frontier of {}, {:.2} s ({} configs/s)",
+            run_dir.display(),
+            thousands(m.configurations),
+            thousands(m.feasible),
+            m.parts,
+            if m.parts == 1 { "" } else { "s" },
+            m.frontier_size,
+            m.wall_time_s,
+            thousands(m.configs_per_s.round() as u64)
+        ),
+        Outcome::Shard {
+            run_dir,
+            record: r,
+            reused,
+        } => format!(
+            "{} part {} of {} in {}: {} configurations ({} feasible), frontier of {}{}",
+            if reused { "kept committed" } else { "wrote" },
+            r.part,
+            r.parts,
+            run_dir.display(),
+            thousands(r.configurations()),
+            thousands(r.feasible),
+            r.frontier_config_ids.len(),
+            if reused {
+                String::new()
+            } else {
+                format!(", {:.2} s", r.wall_time_s)
+            }
+        ),
+    }))
+}
+
+/// SIGINT and SIGTERM set the returned signal number; the engine stops after the chunk in
+/// flight. A second signal ends the process at once (exit code 1).
+fn stop_on_signals() -> Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&seen))
+            .context("installing signal handlers")?;
+        signal_hook::flag::register(signal, Arc::clone(&seen))
+            .context("installing signal handlers")?;
+        signal_hook::flag::register_usize(signal, Arc::clone(&stop), signal as usize)
+            .context("installing signal handlers")?;
+    }
+    Ok(stop)
 }
 
 /// Label dictionaries of a sweep: hardware and rack ids (deduplicated), model and formats.
@@ -104,156 +171,244 @@ pub fn file_metadata(spec: &Spec) -> Vec<(String, String)> {
     ]
 }
 
-fn execute(spec: &Spec, args: &RunArgs, threads: usize) -> Result<Outcome> {
-    let run_dir = args.out.join(&spec.name);
-    if run_dir.exists() && !args.force {
-        return Err(
-            UserError::new(format!("{} already exists", run_dir.display()))
-                .with_hint("pass --force to replace it, or --out to write elsewhere")
-                .into(),
-        );
+/// A single process: every part in turn, then the merge.
+fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> Result<Outcome> {
+    let dir = RunDir::new(args.out.join(&spec.name));
+    let started_at = SystemTime::now();
+    let clock = Instant::now();
+    if dir.root.exists() {
+        if args.force {
+            fs::remove_dir_all(&dir.root)
+                .with_context(|| format!("removing {}", dir.root.display()))?;
+        } else if args.resume {
+            check_same_sweep(&dir, spec)?;
+        } else {
+            return Err(
+                UserError::new(format!("{} already exists", dir.root.display()))
+                    .with_hint("pass --resume to continue it, --force to replace it, or --out to write elsewhere")
+                    .into(),
+            );
+        }
     }
-    fs::create_dir_all(&args.out).map_err(|e| {
-        UserError::new(format!(
-            "cannot create output directory {}: {e}",
-            args.out.display()
-        ))
-        .with_hint("pass --out with a writable directory")
-    })?;
-    let partial = args
-        .out
-        .join(format!(".{}.partial-{}", spec.name, std::process::id()));
-    if partial.exists() {
-        fs::remove_dir_all(&partial)
-            .with_context(|| format!("removing stale {}", partial.display()))?;
+    dir.create(&spec.text)?;
+    let total = spec.grid.len();
+    let parts = match dir.part_counts()?.as_slice() {
+        [] => Shard::count_for(total, args.part_rows),
+        [n] => *n,
+        several => return Err(mixed_part_counts(&dir, several).into()),
+    };
+    let progress = progress_bar(total, args.quiet);
+    let mut records = Vec::new();
+    for index in 0..parts {
+        let s = Shard {
+            index,
+            count: parts,
+        };
+        if let Some(record) = dir.committed(s, &spec.sha256) {
+            check_same_flags(&dir, &record, args)?;
+            progress.inc(record.configurations());
+            records.push(record);
+            continue;
+        }
+        match write_part(spec, args, &dir, s, threads, stop, &progress)? {
+            Some(record) => records.push(record),
+            None => {
+                progress.finish_and_clear();
+                let m = merge::manifest(
+                    spec,
+                    &records,
+                    parts,
+                    args.feasible_only,
+                    false,
+                    started_at,
+                    clock,
+                );
+                run_dir::write_atomic(&dir.manifest(), merge::json(&m)?.as_bytes())?;
+                return Err(interrupted(stop, &dir).into());
+            }
+        }
     }
-    fs::create_dir(&partial).with_context(|| format!("creating {}", partial.display()))?;
-    let result = write_run(spec, args, threads, &partial).and_then(|manifest| {
-        commit(&partial, &run_dir)?;
-        Ok(Outcome { run_dir, manifest })
-    });
-    if result.is_err() {
-        let _ = fs::remove_dir_all(&partial);
-    }
-    result
+    progress.finish_and_clear();
+    let manifest = merge::finish(spec, &dir, &records, parts, started_at, clock)?;
+    Ok(Outcome::Run {
+        run_dir: dir.root,
+        manifest,
+    })
 }
 
-fn write_run(spec: &Spec, args: &RunArgs, threads: usize, dir: &Path) -> Result<Manifest> {
-    let started_at = SystemTime::now();
+/// One shard of a run that `racksweep merge` completes.
+fn execute_shard(
+    spec: &Spec,
+    args: &RunArgs,
+    s: Shard,
+    threads: usize,
+    stop: &AtomicUsize,
+) -> Result<Outcome> {
+    let dir = RunDir::new(args.out.join(&spec.name));
+    if dir.sweep().exists() {
+        check_same_sweep(&dir, spec)?;
+    }
+    dir.create(&spec.text)?;
+    check_same_sweep(&dir, spec)?;
+    if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
+        return Err(mixed_part_counts(&dir, &[other, s.count]).into());
+    }
+    if let Some(record) = dir.committed(s, &spec.sha256) {
+        if args.resume {
+            check_same_flags(&dir, &record, args)?;
+            return Ok(Outcome::Shard {
+                run_dir: dir.root,
+                record,
+                reused: true,
+            });
+        }
+        if !args.force {
+            return Err(UserError::new(format!(
+                "part {s} of {} is already written",
+                dir.root.display()
+            ))
+            .with_hint("pass --resume to keep it (safe for requeued array tasks), or --force to write it again")
+            .into());
+        }
+    }
+    let progress = progress_bar(s.range(spec.grid.len()).count() as u64, args.quiet);
+    let record = write_part(spec, args, &dir, s, threads, stop, &progress)?;
+    progress.finish_and_clear();
+    match record {
+        Some(record) => Ok(Outcome::Shard {
+            run_dir: dir.root,
+            record,
+            reused: false,
+        }),
+        None => Err(interrupted(stop, &dir).into()),
+    }
+}
+
+/// Evaluates part `s` and commits it: rows, then its frontier, then its record. Returns `None`
+/// if a signal stopped it (its temporary files are removed).
+fn write_part(
+    spec: &Spec,
+    args: &RunArgs,
+    dir: &RunDir,
+    s: Shard,
+    threads: usize,
+    stop: &AtomicUsize,
+    progress: &ProgressBar,
+) -> Result<Option<PartRecord>> {
+    dir.remove_part(s)?;
     let clock = Instant::now();
     let ctx = spec.context();
     let labels = labels(spec);
     let metadata = file_metadata(spec);
-    let total = spec.grid.len();
-
-    let progress = progress_bar(total, args.quiet);
-    let frontier = Frontier::new(spec.objectives.clone(), spec.constraints.clone());
-    let mut configs = ParquetSink::create(
-        &dir.join("configs.parquet"),
-        labels.clone(),
-        metadata.clone(),
-    )?;
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let job = engine::Job {
+    let range = s.range(spec.grid.len());
+    let configs = dir.configs(s);
+    let configs_tmp = run_dir::tmp_path(&configs);
+    let mut sink = ParquetSink::create(&configs_tmp, labels.clone(), metadata.clone())?;
+    let job = Job {
         ctx: &ctx,
         grid: &spec.grid,
         labels: &labels,
         feasible_only: args.feasible_only,
-        stop: &stop,
+        stop,
     };
-    let tally = job
-        .run(0..total, frontier, &mut configs, &progress)?
-        .expect("not stopped");
-    configs.finish()?;
-    progress.finish_and_clear();
-
-    let mut pareto = ParquetSink::create(&dir.join("pareto.parquet"), labels.clone(), metadata)?;
-    pareto.write_rows(tally.frontier.rows())?;
-    pareto.finish()?;
-    let totals = Totals {
-        configurations: tally.evaluated,
-        feasible: tally.feasible,
+    let frontier = Frontier::new(spec.objectives.clone(), spec.constraints.clone());
+    let Some(tally) = job.run(range.clone(), frontier, &mut sink, progress)? else {
+        drop(sink);
+        dir.remove_part(s)?;
+        return Ok(None);
     };
-    fs::write(
-        dir.join("pareto.md"),
-        markdown::render(spec, &tally.frontier, &labels, &totals),
-    )?;
-
-    let wall_time_s = clock.elapsed().as_secs_f64();
-    let manifest = manifest(
-        spec,
-        &tally,
-        args.feasible_only,
-        threads,
-        started_at,
-        wall_time_s,
-    );
-    let json = serde_json::to_string_pretty(&manifest)? + "\n";
-    fs::write(dir.join("manifest.json"), json)?;
-    Ok(manifest)
-}
-
-fn manifest(
-    spec: &Spec,
-    tally: &Tally,
-    feasible_only: bool,
-    threads: usize,
-    started_at: SystemTime,
-    wall_time_s: f64,
-) -> Manifest {
-    let axes: BTreeMap<String, u64> = AXIS_NAMES
-        .iter()
-        .map(|a| a.to_string())
-        .zip(spec.grid.radices())
-        .collect();
-    let infeasible: BTreeMap<String, u64> = Reason::ALL
-        .iter()
-        .zip(tally.infeasible)
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| (r.as_str().to_string(), n))
-        .collect();
-    Manifest {
+    sink.finish()?;
+    let pareto = dir.part_pareto(s);
+    let pareto_tmp = run_dir::tmp_path(&pareto);
+    let mut sink = ParquetSink::create(&pareto_tmp, labels, metadata)?;
+    sink.write_rows(tally.frontier.rows())?;
+    sink.finish()?;
+    run_dir::rename(&configs_tmp, &configs)?;
+    run_dir::rename(&pareto_tmp, &pareto)?;
+    let record = PartRecord {
         racksweep_version: env!("CARGO_PKG_VERSION").into(),
-        sweep_name: spec.name.clone(),
-        sweep_file: spec.path.display().to_string(),
         sweep_sha256: spec.sha256.clone(),
-        model: spec.catalog.models[spec.model].id.clone(),
-        input_tokens: spec.input_tokens,
-        output_tokens: spec.output_tokens,
-        spec_acceptance: spec.spec_acceptance,
-        spec_draft_layers: spec.spec_draft_layers,
-        configurations: tally.evaluated,
-        axes,
+        sweep_file: spec.path.display().to_string(),
+        part: s.index,
+        parts: s.count,
+        first_config_id: range.start,
+        end_config_id: range.end,
         rows_written: tally.written,
         feasible: tally.feasible,
-        infeasible,
-        frontier_size: tally.frontier.rows().len() as u64,
-        objectives: spec.objectives.iter().map(|o| o.to_string()).collect(),
-        constraints: spec.constraints.iter().map(|c| c.to_string()).collect(),
-        feasible_only,
+        infeasible: Reason::ALL
+            .iter()
+            .zip(tally.infeasible)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (r.as_str().to_string(), n))
+            .collect(),
+        feasible_only: args.feasible_only,
+        frontier_config_ids: tally.frontier.rows().iter().map(|r| r.config_id).collect(),
+        configs_bytes: fs::metadata(&configs)?.len(),
         threads,
-        started_at: rfc3339(started_at),
+        wall_time_s: clock.elapsed().as_secs_f64(),
         finished_at: rfc3339(SystemTime::now()),
-        wall_time_s,
-        configs_per_s: tally.evaluated as f64 / wall_time_s.max(1e-9),
-        complete: true,
-    }
+    };
+    let json = serde_json::to_string_pretty(&record)? + "\n";
+    run_dir::write_atomic(&dir.record(s), json.as_bytes())?;
+    Ok(Some(record))
 }
 
-/// Moves the finished directory into place; an old one (with --force) is moved aside first and
-/// removed only after the new one is in place.
-fn commit(partial: &Path, run_dir: &Path) -> Result<()> {
-    let old = partial.with_extension("old");
-    let replacing = run_dir.exists();
-    if replacing {
-        fs::rename(run_dir, &old).with_context(|| format!("moving aside {}", run_dir.display()))?;
-    }
-    fs::rename(partial, run_dir)
-        .with_context(|| format!("moving {} into place", run_dir.display()))?;
-    if replacing {
-        fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+/// The run directory's `sweep.toml` must be this sweep, byte for byte.
+fn check_same_sweep(dir: &RunDir, spec: &Spec) -> Result<()> {
+    let text = fs::read_to_string(dir.sweep()).map_err(|e| {
+        UserError::new(format!(
+            "{} is not a racksweep run directory (cannot read sweep.toml: {e})",
+            dir.root.display()
+        ))
+        .with_hint("pass --force to replace it, or --out to write elsewhere")
+    })?;
+    if text != spec.text {
+        return Err(UserError::new(format!(
+            "{} holds a run of a different sweep (its sweep.toml differs from {})",
+            dir.root.display(),
+            spec.path.display()
+        ))
+        .with_hint("resume with the same sweep file, or pass --force to start over")
+        .into());
     }
     Ok(())
+}
+
+/// Resuming keeps the flags that shape the rows.
+fn check_same_flags(dir: &RunDir, record: &PartRecord, args: &RunArgs) -> Result<()> {
+    if record.feasible_only != args.feasible_only {
+        let how = if record.feasible_only {
+            "with"
+        } else {
+            "without"
+        };
+        return Err(UserError::new(format!(
+            "{} was run {how} --feasible-only",
+            dir.root.display()
+        ))
+        .with_hint(format!(
+            "resume it {how} --feasible-only, or pass --force to start over"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+fn mixed_part_counts(dir: &RunDir, counts: &[u64]) -> UserError {
+    let counts: Vec<String> = counts.iter().map(|n| format!("of-{n}")).collect();
+    UserError::new(format!(
+        "{} holds parts split different ways ({})",
+        dir.root.display(),
+        counts.join(", ")
+    ))
+    .with_hint("keep one split: rerun every shard with the same N, or pass --force to start over")
+}
+
+fn interrupted(stop: &AtomicUsize, dir: &RunDir) -> Interrupted {
+    Interrupted {
+        signal: stop.load(std::sync::atomic::Ordering::Relaxed) as i32,
+        run_dir: dir.root.clone(),
+    }
 }
 
 fn progress_bar(total: u64, quiet: bool) -> ProgressBar {

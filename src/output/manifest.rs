@@ -17,11 +17,15 @@ pub struct Manifest {
     /// Speculative-decoding parameters used where `spec_tokens` > 0.
     pub spec_acceptance: f64,
     pub spec_draft_layers: f64,
-    /// Configurations in the grid.
+    /// Configurations evaluated (the whole grid once complete).
     pub configurations: u64,
     /// Axis name -> number of values.
     pub axes: BTreeMap<String, u64>,
-    /// Rows in configs.parquet (all configurations, or the feasible ones with --feasible-only).
+    /// Part files the rows are split into (`configs/part-K-of-N.parquet`, N = `parts`).
+    pub parts: u64,
+    /// Parts committed so far (equals `parts` once complete).
+    pub parts_committed: u64,
+    /// Rows in the part files (all configurations, or the feasible ones with --feasible-only).
     pub rows_written: u64,
     pub feasible: u64,
     /// Infeasible reason -> configurations.
@@ -35,7 +39,8 @@ pub struct Manifest {
     pub finished_at: String,
     pub wall_time_s: f64,
     pub configs_per_s: f64,
-    /// True only once every file of the run directory is written.
+    /// True only once every part is committed and the frontier and this manifest are written;
+    /// an interrupted run says false (resume it with `racksweep run --resume`).
     pub complete: bool,
 }
 

@@ -4,3 +4,4 @@ pub mod columnar;
 pub mod manifest;
 pub mod markdown;
 pub mod parquet;
+pub mod run_dir;

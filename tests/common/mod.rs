@@ -72,6 +72,38 @@ pub fn read_parquet(path: &Path) -> (Vec<RecordBatch>, Vec<(String, String)>) {
     (batches, metadata)
 }
 
+/// The rows of a run directory: every `configs/part-K-of-N.parquet`, in part order.
+pub fn read_configs(run_dir: &Path) -> Vec<RecordBatch> {
+    part_files(&run_dir.join("configs"), ".parquet")
+        .iter()
+        .flat_map(|p| read_parquet(p).0)
+        .collect()
+}
+
+/// `part-K-of-N<suffix>` files of `dir`, sorted by K.
+pub fn part_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut parts: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .expect("directory exists")
+        .map(|e| e.expect("entry").path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            let k = name.strip_prefix("part-")?.strip_suffix(suffix)?;
+            let k: u64 = k.split_once("-of-")?.0.parse().ok()?;
+            Some((k, p))
+        })
+        .collect();
+    parts.sort();
+    parts.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Every row of `batches` as its own one-row batch, to compare tables split differently.
+pub fn single_rows(batches: &[RecordBatch]) -> Vec<RecordBatch> {
+    batches
+        .iter()
+        .flat_map(|b| (0..b.num_rows()).map(move |i| b.slice(i, 1)))
+        .collect()
+}
+
 /// Compares `actual` to the snapshot file, or rewrites it when RACKSWEEP_BLESS=1.
 pub fn assert_snapshot(path: &Path, actual: &str) {
     if std::env::var_os("RACKSWEEP_BLESS").is_some() {

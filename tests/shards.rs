@@ -1,0 +1,417 @@
+//! Sharding, merging and resuming, as a cluster scheduler and a crash would exercise them: the
+//! merged output of any split equals a single-process run, an interrupted run is never taken for
+//! a complete one, and resuming after `kill -9` at any moment yields exactly the files of an
+//! uninterrupted run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{bin, part_files, read_configs, read_parquet, root, run, single_rows, stderr};
+use proptest::prelude::*;
+
+const SMALL: &str = "sweeps/quickstart.toml";
+const BIG: &str = "tests/specs/resume.toml";
+
+fn ok(args: &[&str]) {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// Every output file whose bytes must not depend on how the run was scheduled: the part files,
+/// the parts' frontiers, the run's frontier.
+fn deterministic_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = part_files(&dir.join("configs"), ".parquet");
+    files.extend(part_files(&dir.join("parts"), ".pareto.parquet"));
+    files.extend([dir.join("pareto.parquet"), dir.join("pareto.md")]);
+    files
+}
+
+/// The parts' commit records without what depends on the clock.
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    part_files(&dir.join("parts"), ".json")
+        .iter()
+        .map(|p| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            for key in ["wall_time_s", "finished_at", "threads"] {
+                v.as_object_mut().unwrap().remove(key);
+            }
+            v
+        })
+        .collect()
+}
+
+fn assert_same_run(a: &Path, b: &Path) {
+    let files = deterministic_files(a);
+    assert_eq!(
+        files.len(),
+        deterministic_files(b).len(),
+        "same number of parts"
+    );
+    for f in files {
+        let g = b.join(f.strip_prefix(a).unwrap());
+        assert!(
+            std::fs::read(&f).unwrap() == std::fs::read(&g).unwrap(),
+            "{} differs",
+            f.display()
+        );
+    }
+    assert_eq!(records(a), records(b));
+    let (ma, mb) = (manifest(a), manifest(b));
+    for key in [
+        "configurations",
+        "rows_written",
+        "feasible",
+        "infeasible",
+        "frontier_size",
+        "parts",
+        "complete",
+    ] {
+        assert_eq!(ma[key], mb[key], "manifest {key}");
+    }
+}
+
+fn single_run(out: &Path, sweep: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["run", sweep, "--quiet", "--out", out.to_str().unwrap()];
+    args.extend(extra);
+    ok(&args);
+    out.join(name_of(sweep))
+}
+
+fn name_of(sweep: &str) -> String {
+    let text = std::fs::read_to_string(root().join(sweep)).unwrap();
+    let v: toml::Table = text.parse().unwrap();
+    v["sweep"]["name"].as_str().unwrap().to_string()
+}
+
+fn sharded_run(out: &Path, sweep: &str, n: u64, extra: &[&str]) -> PathBuf {
+    // Shards in reverse order: completion order does not matter.
+    for k in (0..n).rev() {
+        let shard = format!("{k}/{n}");
+        let mut args = vec![
+            "run",
+            sweep,
+            "--quiet",
+            "--shard",
+            &shard,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        ok(&args);
+    }
+    let dir = out.join(name_of(sweep));
+    assert!(
+        !dir.join("manifest.json").exists(),
+        "shards leave the manifest to the merge"
+    );
+    ok(&["merge", dir.to_str().unwrap(), "--quiet"]);
+    dir
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Any split, merged, has the rows and the frontier of a single-process run.
+    #[test]
+    fn merged_shards_equal_a_single_run(n in 1u64..12, feasible_only in any::<bool>()) {
+        let tmp = tempfile::tempdir().unwrap();
+        let extra: &[&str] = if feasible_only { &["--feasible-only"] } else { &[] };
+        let single = single_run(&tmp.path().join("single"), SMALL, extra);
+        let merged = sharded_run(&tmp.path().join("sharded"), SMALL, n, extra);
+        prop_assert_eq!(
+            single_rows(&read_configs(&single)),
+            single_rows(&read_configs(&merged))
+        );
+        for f in ["pareto.parquet", "pareto.md"] {
+            prop_assert!(std::fs::read(single.join(f)).unwrap() == std::fs::read(merged.join(f)).unwrap(), "{}", f);
+        }
+        let (ms, mm) = (manifest(&single), manifest(&merged));
+        for key in ["configurations", "rows_written", "feasible", "infeasible", "frontier_size", "complete"] {
+            prop_assert_eq!(&ms[key], &mm[key], "{}", key);
+        }
+        prop_assert_eq!(&mm["parts"], n);
+    }
+}
+
+#[test]
+fn more_shards_than_points_and_shard_auto() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("tiny.toml");
+    std::fs::write(
+        &sweep,
+        "[sweep]\nname = \"tiny\"\n[workload]\nmodel = \"llama-3.1-8b\"\ninput_tokens = 512\noutput_tokens = 128\n\
+         [grid]\nhardware = [\"h100-sxm\"]\ntp = [1]\nbatch = [1, 8, 64]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    // Slurm numbers this array 1..5; --shard auto maps it to shards 0..4 of 5.
+    for id in 1..=5 {
+        let o = bin()
+            .args(["run", sweep.to_str().unwrap(), "--quiet", "--shard", "auto"])
+            .args(["--out", out.to_str().unwrap()])
+            .env("SLURM_ARRAY_TASK_ID", id.to_string())
+            .env("SLURM_ARRAY_TASK_MIN", "1")
+            .env("SLURM_ARRAY_TASK_COUNT", "5")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let dir = out.join("tiny");
+    assert_eq!(part_files(&dir.join("configs"), ".parquet").len(), 5);
+    ok(&["merge", dir.to_str().unwrap(), "--quiet"]);
+    let m = manifest(&dir);
+    assert_eq!(m["configurations"], 3);
+    assert_eq!(m["complete"], true);
+    let ids: Vec<u64> = single_rows(&read_configs(&dir))
+        .iter()
+        .map(|b| {
+            b.column_by_name("config_id")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::UInt64Array>()
+                .unwrap()
+                .value(0)
+        })
+        .collect();
+    assert_eq!(ids, [0, 1, 2]);
+    // Empty parts are valid Parquet files with the schema and no rows.
+    let (empty, _) = read_parquet(&dir.join("configs/part-0-of-5.parquet"));
+    assert!(empty.iter().all(|b| b.num_rows() == 0));
+}
+
+#[test]
+fn merge_refuses_missing_mixed_and_foreign_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    for k in [0, 2] {
+        ok(&[
+            "run",
+            SMALL,
+            "--quiet",
+            "--shard",
+            &format!("{k}/3"),
+            "--out",
+            out,
+        ]);
+    }
+    let dir = tmp.path().join("quickstart");
+    let o = run(&["merge", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("part is 1 of 3 missing or incomplete"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("--shard K/3 --resume"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.join("manifest.json").exists());
+
+    // A part written by another split cannot join this run.
+    let o = run(&["run", SMALL, "--quiet", "--shard", "1/4", "--out", out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("split different ways (of-3, of-4)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A committed part is kept with --resume, refused without, rewritten with --force.
+    let o = run(&["run", SMALL, "--quiet", "--shard", "0/3", "--out", out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("already written"), "{}", stderr(&o));
+    ok(&[
+        "run", SMALL, "--quiet", "--shard", "0/3", "--resume", "--out", out,
+    ]);
+    ok(&[
+        "run", SMALL, "--quiet", "--shard", "0/3", "--force", "--out", out,
+    ]);
+
+    // A different sweep of the same name cannot write into the run.
+    let other = tmp.path().join("other.toml");
+    let text = std::fs::read_to_string(root().join(SMALL)).unwrap();
+    std::fs::write(&other, text.replace("batch = ", "batch = [3]\n# ")).unwrap();
+    let o = run(&[
+        "run",
+        other.to_str().unwrap(),
+        "--quiet",
+        "--shard",
+        "1/3",
+        "--out",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a different sweep"), "{}", stderr(&o));
+
+    // A part file whose size no longer matches its record is not committed.
+    ok(&["run", SMALL, "--quiet", "--shard", "1/3", "--out", out]);
+    let part = dir.join("configs/part-2-of-3.parquet");
+    let mut bytes = std::fs::read(&part).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&part, bytes).unwrap();
+    let o = run(&["merge", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("part is 2 of 3 missing"),
+        "{}",
+        stderr(&o)
+    );
+    ok(&[
+        "run", SMALL, "--quiet", "--shard", "2/3", "--resume", "--out", out,
+    ]);
+    ok(&["merge", dir.to_str().unwrap(), "--quiet"]);
+
+    let o = run(&["merge", tmp.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("not a racksweep run directory"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A seed from the clock, printed so that a failure can be replayed.
+fn seed() -> u64 {
+    let seed = std::env::var("RACKSWEEP_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("RACKSWEEP_TEST_SEED={seed}");
+    seed
+}
+
+fn next(state: &mut u64) -> f64 {
+    // xorshift64*
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Starts a big run and kills it (SIGKILL, or SIGINT) `after` into it; returns its exit status.
+fn interrupt(out: &Path, after: Duration, signal: &str) -> std::process::ExitStatus {
+    let mut child = bin()
+        .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
+        .args(["--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let killed = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success() || child.try_wait().unwrap().is_some());
+    child.wait().unwrap()
+}
+
+#[test]
+fn kill_9_at_any_moment_then_resume_gives_the_uninterrupted_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Instant::now();
+    let reference = single_run(
+        &tmp.path().join("reference"),
+        BIG,
+        &["--part-rows", "40000"],
+    );
+    let full = clock.elapsed();
+    let mut state = seed() | 1;
+    for attempt in 0..4 {
+        let out = tmp.path().join(format!("killed-{attempt}"));
+        // Kill once or twice at random moments of the run (a resumed run can die too).
+        for _ in 0..=attempt % 2 {
+            let after = full.mul_f64(next(&mut state));
+            interrupt(&out, after, "-KILL");
+            if let Ok(text) = std::fs::read_to_string(out.join("resume/manifest.json")) {
+                let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert!(
+                    m["complete"] == true || m["parts_committed"].as_u64() < m["parts"].as_u64(),
+                    "an interrupted run says it is incomplete"
+                );
+            }
+        }
+        let dir = single_run(&out, BIG, &["--part-rows", "40000", "--resume"]);
+        assert_eq!(manifest(&dir)["complete"], true);
+        assert_same_run(&reference, &dir);
+        let leftovers: Vec<_> = walk(&dir)
+            .into_iter()
+            .filter(|p| p.file_name().unwrap().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
+#[test]
+fn sigint_stops_cleanly_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = single_run(
+        &tmp.path().join("reference"),
+        BIG,
+        &["--part-rows", "40000"],
+    );
+    let out = tmp.path().join("stopped");
+    let status = interrupt(&out, Duration::from_millis(300), "-INT");
+    let dir = out.join("resume");
+    if status.success() {
+        // The run finished before the signal arrived (a very fast machine): nothing to check.
+        assert_eq!(manifest(&dir)["complete"], true);
+        return;
+    }
+    assert_eq!(status.code(), Some(130), "128 + SIGINT");
+    let m = manifest(&dir);
+    assert_eq!(m["complete"], false);
+    assert!(m["parts_committed"].as_u64().unwrap() < 27);
+    assert_eq!(
+        part_files(&dir.join("configs"), ".parquet").len() as u64,
+        m["parts_committed"].as_u64().unwrap(),
+        "the part in flight is dropped"
+    );
+    // A plain rerun refuses to overwrite it; --resume completes it.
+    let o = run(&[
+        "run",
+        BIG,
+        "--quiet",
+        "--part-rows",
+        "40000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("pass --resume to continue it"),
+        "{}",
+        stderr(&o)
+    );
+    single_run(&out, BIG, &["--part-rows", "40000", "--resume"]);
+    assert_same_run(&reference, &dir);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
