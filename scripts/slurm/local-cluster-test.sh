@@ -312,7 +312,8 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 # Our munged's socket, for the daemons, the client commands and slurmstepd alike.
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire: a requeued job waits this long (default 120 s) before it may start again.
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=15
 MpiDefault=none
 # No cgroups (a container may not delegate them) and no systemd: plain process tracking.
 ProctrackType=proctrack/linuxproc
@@ -427,40 +428,57 @@ smoke_test() {
 
 # --- racksweep -----------------------------------------------------------------------------------
 
-racksweep_test() {
-    local t=$SECONDS submit_out array merge name k run single
-    log "sharded run of $sweep: $shards tasks"
-    submit_out=$(RACKSWEEP_BIN=$bin "$here/submit.sh" "$sweep" "$dir/sharded" "$shards") ||
-        die "submit.sh failed"
-    array=$(sed -n 's/^array_job_id=//p' <<<"$submit_out")
-    merge=$(sed -n 's/^merge_job_id=//p' <<<"$submit_out")
-    [[ -n $array && -n $merge ]] || die "submit.sh printed no job ids: $submit_out"
-    wait_jobs "$job_timeout" "$array" "$merge"
-    phase "sharded run + merge jobs" "$t"
+# submit: run submit.sh for the test sweep; sets array, merge and run.
+submit() {
+    local out
+    out=$(RACKSWEEP_BIN=$bin "$here/submit.sh" "$sweep" "$dir/sharded" "$shards") || die "submit.sh failed"
+    array=$(sed -n 's/^array_job_id=//p' <<<"$out")
+    merge=$(sed -n 's/^merge_job_id=//p' <<<"$out")
+    run=$(sed -n 's/^run_dir=//p' <<<"$out")
+    [[ -n $array && -n $merge && -n $run ]] || die "submit.sh printed no job ids: $out"
+}
 
-    name=$(awk '
-        /^[[:space:]]*\[/ { in_sweep = ($0 ~ /^[[:space:]]*\[[[:space:]]*sweep[[:space:]]*\]/); next }
-        in_sweep && /^[[:space:]]*name[[:space:]]*=/ {
-            sub(/^[^=]*=[[:space:]]*/, "")
-            if (match($0, /^"[^"]*"/) || match($0, /^\047[^\047]*\047/)) { print substr($0, 2, RLENGTH - 2); exit }
-        }' "$sweep")
-    run=$dir/sharded/$name
+racksweep_test() {
+    local t=$SECONDS array merge run first k single before after restarts
+    log "sharded run of $sweep: $shards tasks"
+    submit
+    wait_jobs "$job_timeout" "$array" "$merge"
     for k in $(seq 0 $((shards - 1))); do
         [[ -f $run/configs/part-$k-of-$shards.parquet ]] || die "missing $run/configs/part-$k-of-$shards.parquet"
     done
     grep -Eq '"complete": *true' "$run/manifest.json" || die "$run/manifest.json does not say complete"
+    phase "sharded run + merge jobs" "$t"
 
     t=$SECONDS
     # Same extra arguments as the tasks (submit.sh passes RACKSWEEP_RUN_ARGS on to them).
     read -ra run_args <<<"${RACKSWEEP_RUN_ARGS:-}"
     "$bin" run "$sweep" --out "$dir/single" --quiet ${run_args[@]+"${run_args[@]}"} ||
         die "single-process racksweep run failed"
-    single=$dir/single/$name
+    single=$dir/single/$(basename "$run")
     phase "single-process run" "$t"
 
     t=$SECONDS
     "$venv/bin/python" "$here/compare-runs.py" "$run" "$single" || die "the sharded and single-process runs differ"
     phase "compare" "$t"
+
+    # Requeue and resubmission must leave a complete run as it is: a task whose shard is
+    # committed returns without writing, and the merge can run again.
+    t=$SECONDS
+    before=$(stat -c '%Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
+    first=$array
+    scontrol requeue "${first}_1" || die "scontrol requeue ${first}_1 failed"
+    wait_jobs "$job_timeout" "$first"
+    restarts=$(scontrol show job "${first}_1" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+    [[ $restarts == 1 ]] || die "task ${first}_1 did not run again after the requeue (Restarts=$restarts)"
+    [[ $(grep -c '^racksweep shard' "$dir/sharded/slurm/logs/"*"-${first}_1.out") == 2 ]] ||
+        die "the requeued task's log does not hold both runs (--open-mode=append)"
+    submit
+    wait_jobs "$job_timeout" "$array" "$merge"
+    after=$(stat -c '%Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
+    [[ $before == "$after" ]] || die "a requeue or a resubmission rewrote committed parts:"$'\n'"$before"$'\n'"$after"
+    "$venv/bin/python" "$here/compare-runs.py" "$run" "$single" >/dev/null ||
+        die "the sharded run differs from the single-process run after the requeue and the resubmission"
+    phase "requeue + resubmit (no-op)" "$t"
 }
 
 # --- main ----------------------------------------------------------------------------------------

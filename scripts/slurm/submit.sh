@@ -22,7 +22,8 @@
 # queue changes nothing) and OUT_DIR/slurm/logs/ (one log per task and one for the merge).
 # OUT_DIR must be on a filesystem shared with the compute nodes.
 #
-# Prints array_job_id=<id> and merge_job_id=<id> on stdout; everything else goes to stderr.
+# Prints array_job_id=<id>, merge_job_id=<id> and run_dir=<path> on stdout; everything else goes
+# to stderr.
 # Submitting again with the same arguments after a partial failure reruns only the shards that
 # did not complete (the tasks run with --resume).
 set -euo pipefail
@@ -168,3 +169,4 @@ submitted '$name' (${configs:-?} configurations): array job $array_id with $task
 EOF
 echo "array_job_id=$array_id"
 echo "merge_job_id=$merge_id"
+echo "run_dir=$out/$name"

@@ -106,7 +106,7 @@ fn auto_racks<'a>(
         let mut needed = 0u64;
         let mut layout = None;
         for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, &q)) {
-            let inst = (*inst)?;
+            let inst = inst.as_ref().map_err(|e| *e)?;
             let unit = Unit::new(&inst, p.batch)?;
             let l = inst.layout;
             layout = Some(l);
@@ -183,7 +183,7 @@ fn at_racks<'a>(
     let (mut demand_met, mut meets_slo) = (true, true);
     let mut storage_servers = 0.0_f64;
     for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, p)) {
-        let inst = (*inst)?;
+        let inst = inst.as_ref().map_err(|e| *e)?;
         let l = inst.layout;
         if power.over_budget(1.0) {
             return Err(Estimate::with_layout(Reason::RackPowerOverBudget, &l));

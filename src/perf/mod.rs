@@ -671,6 +671,11 @@ pub struct Instance<'a> {
     pub input_tokens: f64,
     pub output_tokens: f64,
     pub usable_hbm_bytes: f64,
+    /// Time to first token of a request alone on the idle instance (with the KV transfer when
+    /// disaggregated). Independent of the batch, so resolved once per placement.
+    pub ttft_idle_s: f64,
+    /// Requests per second one prefill-only instance completes (disaggregated; NaN otherwise).
+    pub prefill_pool_requests_per_s: f64,
 }
 
 /// Per-GPU memory of an instance holding a given number of sequences.
@@ -841,7 +846,7 @@ pub fn instance_serving<'a>(
         acceptance: ctx.spec_acceptance,
         draft_layers: ctx.spec_draft_layers,
     };
-    Ok(Instance {
+    let mut inst = Instance {
         ctx,
         layout: l,
         stages: StageParams::bounding_stages(m, &l),
@@ -851,7 +856,16 @@ pub fn instance_serving<'a>(
         input_tokens,
         output_tokens,
         usable_hbm_bytes: platform.usable_hbm_bytes,
-    })
+        ttft_idle_s: f64::NAN,
+        prefill_pool_requests_per_s: f64::NAN,
+    };
+    if inst.disagg_prefill_pct > 0 {
+        inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s();
+        inst.prefill_pool_requests_per_s = inst.prefill_requests_per_s();
+    } else {
+        inst.ttft_idle_s = inst.prefill_s();
+    }
+    Ok(inst)
 }
 
 /// Predicts one configuration: performance at full batch, sizing against the demand, power and

@@ -49,24 +49,14 @@ impl<'a> Unit<'a> {
         let decode = inst.decode_step(&shape);
         let pp = f64::from(inst.layout.pp);
         let gained = inst.speculation.tokens_per_step();
-        let disaggregated = inst.disagg_prefill_pct > 0;
-        let ttft_idle_s = if disaggregated {
-            inst.prefill_s() + inst.kv_transfer_s()
-        } else {
-            inst.prefill_s()
-        };
         Ok(Unit {
             inst: *inst,
             batch,
             decode,
             memory,
-            ttft_idle_s,
+            ttft_idle_s: inst.ttft_idle_s,
             decode_requests_per_s: batch / (decode.tpot_s * inst.output_tokens),
-            prefill_requests_per_s: if disaggregated {
-                inst.prefill_requests_per_s()
-            } else {
-                f64::NAN
-            },
+            prefill_requests_per_s: inst.prefill_pool_requests_per_s,
             compute_s: pp * decode.stage.compute_s / gained,
             memory_s: pp * decode.stage.memory_s / gained,
             comm_s: (pp * decode.stage.comm_s + decode.hops_s) / gained,
