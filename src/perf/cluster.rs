@@ -107,7 +107,7 @@ fn auto_racks<'a>(
         let mut layout = None;
         for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, &q)) {
             let inst = inst.as_ref().map_err(|e| *e)?;
-            let unit = Unit::new(&inst, p.batch)?;
+            let unit = Unit::new(inst, p.batch)?;
             let l = inst.layout;
             layout = Some(l);
             let max_instances = (u64::from(MAX_AUTO_RACKS) * u64::from(rack.gpus_per_rack())
@@ -188,7 +188,7 @@ fn at_racks<'a>(
         if power.over_budget(1.0) {
             return Err(Estimate::with_layout(Reason::RackPowerOverBudget, &l));
         }
-        let unit = Unit::new(&inst, p.batch)?;
+        let unit = Unit::new(inst, p.batch)?;
         let e = unit.estimate(l.instances, l.gpus);
         if !e.feasible() {
             return Err(e);

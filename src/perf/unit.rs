@@ -8,7 +8,7 @@ use super::{Estimate, Instance, Limit, Memory, Reason};
 /// A configuration's per-instance serving facts at batch `batch`.
 #[derive(Debug, Clone, Copy)]
 pub struct Unit<'a> {
-    pub inst: Instance<'a>,
+    pub inst: &'a Instance<'a>,
     pub batch: f64,
     pub decode: Decode,
     pub memory: Memory,
@@ -34,7 +34,7 @@ pub struct Pools {
 
 impl<'a> Unit<'a> {
     /// `Err` is the estimate of a configuration that does not fit in HBM.
-    pub fn new(inst: &Instance<'a>, batch: u32) -> Result<Unit<'a>, Estimate> {
+    pub fn new(inst: &'a Instance<'a>, batch: u32) -> Result<Unit<'a>, Estimate> {
         let batch = f64::from(batch);
         // One decode step serves both the activation sizing and the timing; a batch that
         // cannot fit is rejected before its step is timed.
@@ -50,7 +50,7 @@ impl<'a> Unit<'a> {
         let pp = f64::from(inst.layout.pp);
         let gained = inst.speculation.tokens_per_step();
         Ok(Unit {
-            inst: *inst,
+            inst,
             batch,
             decode,
             memory,
