@@ -1,6 +1,7 @@
 //! Evaluation throughput without I/O: `cargo bench --bench evaluate`. Decodes and evaluates every
-//! point of scripts/bench/bench-10m.toml on one thread and on all threads (rayon), and prints
-//! configs/s. Whole-run numbers, with Parquet writing, come from scripts/bench.sh.
+//! point of scripts/bench/bench-10m.toml on one thread and on all threads (rayon), reusing
+//! placements across consecutive points as the engine does, and prints configs/s. Whole-run
+//! numbers, with Parquet writing, come from scripts/bench.sh.
 
 use std::path::Path;
 use std::time::Instant;
@@ -23,7 +24,10 @@ fn main() {
     let feasible = spec
         .grid
         .range(0, n)
-        .filter(|(_, p)| perf::evaluate(&ctx, p).feasible())
+        .scan(perf::Placements::default(), |placements, (_, p)| {
+            Some(perf::evaluate_with(&ctx, &p, placements).feasible())
+        })
+        .filter(|&f| f)
         .count();
     let one = clock.elapsed().as_secs_f64();
 
@@ -32,9 +36,10 @@ fn main() {
     let feasible_par: usize = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
+            let mut placements = perf::Placements::default();
             spec.grid
                 .range(b * BLOCK, (b + 1) * BLOCK)
-                .filter(|(_, p)| perf::evaluate(&ctx, p).feasible())
+                .filter(|(_, p)| perf::evaluate_with(&ctx, p, &mut placements).feasible())
                 .count()
         })
         .sum();

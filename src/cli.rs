@@ -82,7 +82,7 @@ pub struct RunArgs {
     /// Replace an existing run directory of the same name (with --shard: write the shard again).
     #[arg(long)]
     pub force: bool,
-    /// Write only feasible configurations to configs.parquet (counts still cover all).
+    /// Write only feasible configurations to the part files (counts still cover all).
     #[arg(long)]
     pub feasible_only: bool,
     /// Largest grid accepted.

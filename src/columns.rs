@@ -1,6 +1,7 @@
-//! The output schema, defined once: every column of `configs.parquet` with its unit, meaning,
-//! type and how to read it from a [`Row`]. The Parquet writer, the Markdown table, objectives and
-//! constraints all go through this table, so a column cannot exist in one place and not another.
+//! The output schema, defined once: every column of the part files (`configs/*.parquet`) with
+//! its unit, meaning, type and how to read it from a [`Row`]. The Parquet writer, the Markdown
+//! table, objectives and constraints all go through this table, so a column cannot exist in one
+//! place and not another.
 
 use crate::grid::Point;
 use crate::perf::{Estimate, Limit, Reason};
