@@ -89,12 +89,13 @@ pub struct RunArgs {
     #[arg(long, default_value_t = DEFAULT_MAX_CONFIGS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_configs: u64,
     /// Evaluate only shard K of N (K = 0 .. N-1), a contiguous slice of the grid, into
-    /// configs/part-K-of-N.parquet; `racksweep merge` completes the run. "auto" reads
-    /// SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or JOB_COMPLETION_INDEX with
-    /// --shard-count.
+    /// configs/part-K-of-N.parquet; `racksweep merge` completes the run. "auto": K is
+    /// SLURM_ARRAY_TASK_ID (an array 0..N-1) or JOB_COMPLETION_INDEX, N is --shard-count or
+    /// SLURM_ARRAY_TASK_COUNT.
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
-    /// Shard count for --shard auto (required with JOB_COMPLETION_INDEX).
+    /// Shard count for --shard auto (required with JOB_COMPLETION_INDEX, and when resubmitting
+    /// part of a Slurm array).
     #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u64).range(1..))]
     pub shard_count: Option<u64>,
     /// Continue an interrupted run: keep its committed parts and evaluate the rest. With

@@ -52,9 +52,10 @@ impl Shard {
         Shard::new(k, n)
     }
 
-    /// The shard of this task from its environment: a Slurm array
-    /// (`SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN` of `SLURM_ARRAY_TASK_COUNT`), or a
-    /// Kubernetes indexed job (`JOB_COMPLETION_INDEX` of `count`).
+    /// The shard of this task from its environment. In a Slurm array the task id is the shard
+    /// index (`--array=0-(N-1)`); N is `count`, or `SLURM_ARRAY_TASK_COUNT` when the array is
+    /// exactly `0..N-1` (a partial resubmission such as `--array=3,17` needs `count`). In a
+    /// Kubernetes indexed job, `JOB_COMPLETION_INDEX` of `count`.
     pub fn from_env(
         var: impl Fn(&str) -> Option<String>,
         count: Option<u64>,
@@ -69,22 +70,30 @@ impl Shard {
                 }
             };
         if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
-            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let n = match (count, number("SLURM_ARRAY_TASK_COUNT")?) {
-                (Some(n), _) | (None, Some(n)) => n,
-                (None, None) => {
-                    return Err(UserError::new(
-                        "--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not",
-                    )
-                    .with_hint("pass --shard-count N"));
+            let n = match count {
+                Some(n) => n,
+                None => {
+                    let (min, max, n) = (
+                        number("SLURM_ARRAY_TASK_MIN")?,
+                        number("SLURM_ARRAY_TASK_MAX")?,
+                        number("SLURM_ARRAY_TASK_COUNT")?,
+                    );
+                    match (min, max, n) {
+                        (Some(0), Some(max), Some(n)) if max + 1 == n => n,
+                        _ => {
+                            let show = |v: Option<u64>| v.map_or("unset".into(), |v| v.to_string());
+                            return Err(UserError::new(format!(
+                                "--shard auto: the array is not 0..N-1 (SLURM_ARRAY_TASK_MIN {}, MAX {}, COUNT {})",
+                                show(min),
+                                show(max),
+                                show(n)
+                            ))
+                            .with_hint("pass --shard-count N; the task id is the shard index"));
+                        }
+                    }
                 }
             };
-            let index = id.checked_sub(min).ok_or_else(|| {
-                UserError::new(format!(
-                    "--shard auto: SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"
-                ))
-            })?;
-            return Shard::new(index, n);
+            return Shard::new(id, n);
         }
         if let Some(index) = number("JOB_COMPLETION_INDEX")? {
             let n = count.ok_or_else(|| {
@@ -156,15 +165,30 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        let slurm = env(&[
+        let whole = env(&[
             ("SLURM_ARRAY_TASK_ID", "5"),
-            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MIN", "0"),
+            ("SLURM_ARRAY_TASK_MAX", "7"),
             ("SLURM_ARRAY_TASK_COUNT", "8"),
         ]);
         assert_eq!(
-            Shard::from_env(slurm, None).unwrap(),
-            Shard { index: 4, count: 8 }
+            Shard::from_env(whole, None).unwrap(),
+            Shard { index: 5, count: 8 }
         );
+        // A resubmission of some tasks (--array=3,5): the ids are the shards, the count is given.
+        let some = env(&[
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_ARRAY_TASK_MIN", "3"),
+            ("SLURM_ARRAY_TASK_MAX", "5"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+        ]);
+        assert!(Shard::from_env(&some, None).is_err());
+        assert_eq!(
+            Shard::from_env(&some, Some(8)).unwrap(),
+            Shard { index: 5, count: 8 }
+        );
+        // A 1-based array runs past the last shard.
+        assert!(Shard::from_env(env(&[("SLURM_ARRAY_TASK_ID", "8")]), Some(8)).is_err());
         let k8s = env(&[("JOB_COMPLETION_INDEX", "2")]);
         assert_eq!(
             Shard::from_env(k8s, Some(4)).unwrap(),

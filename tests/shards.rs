@@ -152,16 +152,33 @@ fn more_shards_than_points_and_shard_auto() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    // Slurm numbers this array 1..5; --shard auto maps it to shards 0..4 of 5.
-    for id in 1..=5 {
-        let o = bin()
+    // An array 0..4 (sbatch --array=0-4) is shards 0..4 of 5.
+    let task = |id: u64, min: u64, max: u64, count: u64, extra: &[&str]| {
+        bin()
             .args(["run", sweep.to_str().unwrap(), "--quiet", "--shard", "auto"])
             .args(["--out", out.to_str().unwrap()])
+            .args(extra)
             .env("SLURM_ARRAY_TASK_ID", id.to_string())
-            .env("SLURM_ARRAY_TASK_MIN", "1")
-            .env("SLURM_ARRAY_TASK_COUNT", "5")
+            .env("SLURM_ARRAY_TASK_MIN", min.to_string())
+            .env("SLURM_ARRAY_TASK_MAX", max.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", count.to_string())
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    for id in [0, 1, 4] {
+        let o = task(id, 0, 4, 5, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // Resubmitting the missing tasks alone (--array=2-3) needs the count.
+    let o = task(2, 2, 3, 2, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("pass --shard-count N"),
+        "{}",
+        stderr(&o)
+    );
+    for id in [2, 3] {
+        let o = task(id, 2, 3, 2, &["--shard-count", "5"]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let dir = out.join("tiny");

@@ -13,7 +13,8 @@
 #      RACKSWEEP_TEST_SHARDS shards (4) with scripts/slurm/submit.sh, waits for the array and the
 #      dependent merge job, runs the same sweep in one process, and checks with
 #      scripts/slurm/compare-runs.py (pyarrow, in a venv cached at ~/.cache/racksweep-venv) that
-#      both runs hold the same rows and the same frontier.
+#      both runs hold the same rows and the same frontier; then requeues a finished task and
+#      submits the sweep again, and checks that neither rewrote anything.
 # On exit, success or failure, it cancels its jobs, stops the daemons it started (by pid) and
 # removes its temporary directory (--keep keeps the directory, for its logs and outputs).
 # Rerunnable: a previous run that was killed before it could clean up is cleaned up first.
@@ -41,7 +42,7 @@ for arg in "$@"; do
         --slurm-only) slurm_only=true ;;
         --keep) keep=true ;;
         -h | --help)
-            sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
             exit 0
             ;;
         -*)
@@ -147,6 +148,7 @@ cleanup() {
     local rc=$? pids
     trap - EXIT INT TERM
     set +e
+    if [[ $rc -ne 0 && -n $dir ]]; then dump_logs; fi
     if [[ -n $ctld_pid ]] && running "$ctld_pid"; then
         # Cancel our jobs first so that slurmstepd ends them cleanly.
         timeout 15 scancel --full --user=root 2>/dev/null
@@ -155,7 +157,6 @@ cleanup() {
             sleep 0.2
         done
     fi
-    if [[ $rc -ne 0 && -n $dir ]]; then dump_logs; fi
     # (unquoted on purpose: a daemon that never started has an empty pid and no word)
     # shellcheck disable=SC2086
     stop_pids 10 $slurmd_pid $ctld_pid
@@ -211,6 +212,15 @@ dump_logs() {
 
 # --- install -------------------------------------------------------------------------------------
 
+# apt_get ARGS...: quiet apt-get that shows its output only when it fails.
+apt_get() {
+    local out
+    out=$(DEBIAN_FRONTEND=noninteractive apt-get -q "$@" 2>&1) || {
+        printf '%s\n' "$out" | tail -n 30 >&2
+        die "apt-get $* failed"
+    }
+}
+
 install_packages() {
     local t=$SECONDS missing=() cmd
     for cmd in munged mungekey slurmctld slurmd sbatch; do
@@ -218,11 +228,10 @@ install_packages() {
     done
     if [[ ${#missing[@]} -gt 0 ]]; then
         log "installing slurm-wlm and munge (missing: ${missing[*]})"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -q >/dev/null
         # Without recommends: 9 packages instead of 43 (no mail server, no X libraries). In a
         # container, policy-rc.d stops the packages from starting their own services.
-        apt-get install -y -q --no-install-recommends slurm-wlm munge >/dev/null
+        apt_get update
+        apt_get install -y --no-install-recommends slurm-wlm munge
     fi
     phase "install slurm + munge" "$t"
 }
@@ -236,10 +245,10 @@ setup_venv() {
         mkdir -p "$(dirname "$venv")"
         if ! python3 -m venv "$venv" 2>/dev/null; then
             # Debian's python3 needs python3-venv for ensurepip.
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null
+            apt_get install -y --no-install-recommends python3-venv
             python3 -m venv "$venv"
         fi
-        "$venv/bin/pip" install -q --disable-pip-version-check pyarrow
+        "$venv/bin/pip" install -q --disable-pip-version-check pyarrow || die "pip install pyarrow failed"
     fi
     phase "venv with pyarrow" "$t"
 }
@@ -278,11 +287,13 @@ start_munge() {
     mungekey --create --keyfile="$dir/munge/munge.key" 2>/dev/null ||
         dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
     chmod 0600 "$dir/munge/munge.key"
-    # --force: munged running as root, and a socket directory it did not create itself.
+    # --force turns munged's permission checks on the directories above its key and socket into
+    # warnings: not needed under /tmp, but a TMPDIR elsewhere may fail them. In the foreground,
+    # munged logs to stderr.
     env "$marker_var=$dir" munged --force --foreground \
         --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
         --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munged.seed" \
-        --log-file="$dir/log/munged.log" >>"$dir/log/munged.out" 2>&1 9>&- &
+        >>"$dir/log/munged.out" 2>&1 9>&- &
     munged_pid=$!
     for ((i = 0; i < 100; i++)); do
         munge -n -S "$dir/munge/munge.socket" 2>/dev/null | unmunge -S "$dir/munge/munge.socket" >/dev/null 2>&1 &&
@@ -326,6 +337,9 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/jobcomp.log
 MinJobAge=3600
 SchedulerType=sched/backfill
+# Schedule every second (defaults: 60 s main, 30 s backfill), so a requeued task starts as soon
+# as it may.
+SchedulerParameters=sched_interval=1,bf_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
@@ -413,9 +427,9 @@ smoke_test() {
     local t=$SECONDS array dep k out
     mkdir -p "$dir/jobs"
     # shellcheck disable=SC2016 # expanded by the job, not here
-    array=$(sbatch --parsable --array=0-3 --output="$dir/jobs/smoke-%A_%a.out" \
+    array=$(sbatch --parsable --array=0-3 --chdir="$dir/jobs" --output="$dir/jobs/smoke-%A_%a.out" \
         --wrap 'echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT"')
-    dep=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes \
+    dep=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes --chdir="$dir/jobs" \
         --output="$dir/jobs/smoke-after-%j.out" --wrap 'echo after')
     wait_jobs 120 "$array" "$dep"
     for k in 0 1 2 3; do
@@ -464,7 +478,8 @@ racksweep_test() {
     # Requeue and resubmission must leave a complete run as it is: a task whose shard is
     # committed returns without writing, and the merge can run again.
     t=$SECONDS
-    before=$(stat -c '%Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
+    # (the inode number changes when a file is replaced, even within the same second)
+    before=$(stat -c '%i %Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
     first=$array
     scontrol requeue "${first}_1" || die "scontrol requeue ${first}_1 failed"
     wait_jobs "$job_timeout" "$first"
@@ -474,7 +489,7 @@ racksweep_test() {
         die "the requeued task's log does not hold both runs (--open-mode=append)"
     submit
     wait_jobs "$job_timeout" "$array" "$merge"
-    after=$(stat -c '%Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
+    after=$(stat -c '%i %Y %s %n' "$run"/configs/*.parquet "$run"/parts/*)
     [[ $before == "$after" ]] || die "a requeue or a resubmission rewrote committed parts:"$'\n'"$before"$'\n'"$after"
     "$venv/bin/python" "$here/compare-runs.py" "$run" "$single" >/dev/null ||
         die "the sharded run differs from the single-process run after the requeue and the resubmission"

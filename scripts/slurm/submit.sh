@@ -84,6 +84,7 @@ fi
 [[ -n $bin && -x $bin ]] ||
     die "racksweep binary not found or not executable: '${bin}' (build with cargo build --release, or set RACKSWEEP_BIN)"
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+[[ $bin != *,* ]] || die "the binary's path must not contain a comma (sbatch --export): '$bin'"
 
 [[ -f $sweep_arg && -r $sweep_arg ]] || die "cannot read sweep file '$sweep_arg'"
 sweep_src=$(cd "$(dirname "$sweep_arg")" && pwd)/$(basename "$sweep_arg")
@@ -121,8 +122,8 @@ if [[ -z $tasks ]]; then
     [[ -n $configs ]] || die "could not read the grid size from 'racksweep check'; pass TASKS"
     per_task=$((${RACKSWEEP_CONFIGS_PER_TASK:-50000000} * cpus))
     tasks=$(((configs + per_task - 1) / per_task))
-    ((tasks >= 1)) || tasks=1
     ((tasks <= configs)) || tasks=$configs
+    ((tasks >= 1)) || tasks=1
 fi
 
 # Slurm rejects array indices >= MaxArraySize (1001 by default).
@@ -133,11 +134,15 @@ fi
 
 mkdir -p "$out_arg"
 out=$(cd "$out_arg" && pwd)
+# racksweep keeps the sweep in the run directory and refuses shards of any other sweep: say so
+# now rather than in every task.
+if [[ -f $out/$name/sweep.toml ]] && ! cmp -s "$out/$name/sweep.toml" "$sweep_src"; then
+    die "$out/$name holds a run of a different version of sweep '$name'; use another OUT_DIR, or remove that run directory to start over"
+fi
 logs=$out/slurm/logs
 mkdir -p "$logs"
 
-# Content-addressed copy of the sweep: a resubmission of the same sweep reuses it, an edited sweep
-# gets a new one (and the merge refuses to mix parts of two different sweeps).
+# Content-addressed copy of the sweep: a resubmission of the same sweep reuses it.
 hash=$(sha256sum "$sweep_src" | cut -c1-12)
 sweep=$out/slurm/$name-$hash.toml
 [[ -f $sweep ]] || cp "$sweep_src" "$sweep"
@@ -147,7 +152,7 @@ common=(--parsable --export="ALL,RACKSWEEP_BIN=$bin")
 
 array_id=$(sbatch "${common[@]}" --array="$array_spec" --cpus-per-task="$cpus" \
     --job-name="racksweep-$name" --output="$logs/%x-%A_%a.out" \
-    ${extra[@]+"${extra[@]}"} "$here/sweep.sbatch" "$sweep" "$out")
+    ${extra[@]+"${extra[@]}"} "$here/sweep.sbatch" "$sweep" "$out" "$tasks")
 array_id=${array_id%%;*} # --parsable prints "id" or "id;cluster"
 [[ $array_id =~ ^[0-9]+$ ]] || die "unexpected sbatch output for the array job: '$array_id'"
 

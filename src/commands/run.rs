@@ -46,6 +46,11 @@ pub enum Outcome {
 
 pub fn run(args: RunArgs) -> Result<Option<String>> {
     let spec = spec::load(&args.sweep, args.max_configs)?;
+    if args.shard_count.is_some() && args.shard.as_deref() != Some("auto") {
+        return Err(UserError::new("--shard-count only goes with --shard auto")
+            .with_hint("--shard K/N names the count itself")
+            .into());
+    }
     let shard = match args.shard.as_deref() {
         None => None,
         Some("auto") => Some(Shard::from_env(

@@ -209,9 +209,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     rename(&tmp, path)
 }
 
-/// Renames a finished temporary file into place.
+/// Renames a finished (synced) temporary file into place, and syncs the directory so that the
+/// rename itself survives a power loss.
 pub fn rename(tmp: &Path, path: &Path) -> Result<()> {
-    fs::rename(tmp, path).with_context(|| format!("moving {} into place", path.display()))
+    fs::rename(tmp, path).with_context(|| format!("moving {} into place", path.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("syncing {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
