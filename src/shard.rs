@@ -182,9 +182,9 @@ mod tests {
             ("SLURM_ARRAY_TASK_MAX", "5"),
             ("SLURM_ARRAY_TASK_COUNT", "2"),
         ]);
-        assert!(Shard::from_env(&some, None).is_err());
+        assert!(Shard::from_env(some, None).is_err());
         assert_eq!(
-            Shard::from_env(&some, Some(8)).unwrap(),
+            Shard::from_env(some, Some(8)).unwrap(),
             Shard { index: 5, count: 8 }
         );
         // A 1-based array runs past the last shard.
