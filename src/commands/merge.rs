@@ -44,16 +44,7 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
             );
         }
         [n] => *n,
-        several => {
-            let counts: Vec<String> = several.iter().map(|n| format!("of-{n}")).collect();
-            return Err(UserError::new(format!(
-                "{} holds parts split different ways ({})",
-                dir.root.display(),
-                counts.join(", ")
-            ))
-            .with_hint("every shard of a run must use the same N")
-            .into());
-        }
+        several => return Err(dir.mixed_part_counts(several).into()),
     };
     let mut records = Vec::new();
     let mut missing = Vec::new();

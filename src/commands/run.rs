@@ -200,7 +200,7 @@ fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
     let parts = match dir.part_counts()?.as_slice() {
         [] => Shard::count_for(total, args.part_rows),
         [n] => *n,
-        several => return Err(mixed_part_counts(&dir, several).into()),
+        several => return Err(dir.mixed_part_counts(several).into()),
     };
     let progress = progress_bar(total, args.quiet);
     let mut records = Vec::new();
@@ -256,7 +256,7 @@ fn execute_shard(
     dir.create(&spec.text)?;
     check_same_sweep(&dir, spec)?;
     if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
-        return Err(mixed_part_counts(&dir, &[other, s.count]).into());
+        return Err(dir.mixed_part_counts(&[other, s.count]).into());
     }
     if let Some(record) = dir.committed(s, &spec.sha256) {
         if args.resume {
@@ -397,16 +397,6 @@ fn check_same_flags(dir: &RunDir, record: &PartRecord, args: &RunArgs) -> Result
         .into());
     }
     Ok(())
-}
-
-fn mixed_part_counts(dir: &RunDir, counts: &[u64]) -> UserError {
-    let counts: Vec<String> = counts.iter().map(|n| format!("of-{n}")).collect();
-    UserError::new(format!(
-        "{} holds parts split different ways ({})",
-        dir.root.display(),
-        counts.join(", ")
-    ))
-    .with_hint("keep one split: rerun every shard with the same N, or pass --force to start over")
 }
 
 fn interrupted(stop: &AtomicUsize, dir: &RunDir) -> Interrupted {

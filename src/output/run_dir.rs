@@ -177,6 +177,19 @@ impl RunDir {
         counts.dedup();
         Ok(counts)
     }
+
+    /// The error for a run directory holding parts of several splits (`counts`).
+    pub fn mixed_part_counts(&self, counts: &[u64]) -> UserError {
+        let counts: Vec<String> = counts.iter().map(|n| format!("of-{n}")).collect();
+        UserError::new(format!(
+            "{} holds parts split different ways ({})",
+            self.root.display(),
+            counts.join(", ")
+        ))
+        .with_hint(
+            "every shard of a run uses the same N: rerun them so, or pass --force to start over",
+        )
+    }
 }
 
 /// `part-K-of-N`.
