@@ -54,17 +54,6 @@ impl Tally {
             frontier,
         }
     }
-
-    /// Adds another slice's counts and frontier (chunks, parts, shards).
-    pub fn merge(&mut self, other: &Tally) {
-        self.evaluated += other.evaluated;
-        self.written += other.written;
-        self.feasible += other.feasible;
-        for (a, b) in self.infeasible.iter_mut().zip(other.infeasible) {
-            *a += b;
-        }
-        self.frontier.merge(&other.frontier);
-    }
 }
 
 /// Counts of one block, and its own frontier.
@@ -101,7 +90,9 @@ impl Job<'_> {
     fn evaluate(&self, range: Range<u64>, frontier: &Frontier, chunk: &mut Chunk) {
         let n = (range.end - range.start) as usize;
         chunk.columns.reserve(n);
-        let blocks = chunk.columns.blocks(BLOCK_ROWS);
+        let mut blocks = chunk.columns.blocks(BLOCK_ROWS);
+        // The buffers may be larger than this chunk (a part's last chunk is shorter).
+        blocks.truncate(n.div_ceil(BLOCK_ROWS));
         chunk.blocks.clear();
         blocks
             .into_par_iter()
@@ -156,8 +147,9 @@ impl Job<'_> {
         chunk.evaluated = n as u64;
     }
 
-    /// Evaluates `range` of the grid and writes its rows to `sink`, one row group per chunk, in
-    /// index order. Returns `None` if stopped (the sink then holds an unfinished file).
+    /// Evaluates `range` of the grid and writes its rows to `sink` in index order, in row groups
+    /// of about [`ROW_GROUP_ROWS`]. Returns `None` if stopped (the sink then holds an unfinished
+    /// file).
     pub fn run(
         &self,
         range: Range<u64>,

@@ -244,12 +244,8 @@ impl Frontier {
         }
     }
 
-    /// Whether a row may enter: feasible, the demand and the SLOs met where the sweep sets them,
-    /// every constraint holds, every objective is a number.
-    pub fn admits(&self, row: &Row) -> bool {
-        self.keys(row).is_some()
-    }
-
+    /// The oriented objective keys of a row that may enter: feasible, the demand and the SLOs
+    /// met where the sweep sets them, every constraint holds, every objective is a number.
     fn keys(&self, row: &Row) -> Option<[f64; MAX_OBJECTIVES]> {
         let e = &row.estimate;
         if !e.feasible()
@@ -568,9 +564,20 @@ mod tests {
             }).collect();
             let objs = objectives(spec);
             let mut f = Frontier::new(objs.clone(), vec![]);
-            for c in rows.chunks(chunk) {
+            // Half the chunks through a whole frontier, half through the engine's per-block
+            // candidates (keys and ids only).
+            let mut candidates = Candidates::default();
+            for (k, c) in rows.chunks(chunk).enumerate() {
                 let mut part = Frontier::new(objs.clone(), vec![]);
-                part.extend(c);
+                if k % 2 == 0 {
+                    part.extend(c);
+                } else {
+                    c.iter().for_each(|r| part.offer(r, &mut candidates));
+                    let ids = part.survivors(&mut candidates);
+                    prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ascending ids");
+                    let survivors: Vec<Row> = ids.iter().map(|&id| rows[id as usize]).collect();
+                    part.extend(&survivors);
+                }
                 f.merge(&part);
             }
             let keys = |r: &Row| -> Vec<f64> { objs.iter().map(|o| o.key(r).unwrap()).collect() };
