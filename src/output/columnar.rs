@@ -18,7 +18,7 @@ use arrow_array::{
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use rayon::prelude::*;
 
-use crate::columns::{COLUMNS, Kind, LabelValues, Row};
+use crate::columns::{COLUMNS, Kind, LabelValues, Labels, Row};
 
 const NULL_KEY: u16 = u16::MAX;
 const NULL_COUNT: u32 = u32::MAX;
@@ -34,15 +34,6 @@ enum Buf {
     Flag(Vec<u8>),
 }
 
-/// Mutable view of one column over one block of rows.
-enum Slot<'a> {
-    Id(&'a mut [u64]),
-    Label(&'a mut [u16]),
-    Count(&'a mut [u32]),
-    Metric(&'a mut [f64]),
-    Flag(&'a mut [u8]),
-}
-
 /// Column buffers for up to `capacity` rows; the first `len` rows are the table.
 #[derive(Debug)]
 pub struct Columns {
@@ -50,9 +41,15 @@ pub struct Columns {
     len: usize,
 }
 
-/// Every column of one block of rows, written by one task.
+/// Every column of one block of rows, written by one task: each column's slice with its
+/// accessor, grouped by type so that writing a row is five tight loops.
+#[derive(Default)]
 pub struct Block<'a> {
-    slots: Vec<Slot<'a>>,
+    ids: Vec<(&'a mut [u64], fn(&Row) -> u64)>,
+    labels: Vec<(&'a mut [u16], Labels)>,
+    counts: Vec<(&'a mut [u32], fn(&Row) -> Option<u32>)>,
+    metrics: Vec<(&'a mut [f64], fn(&Row) -> Option<f64>)>,
+    flags: Vec<(&'a mut [u8], fn(&Row) -> Option<bool>)>,
 }
 
 impl Default for Columns {
@@ -116,17 +113,26 @@ impl Columns {
     pub fn blocks(&mut self, block_rows: usize) -> Vec<Block<'_>> {
         let capacity = self.capacity();
         let mut blocks: Vec<Block> = (0..capacity.div_ceil(block_rows))
-            .map(|_| Block {
-                slots: Vec::with_capacity(self.bufs.len()),
-            })
+            .map(|_| Block::default())
             .collect();
-        for buf in &mut self.bufs {
-            match buf {
-                Buf::Id(v) => split(v, block_rows, &mut blocks, Slot::Id),
-                Buf::Label(v) => split(v, block_rows, &mut blocks, Slot::Label),
-                Buf::Count(v) => split(v, block_rows, &mut blocks, Slot::Count),
-                Buf::Metric(v) => split(v, block_rows, &mut blocks, Slot::Metric),
-                Buf::Flag(v) => split(v, block_rows, &mut blocks, Slot::Flag),
+        for (buf, column) in self.bufs.iter_mut().zip(COLUMNS) {
+            match (buf, column.kind) {
+                (Buf::Id(v), Kind::Id(f)) => {
+                    split(v, block_rows, &mut blocks, |b, s| b.ids.push((s, f)));
+                }
+                (Buf::Label(v), Kind::Label(l)) => {
+                    split(v, block_rows, &mut blocks, |b, s| b.labels.push((s, l)));
+                }
+                (Buf::Count(v), Kind::Count(f)) => {
+                    split(v, block_rows, &mut blocks, |b, s| b.counts.push((s, f)));
+                }
+                (Buf::Metric(v), Kind::Metric(f)) => {
+                    split(v, block_rows, &mut blocks, |b, s| b.metrics.push((s, f)));
+                }
+                (Buf::Flag(v), Kind::Flag(f)) => {
+                    split(v, block_rows, &mut blocks, |b, s| b.flags.push((s, f)));
+                }
+                _ => unreachable!("buffers are built from COLUMNS"),
             }
         }
         blocks
@@ -176,17 +182,20 @@ impl Columns {
 impl Block<'_> {
     /// Writes `row` at position `at` of the block.
     pub fn set(&mut self, at: usize, row: &Row, labels: &LabelValues) {
-        for (slot, column) in self.slots.iter_mut().zip(COLUMNS) {
-            match (slot, column.kind) {
-                (Slot::Id(s), Kind::Id(f)) => s[at] = f(row),
-                (Slot::Label(s), Kind::Label(l)) => s[at] = labels.key(l, row).unwrap_or(NULL_KEY),
-                (Slot::Count(s), Kind::Count(f)) => s[at] = f(row).unwrap_or(NULL_COUNT),
-                (Slot::Metric(s), Kind::Metric(f)) => s[at] = f(row).unwrap_or(f64::NAN),
-                (Slot::Flag(s), Kind::Flag(f)) => {
-                    s[at] = f(row).map_or(NULL_FLAG, u8::from);
-                }
-                _ => unreachable!("buffers are built from COLUMNS"),
-            }
+        for (s, f) in &mut self.ids {
+            s[at] = f(row);
+        }
+        for (s, l) in &mut self.labels {
+            s[at] = labels.key(*l, row).unwrap_or(NULL_KEY);
+        }
+        for (s, f) in &mut self.counts {
+            s[at] = f(row).unwrap_or(NULL_COUNT);
+        }
+        for (s, f) in &mut self.metrics {
+            s[at] = f(row).unwrap_or(f64::NAN);
+        }
+        for (s, f) in &mut self.flags {
+            s[at] = f(row).map_or(NULL_FLAG, u8::from);
         }
     }
 }
@@ -201,10 +210,10 @@ fn split<'a, T>(
     v: &'a mut [T],
     block_rows: usize,
     blocks: &mut [Block<'a>],
-    slot: fn(&'a mut [T]) -> Slot<'a>,
+    push: impl Fn(&mut Block<'a>, &'a mut [T]),
 ) {
     for (block, part) in blocks.iter_mut().zip(v.chunks_mut(block_rows)) {
-        block.slots.push(slot(part));
+        push(block, part);
     }
 }
 

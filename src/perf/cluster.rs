@@ -65,9 +65,9 @@ pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placement
     } else {
         p.racks
     };
-    match at_racks(ctx, &Point { racks, ..*p }, placements) {
-        Ok(e) | Err(e) => Estimate { racks, ..e },
-    }
+    let (Ok(mut e) | Err(mut e)) = at_racks(ctx, &Point { racks, ..*p }, placements);
+    e.racks = racks;
+    e
 }
 
 /// Racks that hold `instances` instances of `stage_gpus x pp` GPUs, packed as
