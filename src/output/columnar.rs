@@ -45,12 +45,17 @@ pub struct Columns {
 /// accessor, grouped by type so that writing a row is five tight loops.
 #[derive(Default)]
 pub struct Block<'a> {
-    ids: Vec<(&'a mut [u64], fn(&Row) -> u64)>,
+    ids: Vec<(&'a mut [u64], IdOf)>,
     labels: Vec<(&'a mut [u16], Labels)>,
-    counts: Vec<(&'a mut [u32], fn(&Row) -> Option<u32>)>,
-    metrics: Vec<(&'a mut [f64], fn(&Row) -> Option<f64>)>,
-    flags: Vec<(&'a mut [u8], fn(&Row) -> Option<bool>)>,
+    counts: Vec<(&'a mut [u32], CountOf)>,
+    metrics: Vec<(&'a mut [f64], MetricOf)>,
+    flags: Vec<(&'a mut [u8], FlagOf)>,
 }
+
+type IdOf = fn(&Row) -> u64;
+type CountOf = fn(&Row) -> Option<u32>;
+type MetricOf = fn(&Row) -> Option<f64>;
+type FlagOf = fn(&Row) -> Option<bool>;
 
 impl Default for Columns {
     fn default() -> Self {
