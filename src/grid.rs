@@ -118,6 +118,24 @@ impl Grid {
         digits
     }
 
+    /// Sets the field of axis `axis` of `p` to the axis's value number `digit`.
+    fn set_axis(&self, p: &mut Point, axis: usize, digit: u32) {
+        let d = digit as usize;
+        match axis {
+            0 => p.platform = digit,
+            1 => p.weight_dtype = digit,
+            2 => p.kv_dtype = digit,
+            3 => p.racks = self.racks[d],
+            4 => p.tp = self.tp[d],
+            5 => p.pp = self.pp[d],
+            6 => p.ep = self.ep[d],
+            7 => p.disagg_prefill_pct = self.disagg_prefill_pct[d],
+            8 => p.spec_tokens = self.spec_tokens[d],
+            9 => p.batch = self.batch[d],
+            _ => p.ownership = digit,
+        }
+    }
+
     fn point_from_digits(&self, d: &[u32; AXES]) -> Point {
         Point {
             platform: d[0],
@@ -172,21 +190,30 @@ impl Grid {
     /// point).
     pub fn range(&self, start: u64, end: u64) -> Points<'_> {
         let end = end.min(self.len());
+        let next = start.min(end);
+        let digits = self.digits(next);
         Points {
             grid: self,
             radices: self.radices(),
-            digits: self.digits(start.min(end)),
-            next: start.min(end),
+            digits,
+            point: if next < end {
+                self.point_from_digits(&digits)
+            } else {
+                Point::default()
+            },
+            next,
             end,
         }
     }
 }
 
-/// Iterator over a contiguous slice of the grid, yielding `(index, point)`.
+/// Iterator over a contiguous slice of the grid, yielding `(index, point)`. The point is updated
+/// in place, one field per axis that moved (usually only the fastest one).
 pub struct Points<'a> {
     grid: &'a Grid,
     radices: [u64; AXES],
     digits: [u32; AXES],
+    point: Point,
     next: u64,
     end: u64,
 }
@@ -198,14 +225,20 @@ impl Iterator for Points<'_> {
         if self.next >= self.end {
             return None;
         }
-        let item = (self.next, self.grid.point_from_digits(&self.digits));
+        let item = (self.next, self.point);
         self.next += 1;
-        for axis in (0..AXES).rev() {
-            self.digits[axis] += 1;
-            if u64::from(self.digits[axis]) < self.radices[axis] {
-                break;
+        if self.next < self.end {
+            for axis in (0..AXES).rev() {
+                self.digits[axis] += 1;
+                let wrapped = u64::from(self.digits[axis]) == self.radices[axis];
+                if wrapped {
+                    self.digits[axis] = 0;
+                }
+                self.grid.set_axis(&mut self.point, axis, self.digits[axis]);
+                if !wrapped {
+                    break;
+                }
             }
-            self.digits[axis] = 0;
         }
         Some(item)
     }

@@ -676,6 +676,9 @@ pub struct Instance<'a> {
     pub ttft_idle_s: f64,
     /// Requests per second one prefill-only instance completes (disaggregated; NaN otherwise).
     pub prefill_pool_requests_per_s: f64,
+    /// Per bounding stage, per GPU: weight bytes, and KV-cache bytes of one sequence at the mean
+    /// context (input + output / 2). Batch-independent, so resolved once per placement.
+    pub stage_bytes: [(f64, f64); 2],
 }
 
 /// Per-GPU memory of an instance holding a given number of sequences.
@@ -774,18 +777,9 @@ impl Instance<'_> {
     pub(crate) fn memory_with(&self, sequences: f64, step: &latency::DecodeShape) -> Memory {
         let (m, l) = (&self.ctx.model, &self.layout);
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
-        let context = self.input_tokens + self.output_tokens / 2.0;
         let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
-        for s in &self.stages {
-            let w = s.weight_bytes(self.rates.weight_bytes_per_param);
-            let kv = rank_sequences
-                * memory::kv_bytes_per_sequence(
-                    m,
-                    l.tp,
-                    s.layers,
-                    self.rates.kv_bytes_per_element,
-                    context,
-                );
+        for &(w, kv_per_sequence) in &self.stage_bytes {
+            let kv = rank_sequences * kv_per_sequence;
             if w + kv > weights_bytes + kv_bytes {
                 (weights_bytes, kv_bytes) = (w, kv);
             }
@@ -858,7 +852,15 @@ pub fn instance_serving<'a>(
         usable_hbm_bytes: platform.usable_hbm_bytes,
         ttft_idle_s: f64::NAN,
         prefill_pool_requests_per_s: f64::NAN,
+        stage_bytes: [(0.0, 0.0); 2],
     };
+    let context = input_tokens + output_tokens / 2.0;
+    for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
+        *bytes = (
+            s.weight_bytes(rates.weight_bytes_per_param),
+            memory::kv_bytes_per_sequence(m, l.tp, s.layers, rates.kv_bytes_per_element, context),
+        );
+    }
     if inst.disagg_prefill_pct > 0 {
         inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s();
         inst.prefill_pool_requests_per_s = inst.prefill_requests_per_s();
