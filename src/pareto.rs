@@ -298,7 +298,12 @@ impl Frontier {
     }
 
     /// Records `row` in `candidates` (its keys and config_id) if it may enter.
+    #[inline]
     pub fn offer(&self, row: &Row, candidates: &mut Candidates) {
+        // Most rows of a large sweep cannot run: turn them away before the full check.
+        if !row.estimate.feasible() {
+            return;
+        }
         if let Some(keys) = self.keys(row) {
             candidates.0.push(Keyed {
                 keys,
