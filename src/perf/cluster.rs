@@ -31,6 +31,7 @@ pub struct Placements<'a> {
 
 impl<'a> Placements<'a> {
     /// The instance of every phase for `p`'s placement.
+    #[inline]
     fn get(&mut self, ctx: &'a Context, p: &Point) -> &[Result<Instance<'a>, Estimate>] {
         let key = Point {
             batch: 0,
