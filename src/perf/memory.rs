@@ -133,20 +133,31 @@ pub fn kv_bytes_per_sequence(
 
 /// Peak activation workspace of one step on one GPU: the residual stream and the widest MLP
 /// intermediate for the step's tokens (the engine's token budget, or more when the step carries
-/// more), plus fp32 logits of the rows sampled in the step.
-pub fn activation_bytes(
-    m: &ModelFacts,
-    l: &Layout,
-    step_tokens_per_rank: f64,
-    logit_rows: f64,
-) -> f64 {
-    let tokens = MAX_NUM_TOKENS.max(step_tokens_per_rank);
-    let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
-    let moe_inner =
-        m.moe_inner_per_token * f64::from(m.experts_per_token) * f64::from(l.attention_dp)
-            / f64::from(l.stage_gpus);
-    let per_token = 2.0 * m.hidden + dense_inner.max(moe_inner);
-    tokens * per_token * ACTIVATION_BYTES + logit_rows * m.vocab / f64::from(l.tp) * LOGIT_BYTES
+/// more), plus fp32 logits of the rows sampled in the step. The per-token and per-row sizes
+/// depend only on the model and the layout, so an instance computes them once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Workspace {
+    per_token_bytes: f64,
+    per_logit_row_bytes: f64,
+}
+
+impl Workspace {
+    pub fn new(m: &ModelFacts, l: &Layout) -> Workspace {
+        let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
+        let moe_inner =
+            m.moe_inner_per_token * f64::from(m.experts_per_token) * f64::from(l.attention_dp)
+                / f64::from(l.stage_gpus);
+        Workspace {
+            per_token_bytes: (2.0 * m.hidden + dense_inner.max(moe_inner)) * ACTIVATION_BYTES,
+            per_logit_row_bytes: m.vocab / f64::from(l.tp) * LOGIT_BYTES,
+        }
+    }
+
+    /// Bytes of a step with `step_tokens_per_rank` tokens and `logit_rows` sampled rows.
+    pub fn bytes(&self, step_tokens_per_rank: f64, logit_rows: f64) -> f64 {
+        MAX_NUM_TOKENS.max(step_tokens_per_rank) * self.per_token_bytes
+            + logit_rows * self.per_logit_row_bytes
+    }
 }
 
 #[cfg(test)]

@@ -679,6 +679,8 @@ pub struct Instance<'a> {
     /// Per bounding stage, per GPU: weight bytes, and KV-cache bytes of one sequence at the mean
     /// context (input + output / 2). Batch-independent, so resolved once per placement.
     pub stage_bytes: [(f64, f64); 2],
+    /// Activation workspace sizes of this layout.
+    pub workspace: memory::Workspace,
 }
 
 /// Per-GPU memory of an instance holding a given number of sequences.
@@ -775,7 +777,7 @@ impl Instance<'_> {
 
     /// [`Instance::memory`] with the step of `sequences` already shaped.
     pub(crate) fn memory_with(&self, sequences: f64, step: &latency::DecodeShape) -> Memory {
-        let (m, l) = (&self.ctx.model, &self.layout);
+        let l = &self.layout;
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
         let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
         for &(w, kv_per_sequence) in &self.stage_bytes {
@@ -786,7 +788,9 @@ impl Instance<'_> {
         }
         let used_bytes = weights_bytes
             + kv_bytes
-            + memory::activation_bytes(m, l, step.tokens.rank_tokens(), step.tokens.logit_rows);
+            + self
+                .workspace
+                .bytes(step.tokens.rank_tokens(), step.tokens.logit_rows);
         Memory {
             weights_bytes,
             kv_bytes,
@@ -853,6 +857,7 @@ pub fn instance_serving<'a>(
         ttft_idle_s: f64::NAN,
         prefill_pool_requests_per_s: f64::NAN,
         stage_bytes: [(0.0, 0.0); 2],
+        workspace: memory::Workspace::new(m, &l),
     };
     let context = input_tokens + output_tokens / 2.0;
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
