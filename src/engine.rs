@@ -108,12 +108,12 @@ impl Job<'_> {
                         infeasible: [0; Reason::ALL.len()],
                         frontier: Vec::new(),
                     };
+                    // One row, overwritten in place for each point.
+                    let mut row = Row::default();
                     for (config_id, point) in self.grid.range(start, end) {
-                        let row = Row {
-                            config_id,
-                            point,
-                            estimate: perf::evaluate_with(self.ctx, &point, placements),
-                        };
+                        row.config_id = config_id;
+                        row.point = point;
+                        perf::evaluate_into(self.ctx, &point, placements, &mut row.estimate);
                         match row.estimate.reason {
                             None => counts.feasible += 1,
                             Some(r) => counts.infeasible[r as usize] += 1,

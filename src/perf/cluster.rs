@@ -58,17 +58,34 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
 
 /// [`evaluate`], reusing the placement of the previous point where it is the same.
 pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placements<'a>) -> Estimate {
+    let mut e = Estimate::EMPTY;
+    evaluate_into(ctx, p, placements, &mut e);
+    e
+}
+
+/// [`evaluate_with`] into `out`: the estimate is written once, where the caller keeps it
+/// (returning it by value copied its 320 bytes several times on the way).
+pub fn evaluate_into<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut Placements<'a>,
+    out: &mut Estimate,
+) {
     let racks = if p.racks == AUTO_RACKS {
         match auto_racks(ctx, p, placements) {
             Ok(racks) => racks,
-            Err(e) => return e,
+            Err(e) => {
+                *out = e;
+                return;
+            }
         }
     } else {
         p.racks
     };
-    let (Ok(mut e) | Err(mut e)) = at_racks(ctx, &Point { racks, ..*p }, placements);
-    e.racks = racks;
-    e
+    *out = match at_racks(ctx, &Point { racks, ..*p }, placements) {
+        Ok(e) | Err(e) => e,
+    };
+    out.racks = racks;
 }
 
 /// Racks that hold `instances` instances of `stage_gpus x pp` GPUs, packed as

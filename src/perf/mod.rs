@@ -887,6 +887,17 @@ pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placement
     cluster::evaluate_with(ctx, p, placements)
 }
 
+/// [`evaluate_with`] into `out`, where the caller keeps the estimate (the engine's hot loop:
+/// no copies of the 320-byte estimate on the way).
+pub fn evaluate_into<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut Placements<'a>,
+    out: &mut Estimate,
+) {
+    cluster::evaluate_into(ctx, p, placements, out);
+}
+
 /// Predicts a placed instance at full batch on its layout's cluster (`evaluate` once the
 /// configuration is resolved), without power, cost or sizing.
 pub fn estimate(inst: &Instance, batch: u32) -> Estimate {
