@@ -35,7 +35,7 @@ fn readme_column_table_matches_the_schema() {
 fn readme_shows_every_subcommand() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let help = stdout(&run(&["--help"]));
-    for cmd in ["run", "check", "catalog", "validate"] {
+    for cmd in ["run", "merge", "check", "catalog", "validate"] {
         assert!(help.contains(&format!("  {cmd} ")), "--help lists {cmd}");
         assert!(
             readme.contains(&format!("racksweep {cmd} ")),
@@ -64,5 +64,29 @@ fn validation_doc_matches_the_model() {
         inside,
         Some(stdout(&o).as_str()),
         "docs/validation.md is stale: run scripts/validation-report.sh"
+    );
+}
+
+/// docs/schema.md's column table is the Parquet schema (`RACKSWEEP_BLESS=1` rewrites it).
+#[test]
+fn schema_doc_matches_the_writer() {
+    let path = root().join("docs/schema.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = ("<!-- generated:start -->\n", "<!-- generated:end -->");
+    let (before, rest) = doc.split_once(start).expect("docs/schema.md has markers");
+    let (_, after) = rest
+        .split_once(end)
+        .expect("docs/schema.md has an end marker");
+    let expected = format!(
+        "{before}{start}{}{end}{after}",
+        racksweep::output::parquet::schema_markdown()
+    );
+    if std::env::var_os("RACKSWEEP_BLESS").is_some() {
+        std::fs::write(&path, &expected).unwrap();
+        return;
+    }
+    assert!(
+        doc == expected,
+        "docs/schema.md is stale; RACKSWEEP_BLESS=1 cargo test --release --test docs rewrites it"
     );
 }

@@ -55,6 +55,34 @@ pub fn schema() -> SchemaRef {
     ))
 }
 
+/// The schema as a Markdown table (docs/schema.md): name, Arrow type, nullability, unit and
+/// meaning of every column, in file order.
+pub fn schema_markdown() -> String {
+    let mut out = String::from(
+        "| # | column | type | null when | unit | meaning |\n|---:|---|---|---|---|---|\n",
+    );
+    for (i, c) in COLUMNS.iter().enumerate() {
+        let ty = match c.kind {
+            Kind::Id(_) => "uint64",
+            Kind::Label(_) => "string (dictionary)",
+            Kind::Count(_) => "uint32",
+            Kind::Metric(_) => "float64",
+            Kind::Flag(_) => "bool",
+        };
+        let null = if nullable(c) {
+            "does not apply"
+        } else {
+            "never"
+        };
+        let unit = if c.unit.is_empty() { "-" } else { c.unit };
+        out.push_str(&format!(
+            "| {i} | `{}` | {ty} | {null} | {unit} | {} |\n",
+            c.name, c.doc
+        ));
+    }
+    out
+}
+
 /// One row group being encoded, possibly from several chunks of rows.
 pub struct RowGroup {
     writers: Vec<ArrowColumnWriter>,
