@@ -32,6 +32,17 @@ pub enum Command {
     /// Checks that all N parts are present, committed and from the same sweep, then writes
     /// pareto.parquet, pareto.md and manifest.json, as a single-process run would have.
     Merge(MergeArgs),
+    /// Print the best configurations of a finished run by one column.
+    ///
+    /// Reads the run's Parquet (no re-run). Only rows that run, meet the sweep's demand and
+    /// SLOs where it set them, and satisfy every --where are ranked.
+    Top(TopArgs),
+    /// Recompute a Pareto frontier of a finished run under other objectives and constraints.
+    ///
+    /// Reads the run's Parquet (no re-run), admits rows as the sweep's frontier does (they run,
+    /// meet the demand and SLOs where set, satisfy every --where), and prints the
+    /// non-dominated ones, best first by the first objective.
+    Pareto(ParetoArgs),
     /// Validate a sweep file and print its axes and grid size without evaluating.
     Check(CheckArgs),
     /// List the built-in presets with their key specs.
@@ -114,6 +125,33 @@ pub struct MergeArgs {
     /// Hide the closing summary.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Run directory: <OUT>/<sweep name>.
+    pub run_dir: PathBuf,
+    /// Column to rank by, highest first; "min COLUMN" ranks lowest first.
+    #[arg(long, value_name = "COLUMN")]
+    pub by: String,
+    /// Rows to print.
+    #[arg(short, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub n: u32,
+    /// Constraint on a numeric column, e.g. "ttft_ms <= 1000" (repeatable).
+    #[arg(long = "where", value_name = "CONSTRAINT")]
+    pub wheres: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ParetoArgs {
+    /// Run directory: <OUT>/<sweep name>.
+    pub run_dir: PathBuf,
+    /// Objective, "max COLUMN" or "min COLUMN" (repeatable, 1 to 8).
+    #[arg(long = "objective", value_name = "OBJECTIVE", required = true)]
+    pub objectives: Vec<String>,
+    /// Constraint on a numeric column, e.g. "ttft_ms <= 1000" (repeatable).
+    #[arg(long = "where", value_name = "CONSTRAINT")]
+    pub wheres: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! racksweep as a library: the sweep engine behind the `racksweep` binary, exposed for the
 //! integration tests and benchmarks.
 
+pub mod analyze;
 pub mod catalog;
 pub mod cli;
 pub mod columns;

@@ -28,6 +28,8 @@ fn main() -> ExitCode {
         Command::Catalog(args) => commands::catalog::run(args).map(|out| (Some(out), None)),
         Command::Validate(args) => commands::validate::run(args).map(|out| (Some(out), None)),
         Command::Merge(args) => commands::merge::run(args).map(|summary| (None, summary)),
+        Command::Top(args) => commands::analytics::top(args).map(|out| (Some(out), None)),
+        Command::Pareto(args) => commands::analytics::pareto(args).map(|out| (Some(out), None)),
     };
     match result {
         Ok((stdout, stderr)) => {

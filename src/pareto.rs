@@ -328,6 +328,27 @@ impl Frontier {
         ids
     }
 
+    /// The ids of the non-dominated points among `(id, values)`, ascending; `values` are raw
+    /// column values in objective order. A point with a value that is not a finite number
+    /// never enters; ties are kept, as everywhere else.
+    pub fn non_dominated(&self, points: impl IntoIterator<Item = (u64, Vec<f64>)>) -> Vec<u64> {
+        let mut candidates = Candidates::default();
+        'points: for (id, values) in points {
+            let mut keys = [0.0; MAX_OBJECTIVES];
+            for ((k, o), v) in keys.iter_mut().zip(&self.objectives).zip(values) {
+                if !v.is_finite() {
+                    continue 'points;
+                }
+                *k = if o.maximize { v } else { -v };
+            }
+            candidates.0.push(Keyed {
+                keys,
+                index: id as usize,
+            });
+        }
+        self.survivors(&mut candidates)
+    }
+
     /// Merges another frontier over the same objectives (shards, chunks).
     pub fn merge(&mut self, other: &Frontier) {
         self.extend(&other.rows);

@@ -35,7 +35,9 @@ fn readme_column_table_matches_the_schema() {
 fn readme_shows_every_subcommand() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let help = stdout(&run(&["--help"]));
-    for cmd in ["run", "merge", "check", "catalog", "validate"] {
+    for cmd in [
+        "run", "merge", "top", "pareto", "check", "catalog", "validate",
+    ] {
         assert!(help.contains(&format!("  {cmd} ")), "--help lists {cmd}");
         assert!(
             readme.contains(&format!("racksweep {cmd} ")),

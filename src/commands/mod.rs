@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod analytics;
 pub mod catalog;
 pub mod check;
 pub mod merge;

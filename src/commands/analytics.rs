@@ -1,0 +1,70 @@
+//! `racksweep top` and `racksweep pareto`: questions asked of a finished run's Parquet
+//! (through `analyze`), printed as a table on stdout.
+
+use anyhow::Result;
+
+use crate::analyze::{self, Table};
+use crate::cli::{ParetoArgs, TopArgs};
+use crate::commands::table;
+use crate::error::UserError;
+use crate::pareto::{Constraint, MAX_OBJECTIVES, Objective};
+
+pub fn top(args: TopArgs) -> Result<String> {
+    let by = parse_by(&args.by)?;
+    let wheres = parse_wheres(&args.wheres)?;
+    let t = analyze::top(&args.run_dir, by, args.n, &wheres)?;
+    Ok(render(&t))
+}
+
+pub fn pareto(args: ParetoArgs) -> Result<String> {
+    if args.objectives.is_empty() || args.objectives.len() > MAX_OBJECTIVES {
+        return Err(UserError::new(format!(
+            "{} objectives given",
+            args.objectives.len()
+        ))
+        .with_hint(format!(
+            "pass 1 to {MAX_OBJECTIVES} --objective, e.g. --objective \"max tokens_per_s_per_gpu\""
+        ))
+        .into());
+    }
+    let objectives = args
+        .objectives
+        .iter()
+        .map(|o| Objective::parse(o).map_err(|e| flag_error("--objective", o, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let wheres = parse_wheres(&args.wheres)?;
+    let t = analyze::frontier(&args.run_dir, &objectives, &wheres)?;
+    Ok(render(&t))
+}
+
+/// `--by COLUMN` ranks highest first; `--by "min COLUMN"` or `"max COLUMN"` says which way.
+fn parse_by(text: &str) -> Result<Objective, UserError> {
+    let spec = if text.split_whitespace().count() == 1 {
+        format!("max {text}")
+    } else {
+        text.to_string()
+    };
+    Objective::parse(&spec).map_err(|e| flag_error("--by", text, e))
+}
+
+fn parse_wheres(texts: &[String]) -> Result<Vec<Constraint>, UserError> {
+    texts
+        .iter()
+        .map(|t| Constraint::parse(t).map_err(|e| flag_error("--where", t, e)))
+        .collect()
+}
+
+fn flag_error(flag: &str, value: &str, (message, hint): (String, Option<String>)) -> UserError {
+    let e = UserError::new(format!("{flag} \"{value}\": {message}"));
+    match hint {
+        Some(h) => e.with_hint(h),
+        None => e,
+    }
+}
+
+fn render(t: &Table) -> String {
+    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+    let mut out = table::render(&header, &t.rows);
+    out.push_str(&format!("{} rows\n", t.rows.len()));
+    out
+}

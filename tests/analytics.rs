@@ -1,0 +1,244 @@
+//! `racksweep top` and `racksweep pareto` on a finished run, checked against the run's own
+//! frontier and against brute force over the rows read back from Parquet.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use common::{read_configs, read_parquet, run, stderr, stdout};
+
+/// A finished quickstart run in a temporary directory.
+fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "run",
+        "sweeps/quickstart.toml",
+        "--quiet",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("quickstart");
+    (tmp, dir)
+}
+
+/// The config_ids of a printed table (first column), and the printed row count.
+fn printed_ids(out: &str) -> Vec<u64> {
+    let mut lines = out.lines();
+    assert!(lines.next().unwrap().starts_with("config_id"), "{out}");
+    let ids: Vec<u64> = lines
+        .take_while(|l| !l.ends_with(" rows"))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(out.ends_with(&format!("{} rows\n", ids.len())), "{out}");
+    ids
+}
+
+struct Rows {
+    ids: Vec<u64>,
+    columns: Vec<RecordBatch>,
+}
+
+impl Rows {
+    fn read(dir: &Path) -> Rows {
+        let columns = read_configs(dir);
+        let ids = columns
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("config_id")
+                    .unwrap()
+                    .as_primitive::<UInt64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        Rows { ids, columns }
+    }
+
+    fn f64(&self, name: &str) -> Vec<Option<f64>> {
+        self.columns
+            .iter()
+            .flat_map(|b| {
+                let c = b
+                    .column_by_name(name)
+                    .unwrap()
+                    .as_primitive::<Float64Type>();
+                (0..c.len())
+                    .map(|i| c.is_valid(i).then(|| c.value(i)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn feasible(&self) -> Vec<bool> {
+        self.columns
+            .iter()
+            .flat_map(|b| {
+                let c = b.column_by_name("feasible").unwrap().as_boolean();
+                (0..c.len())
+                    .map(|i| c.is_valid(i) && c.value(i))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
+    let (_tmp, dir) = quickstart();
+    let o = run(&[
+        "pareto",
+        dir.to_str().unwrap(),
+        "--objective",
+        "max tokens_per_s_per_gpu",
+        "--objective",
+        "max tokens_per_s_per_user",
+        "--where",
+        "ttft_ms <= 2000",
+        "--where",
+        "tokens_per_s_per_user >= 10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = printed_ids(&stdout(&o));
+    let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
+    let expected: Vec<u64> = pareto
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("config_id")
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    assert_eq!(printed, expected, "same rows, same order");
+}
+
+#[test]
+fn pareto_under_other_objectives_matches_brute_force() {
+    let (_tmp, dir) = quickstart();
+    let o = run(&[
+        "pareto",
+        dir.to_str().unwrap(),
+        "--objective",
+        "min ttft_ms",
+        "--objective",
+        "max output_tokens_per_s",
+        "--where",
+        "tpot_ms <= 40",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed: BTreeSet<u64> = printed_ids(&stdout(&o)).into_iter().collect();
+
+    let rows = Rows::read(&dir);
+    let (ttft, out, tpot, ok) = (
+        rows.f64("ttft_ms"),
+        rows.f64("output_tokens_per_s"),
+        rows.f64("tpot_ms"),
+        rows.feasible(),
+    );
+    let admitted: Vec<(u64, f64, f64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && tpot[i].is_some_and(|t| t <= 40.0))
+        .filter_map(|i| Some((rows.ids[i], -ttft[i]?, out[i]?)))
+        .collect();
+    let expected: BTreeSet<u64> = admitted
+        .iter()
+        .filter(|&&(_, a, b)| {
+            !admitted
+                .iter()
+                .any(|&(_, x, y)| x >= a && y >= b && (x > a || y > b))
+        })
+        .map(|&(id, _, _)| id)
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(printed, expected);
+}
+
+#[test]
+fn top_ranks_admitted_rows() {
+    let (_tmp, dir) = quickstart();
+    let o = run(&[
+        "top",
+        dir.to_str().unwrap(),
+        "--by",
+        "tokens_per_s_per_gpu",
+        "-n",
+        "5",
+        "--where",
+        "ttft_ms <= 1000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = printed_ids(&stdout(&o));
+
+    let rows = Rows::read(&dir);
+    let (gpu, ttft, ok) = (
+        rows.f64("tokens_per_s_per_gpu"),
+        rows.f64("ttft_ms"),
+        rows.feasible(),
+    );
+    let mut admitted: Vec<(f64, u64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && ttft[i].is_some_and(|t| t <= 1000.0))
+        .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
+        .collect();
+    admitted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let expected: Vec<u64> = admitted.iter().take(5).map(|&(_, id)| id).collect();
+    assert_eq!(printed, expected);
+
+    // "min" ranks lowest first.
+    let o = run(&[
+        "top",
+        dir.to_str().unwrap(),
+        "--by",
+        "min ttft_ms",
+        "-n",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = printed_ids(&stdout(&o));
+    let mut fastest: Vec<(f64, u64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i])
+        .filter_map(|i| Some((ttft[i]?, rows.ids[i])))
+        .collect();
+    fastest.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    assert_eq!(
+        printed,
+        fastest
+            .iter()
+            .take(3)
+            .map(|&(_, id)| id)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn analytics_errors_name_the_flag_and_value() {
+    let (tmp, dir) = quickstart();
+    let d = dir.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["top", d, "--by", "tokens_per_gpu"],
+            "--by \"tokens_per_gpu\": unknown column",
+        ),
+        (vec!["top", d, "--by", "hardware"], "is not numeric"),
+        (
+            vec!["top", d, "--by", "ttft_ms", "--where", "ttft_ms =< 3"],
+            "--where \"ttft_ms =< 3\"",
+        ),
+        (
+            vec!["pareto", d, "--objective", "best ttft_ms"],
+            "--objective \"best ttft_ms\"",
+        ),
+        (
+            vec!["top", tmp.path().to_str().unwrap(), "--by", "ttft_ms"],
+            "not a racksweep run directory",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
