@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
 use crate::columns::{COLUMNS, Kind};
@@ -142,62 +143,203 @@ fn cell(v: &AnyValue) -> String {
     }
 }
 
-/// The `n` best admitted rows by `by`.
-pub fn top(run_dir: &Path, by: Objective, n: u32, wheres: &[Constraint]) -> Result<Table> {
-    let column = name(by.column);
-    let lf = admitted(scan(run_dir)?, wheres).filter(col(column).is_not_null());
-    let lf = lf.sort(
-        [column, "config_id"],
-        SortMultipleOptions::default().with_order_descending_multi([by.maximize, false]),
-    );
-    let names = shown(std::iter::once(by.column).chain(wheres.iter().map(|c| c.column)));
-    let df = select(lf, &names).limit(n).collect()?;
+/// Rows read per slice of the run: the key columns of a slice are held in memory at once
+/// (about 100 MB for a few f64 columns), whatever the size of the run.
+const SLICE_ROWS: u32 = 1 << 22;
+
+/// Calls `f` with each slice of the run's rows in turn (the scan reads only that slice's row
+/// groups). The row count comes from the part files' footers.
+fn for_each_slice(
+    run_dir: &Path,
+    lf: &LazyFrame,
+    slice_rows: u32,
+    mut f: impl FnMut(LazyFrame) -> Result<()>,
+) -> Result<()> {
+    let mut total = 0u64;
+    for entry in std::fs::read_dir(run_dir.join("configs"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "parquet") {
+            let file = std::fs::File::open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            let reader = SerializedFileReader::new(file)
+                .with_context(|| format!("reading {}", path.display()))?;
+            total += u64::try_from(reader.metadata().file_metadata().num_rows())?;
+        }
+    }
+    let mut offset = 0u64;
+    while offset < total {
+        f(lf.clone().slice(i64::try_from(offset)?, slice_rows))?;
+        offset += u64::from(slice_rows);
+    }
+    Ok(())
+}
+
+/// The shown columns of the rows `ids`, sorted by `by` (descending where `descending`), then
+/// config_id.
+fn fetch(
+    lf: LazyFrame,
+    ids: Vec<u64>,
+    names: &[&'static str],
+    mut by: Vec<&'static str>,
+    mut descending: Vec<bool>,
+) -> Result<Table> {
+    by.push("config_id");
+    descending.push(false);
+    let ids = Series::new("ids".into(), ids);
+    let df = select(
+        lf.filter(col("config_id").is_in(lit(ids).implode(false), false))
+            .sort(
+                by,
+                SortMultipleOptions::default().with_order_descending_multi(descending),
+            ),
+        names,
+    )
+    .collect()?;
     table(&df)
 }
 
+/// The `n` best admitted rows by `by`. Each slice contributes its own best `n` (id and value
+/// only); the shown columns are read for the winners alone.
+pub fn top(run_dir: &Path, by: Objective, n: u32, wheres: &[Constraint]) -> Result<Table> {
+    top_sliced(run_dir, by, n, wheres, SLICE_ROWS)
+}
+
+fn top_sliced(
+    run_dir: &Path,
+    by: Objective,
+    n: u32,
+    wheres: &[Constraint],
+    slice_rows: u32,
+) -> Result<Table> {
+    let lf = scan(run_dir)?;
+    let column = name(by.column);
+    let order = |best: &mut Vec<(f64, u64)>| {
+        best.sort_by(|a, b| {
+            let o = if by.maximize {
+                b.0.total_cmp(&a.0)
+            } else {
+                a.0.total_cmp(&b.0)
+            };
+            o.then(a.1.cmp(&b.1))
+        });
+        best.truncate(n as usize);
+    };
+    let mut best: Vec<(f64, u64)> = Vec::new();
+    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+        let df = admitted(slice, wheres)
+            .filter(col(column).is_not_null())
+            .select([col("config_id"), col(column).cast(DataType::Float64)])
+            .collect()?;
+        let (ids, values) = (df.column("config_id")?.u64()?, df.column(column)?.f64()?);
+        best.extend((0..df.height()).filter_map(|i| Some((values.get(i)?, ids.get(i)?))));
+        order(&mut best);
+        Ok(())
+    })?;
+    let names = shown(std::iter::once(by.column).chain(wheres.iter().map(|c| c.column)));
+    let ids = best.iter().map(|&(_, id)| id).collect();
+    fetch(lf, ids, &names, vec![column], vec![by.maximize])
+}
+
 /// The Pareto frontier of the admitted rows under `objectives`, best first by the first
-/// objective. Reads only config_id and the objective columns of every row, then the shown
-/// columns of the frontier's rows.
+/// objective. Each slice is reduced to its own frontier from config_id and the objective
+/// columns alone (the frontier of a union is the frontier of the parts' frontiers); the shown
+/// columns are read for the frontier's rows.
 pub fn frontier(run_dir: &Path, objectives: &[Objective], wheres: &[Constraint]) -> Result<Table> {
-    let lf = admitted(scan(run_dir)?, wheres);
-    let mut keys = vec![col("config_id")];
-    keys.extend(
-        objectives
-            .iter()
-            .map(|o| col(name(o.column)).cast(DataType::Float64)),
-    );
-    let df = lf.clone().select(keys).collect()?;
-    let ids = df.column("config_id")?.u64()?.clone();
-    let values: Vec<Float64Chunked> = objectives
-        .iter()
-        .map(|o| Ok(df.column(name(o.column))?.f64()?.clone()))
-        .collect::<Result<_>>()?;
-    let points = (0..df.height()).filter_map(|i| {
-        let id = ids.get(i)?;
-        let v: Option<Vec<f64>> = values.iter().map(|c| c.get(i)).collect();
-        Some((id, v?))
-    });
+    frontier_sliced(run_dir, objectives, wheres, SLICE_ROWS)
+}
+
+fn frontier_sliced(
+    run_dir: &Path,
+    objectives: &[Objective],
+    wheres: &[Constraint],
+    slice_rows: u32,
+) -> Result<Table> {
+    let lf = scan(run_dir)?;
     let rule = Frontier::new(objectives.to_vec(), Vec::new());
-    let on = rule.non_dominated(points);
-    let on = Series::new("on".into(), on);
+    let mut survivors: Vec<(u64, Vec<f64>)> = Vec::new();
+    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+        let mut keys = vec![col("config_id")];
+        keys.extend(
+            objectives
+                .iter()
+                .map(|o| col(name(o.column)).cast(DataType::Float64)),
+        );
+        let df = admitted(slice, wheres).select(keys).collect()?;
+        let ids = df.column("config_id")?.u64()?.clone();
+        let values: Vec<Float64Chunked> = objectives
+            .iter()
+            .map(|o| Ok(df.column(name(o.column))?.f64()?.clone()))
+            .collect::<Result<_>>()?;
+        let points = (0..df.height()).filter_map(|i| {
+            let v: Option<Vec<f64>> = values.iter().map(|c| c.get(i)).collect();
+            Some((ids.get(i)?, v?))
+        });
+        let mut all: Vec<(u64, Vec<f64>)> = std::mem::take(&mut survivors);
+        all.extend(points);
+        let on = rule.non_dominated(all.iter().cloned());
+        survivors = all
+            .into_iter()
+            .filter(|(id, _)| on.binary_search(id).is_ok())
+            .collect();
+        Ok(())
+    })?;
     let names = shown(
         objectives
             .iter()
             .map(|o| o.column)
             .chain(wheres.iter().map(|c| c.column)),
     );
-    let mut by: Vec<&str> = objectives.iter().map(|o| name(o.column)).collect();
-    by.push("config_id");
-    let mut descending: Vec<bool> = objectives.iter().map(|o| o.maximize).collect();
-    descending.push(false);
-    let df = select(
-        lf.filter(col("config_id").is_in(lit(on).implode(false), false))
-            .sort(
-                by,
-                SortMultipleOptions::default().with_order_descending_multi(descending),
-            ),
+    let ids = survivors.into_iter().map(|(id, _)| id).collect();
+    fetch(
+        lf,
+        ids,
         &names,
+        objectives.iter().map(|o| name(o.column)).collect(),
+        objectives.iter().map(|o| o.maximize).collect(),
     )
-    .collect()?;
-    table(&df)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::RunArgs;
+
+    /// Slicing the run changes nothing: small slices give the tables of one slice.
+    #[test]
+    fn slices_do_not_change_the_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::commands::run::run(RunArgs {
+            sweep: root.join("sweeps/quickstart.toml"),
+            out: tmp.path().to_path_buf(),
+            threads: Some(1),
+            quiet: true,
+            force: false,
+            feasible_only: false,
+            max_configs: 1 << 30,
+            shard: None,
+            shard_count: None,
+            resume: false,
+            part_rows: 1000,
+        })
+        .unwrap();
+        let dir = tmp.path().join("quickstart");
+        let objective = |t: &str| Objective::parse(t).unwrap();
+        let wheres = [Constraint::parse("ttft_ms <= 2000").unwrap()];
+        let objectives = [
+            objective("max tokens_per_s_per_gpu"),
+            objective("min tpot_ms"),
+        ];
+        let rows = |t: Table| t.rows;
+        let whole = rows(frontier_sliced(&dir, &objectives, &wheres, SLICE_ROWS).unwrap());
+        assert!(whole.len() > 3);
+        assert_eq!(
+            rows(frontier_sliced(&dir, &objectives, &wheres, 700).unwrap()),
+            whole
+        );
+        let by = objective("min ttft_ms");
+        let whole = rows(top_sliced(&dir, by, 25, &wheres, SLICE_ROWS).unwrap());
+        assert_eq!(whole.len(), 25);
+        assert_eq!(rows(top_sliced(&dir, by, 25, &wheres, 700).unwrap()), whole);
+    }
 }
