@@ -118,6 +118,47 @@ fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
     assert_eq!(printed, expected, "same rows, same order");
 }
 
+/// A sized sweep: rows that miss the demand or the SLOs never enter, as in the engine.
+#[test]
+fn pareto_reproduces_a_sized_runs_frontier_from_its_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = "sweeps/qwen3-235b-50k-users.toml";
+    let o = run(&[
+        "run",
+        sweep,
+        "--quiet",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("qwen3-235b-50k-users");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let mut args = vec!["pareto".to_string(), dir.to_str().unwrap().to_string()];
+    for o in m["objectives"].as_array().unwrap() {
+        args.extend(["--objective".into(), o.as_str().unwrap().to_string()]);
+    }
+    for c in m["constraints"].as_array().unwrap() {
+        args.extend(["--where".into(), c.as_str().unwrap().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
+    let expected: Vec<u64> = pareto
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("config_id")
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(printed_ids(&stdout(&o)), expected);
+}
+
 #[test]
 fn pareto_under_other_objectives_matches_brute_force() {
     let (_tmp, dir) = quickstart();
