@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt64Type};
+use arrow_array::types::Float64Type;
 use arrow_array::{Array, RecordBatch};
-use common::{read_configs, read_parquet, run, stderr, stdout};
+use common::{column_u64, read_configs, read_parquet, run, stderr, stdout};
 
 /// A finished quickstart run in a temporary directory.
 fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -46,16 +46,7 @@ struct Rows {
 impl Rows {
     fn read(dir: &Path) -> Rows {
         let columns = read_configs(dir);
-        let ids = columns
-            .iter()
-            .flat_map(|b| {
-                b.column_by_name("config_id")
-                    .unwrap()
-                    .as_primitive::<UInt64Type>()
-                    .values()
-                    .to_vec()
-            })
-            .collect();
+        let ids = column_u64(&columns, "config_id");
         Rows { ids, columns }
     }
 
@@ -105,16 +96,7 @@ fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
     assert!(o.status.success(), "{}", stderr(&o));
     let printed = printed_ids(&stdout(&o));
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
-    let expected: Vec<u64> = pareto
-        .iter()
-        .flat_map(|b| {
-            b.column_by_name("config_id")
-                .unwrap()
-                .as_primitive::<UInt64Type>()
-                .values()
-                .to_vec()
-        })
-        .collect();
+    let expected = column_u64(&pareto, "config_id");
     assert_eq!(printed, expected, "same rows, same order");
 }
 
@@ -145,16 +127,7 @@ fn pareto_reproduces_a_sized_runs_frontier_from_its_manifest() {
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
-    let expected: Vec<u64> = pareto
-        .iter()
-        .flat_map(|b| {
-            b.column_by_name("config_id")
-                .unwrap()
-                .as_primitive::<UInt64Type>()
-                .values()
-                .to_vec()
-        })
-        .collect();
+    let expected = column_u64(&pareto, "config_id");
     assert!(!expected.is_empty());
     assert_eq!(printed_ids(&stdout(&o)), expected);
 }

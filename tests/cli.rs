@@ -6,25 +6,12 @@ mod common;
 use std::collections::HashMap;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt64Type};
+use arrow_array::types::Float64Type;
 use arrow_array::{Array, RecordBatch};
 use common::{
-    assert_snapshot, configurations, part_files, read_configs, read_parquet, root, run, stderr,
-    stdout,
+    assert_snapshot, column_u64, configurations, part_files, read_configs, read_parquet, root, run,
+    stderr, stdout,
 };
-
-fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            b.column_by_name(name)
-                .unwrap()
-                .as_primitive::<UInt64Type>()
-                .values()
-                .to_vec()
-        })
-        .collect()
-}
 
 fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
     batches

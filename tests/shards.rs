@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{bin, part_files, read_configs, read_parquet, root, run, single_rows, stderr};
+use common::{
+    bin, column_u64, part_files, read_configs, read_parquet, root, run, single_rows, stderr,
+};
 use proptest::prelude::*;
 
 const SMALL: &str = "sweeps/quickstart.toml";
@@ -187,17 +189,7 @@ fn more_shards_than_points_and_shard_auto() {
     let m = manifest(&dir);
     assert_eq!(m["configurations"], 3);
     assert_eq!(m["complete"], true);
-    let ids: Vec<u64> = single_rows(&read_configs(&dir))
-        .iter()
-        .map(|b| {
-            b.column_by_name("config_id")
-                .unwrap()
-                .as_any()
-                .downcast_ref::<arrow_array::UInt64Array>()
-                .unwrap()
-                .value(0)
-        })
-        .collect();
+    let ids = column_u64(&read_configs(&dir), "config_id");
     assert_eq!(ids, [0, 1, 2]);
     // Empty parts are valid Parquet files with the schema and no rows.
     let (empty, _) = read_parquet(&dir.join("configs/part-0-of-5.parquet"));

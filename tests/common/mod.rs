@@ -72,6 +72,21 @@ pub fn read_parquet(path: &Path) -> (Vec<RecordBatch>, Vec<(String, String)>) {
     (batches, metadata)
 }
 
+/// A u64 column of `batches`, concatenated.
+pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
+    use arrow_array::cast::AsArray;
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("column {name}"))
+                .as_primitive::<arrow_array::types::UInt64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect()
+}
+
 /// The rows of a run directory: every `configs/part-K-of-N.parquet`, in part order.
 pub fn read_configs(run_dir: &Path) -> Vec<RecordBatch> {
     part_files(&run_dir.join("configs"), ".parquet")
