@@ -43,6 +43,15 @@ pub enum Command {
     /// meet the demand and SLOs where set, satisfy every --where), and prints the
     /// non-dominated ones, best first by the first objective.
     Pareto(ParetoArgs),
+    /// Write a planning-review report of a finished run: report.html and report.md.
+    ///
+    /// Reads the run's Parquet (no re-run). The report has per-hardware frontier charts
+    /// (tokens/s/GPU against tokens/s/user; cost against p99 TTFT and racks against users served
+    /// when the run has them), the best configuration per hardware, the frontier, the top rows
+    /// per objective, why configurations were turned away, how the best one moves with batch
+    /// and number formats, and the sweep itself. report.html is self-contained (inline SVG, no
+    /// network); report.md links the charts, written beside it as report-*.svg.
+    Report(ReportArgs),
     /// Validate a sweep file and print its axes and grid size without evaluating.
     Check(CheckArgs),
     /// List the built-in presets with their key specs.
@@ -152,6 +161,15 @@ pub struct ParetoArgs {
     /// Constraint on a numeric column, e.g. "ttft_ms <= 1000" (repeatable).
     #[arg(long = "where", value_name = "CONSTRAINT")]
     pub wheres: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directory: <OUT>/<sweep name>.
+    pub run_dir: PathBuf,
+    /// Rows in each per-objective table.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub top: u32,
 }
 
 #[derive(Debug, Args)]

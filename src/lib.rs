@@ -12,6 +12,7 @@ pub mod grid;
 pub mod output;
 pub mod pareto;
 pub mod perf;
+pub mod report;
 pub mod shard;
 pub mod spec;
 pub mod suggest;

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge::run(args).map(|summary| (None, summary)),
         Command::Top(args) => commands::analytics::top(args).map(|out| (Some(out), None)),
         Command::Pareto(args) => commands::analytics::pareto(args).map(|out| (Some(out), None)),
+        Command::Report(args) => commands::report::run(args).map(|summary| (None, Some(summary))),
     };
     match result {
         Ok((stdout, stderr)) => {

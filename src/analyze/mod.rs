@@ -14,6 +14,8 @@ use crate::error::UserError;
 use crate::output::markdown::number;
 use crate::pareto::{Constraint, Frontier, Objective, Op};
 
+pub mod digest;
+
 /// Columns every result table shows, before the ones a query names.
 const SHOWN: &[&str] = &[
     "config_id",
@@ -148,14 +150,20 @@ fn cell(v: &AnyValue) -> String {
 /// 195 MB peak; `top` 0.3 s, 93 MB).
 const SLICE_ROWS: u32 = 1 << 20;
 
-/// Calls `f` with each slice of the run's rows in turn (the scan reads only that slice's row
-/// groups). The row count comes from the part files' footers.
-fn for_each_slice(
-    run_dir: &Path,
-    lf: &LazyFrame,
-    slice_rows: u32,
-    mut f: impl FnMut(LazyFrame) -> Result<()>,
-) -> Result<()> {
+/// The config_ids of a Parquet file of rows (a frontier), in file order.
+pub fn config_ids(path: &Path) -> Result<Vec<u64>> {
+    let path_text = path
+        .to_str()
+        .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
+    let df = LazyFrame::scan_parquet(PlRefPath::new(path_text), ScanArgsParquet::default())?
+        .select([col("config_id")])
+        .collect();
+    let df = anyhow::Context::with_context(df, || format!("reading {}", path.display()))?;
+    Ok(df.column("config_id")?.u64()?.into_no_null_iter().collect())
+}
+
+/// Rows in the run's part files, from their footers.
+fn row_count(run_dir: &Path) -> Result<u64> {
     let mut total = 0u64;
     for entry in std::fs::read_dir(run_dir.join("configs"))? {
         let path = entry?.path();
@@ -167,6 +175,18 @@ fn for_each_slice(
             total += u64::try_from(reader.metadata().file_metadata().num_rows())?;
         }
     }
+    Ok(total)
+}
+
+/// Calls `f` with each slice of the run's rows in turn (the scan reads only that slice's row
+/// groups). The row count comes from the part files' footers.
+fn for_each_slice(
+    run_dir: &Path,
+    lf: &LazyFrame,
+    slice_rows: u32,
+    mut f: impl FnMut(LazyFrame) -> Result<()>,
+) -> Result<()> {
+    let total = row_count(run_dir)?;
     let mut offset = 0u64;
     while offset < total {
         f(lf.clone().slice(i64::try_from(offset)?, slice_rows))?;

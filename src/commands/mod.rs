@@ -4,6 +4,7 @@ pub mod analytics;
 pub mod catalog;
 pub mod check;
 pub mod merge;
+pub mod report;
 pub mod run;
 pub mod table;
 pub mod validate;

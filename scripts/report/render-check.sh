@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Opens racksweep reports as a reader would: writes the reports of two example runs (one with
+# sizing, three charts; the quickstart, two charts), renders each report.html in headless
+# Chromium, and checks that the page loads without a console message (the page has no script,
+# so any message is an error: a blocked fetch, a bad resource), that the DOM has the charts,
+# and that the screenshot (PNG) shows every hardware's colour. Run by .ci/run.
+#
+# Chromium is Debian's `chromium` package; installed with apt when missing and running as root,
+# otherwise the check is skipped with a notice. Screenshots are kept in $1 (default: a
+# temporary directory, removed at exit).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$chromium" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "render-check.sh: installing Debian's chromium" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; } >/dev/null
+    chromium=$(command -v chromium || true)
+fi
+if [ -z "$chromium" ]; then
+    echo "render-check.sh: skipped: no chromium (apt-get install chromium, as root)" >&2
+    exit 0
+fi
+
+venv=${RACKSWEEP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/racksweep-venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import PIL' 2>/dev/null ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check pillow
+py="$venv/bin/python"
+
+cargo build --release --locked --quiet
+bin="${CARGO_TARGET_DIR:-target}/release/racksweep"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+shots=${1:-$work/screenshots}
+mkdir -p "$shots"
+
+# Chromium's own flags for a quiet, offline, reproducible headless run.
+flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run
+    --disable-background-networking --disable-component-update --disable-default-apps
+    --disable-sync --metrics-recording-only --no-default-browser-check
+    --user-data-dir="$work/profile" --enable-logging=stderr --v=0)
+
+check() { # sweep, expected charts
+    local sweep=$1 charts=$2 name
+    name=$(basename "$sweep" .toml)
+    "$bin" run "$sweep" --quiet --out "$work/runs"
+    "$bin" report "$work/runs/$name" 2>/dev/null
+    local page="file://$work/runs/$name/report.html"
+    timeout 120 "$chromium" "${flags[@]}" --dump-dom "$page" >"$work/$name.dom" 2>"$work/$name.log"
+    timeout 120 "$chromium" "${flags[@]}" --window-size=1280,2800 \
+        --screenshot="$shots/$name.png" "$page" >/dev/null 2>>"$work/$name.log"
+    if grep -q ':CONSOLE' "$work/$name.log"; then
+        echo "render-check.sh: error: $name/report.html logged to the console:" >&2
+        grep ':CONSOLE' "$work/$name.log" >&2
+        exit 1
+    fi
+    "$py" "$here/check_render.py" "$work/$name.dom" "$shots/$name.png" "$charts"
+}
+
+check sweeps/qwen3-235b-50k-users.toml 3
+check sweeps/quickstart.toml 2
+echo "ok: reports render in $("$chromium" --version 2>/dev/null | head -1) (screenshots in $shots)"

@@ -1,0 +1,456 @@
+//! One pass over a finished run for `racksweep report`: the best rows per group under several
+//! objectives, the per-hardware frontiers of a few objective pairs, a sample of the admitted
+//! points for context, and why rows were not admitted. Slices of the run are reduced as they
+//! are read (as `top` and `pareto` do), so memory does not grow with the run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::Result;
+use polars::prelude::*;
+
+use super::{SLICE_ROWS, admitted, for_each_slice, name, predicate, scan, select, table};
+use crate::columns::{COLUMNS, Kind};
+use crate::pareto::{Constraint, Frontier, Objective};
+
+/// The best `n` admitted rows by `objective`, per value of the `group` column (or overall).
+#[derive(Debug, Clone, Copy)]
+pub struct Ranking {
+    pub objective: Objective,
+    /// Index into [`COLUMNS`] of the column whose values split the rows.
+    pub group: Option<usize>,
+    pub n: usize,
+}
+
+/// A value of a group column: numbers sort numerically, labels alphabetically.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+pub enum GroupValue {
+    Number(f64),
+    Label(String),
+}
+
+impl GroupValue {
+    pub fn text(&self) -> String {
+        match self {
+            GroupValue::Number(v) => crate::output::markdown::number(*v),
+            GroupValue::Label(s) => s.clone(),
+        }
+    }
+}
+
+/// A ranking's answer: per group value (in order), the config_ids best first with their values.
+pub type Ranked = Vec<(Option<GroupValue>, Vec<(u64, f64)>)>;
+
+/// Two objectives traded against each other, per hardware.
+#[derive(Debug, Clone, Copy)]
+pub struct Trade {
+    pub x: Objective,
+    pub y: Objective,
+}
+
+/// A point of a trade: its config_id and its x and y values.
+pub type TradePoint = (u64, f64, f64);
+
+/// A trade's answer: each hardware's frontier (ascending x), the frontier of all hardware
+/// together, and a deterministic sample of the admitted points, for context.
+#[derive(Debug, Clone, Default)]
+pub struct Traded {
+    pub per_hardware: Vec<(String, Vec<TradePoint>)>,
+    pub global: Vec<TradePoint>,
+    pub sample: Vec<(String, f64, f64)>,
+}
+
+/// Rows counted by why they were or were not admitted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Admission {
+    /// Rows in the part files (only the feasible ones in a `--feasible-only` run).
+    pub rows: u64,
+    pub feasible: u64,
+    /// Feasible rows that meet the demand, the SLOs and every constraint.
+    pub admitted: u64,
+    /// Feasible rows turned away, per cause ("demand not met", "SLOs missed", or a
+    /// constraint as written); a row can fail several.
+    pub turned_away: Vec<(String, u64)>,
+}
+
+/// Everything `report` asks of a run, and the shown columns of every row its answers name.
+pub struct Digest {
+    pub admission: Admission,
+    pub ranked: Vec<Ranked>,
+    pub traded: Vec<Traded>,
+    /// Column names of `rows`.
+    pub header: Vec<String>,
+    /// config_id -> formatted cells, for every row named above and every `extra_ids`.
+    pub rows: BTreeMap<u64, Vec<String>>,
+}
+
+/// Admitted points kept per trade as a sample, at most (they draw the cloud behind a chart).
+const SAMPLE_POINTS: u64 = 1500;
+
+/// Answers `rankings` and `trades` over the rows admitted under `constraints` in one pass, and
+/// reads the `shown` columns of every row they name and of `extra_ids`.
+pub fn digest(
+    run_dir: &Path,
+    constraints: &[Constraint],
+    rankings: &[Ranking],
+    trades: &[Trade],
+    shown: &[&'static str],
+    extra_ids: &[u64],
+) -> Result<Digest> {
+    digest_sliced(
+        run_dir,
+        constraints,
+        rankings,
+        trades,
+        shown,
+        extra_ids,
+        SLICE_ROWS,
+    )
+}
+
+/// The slice's column `c`: numbers as f64, labels as text.
+enum Values {
+    Number(Float64Chunked),
+    Label(StringChunked),
+}
+
+impl Values {
+    fn read(df: &DataFrame, column: usize) -> Result<Values> {
+        let c = df.column(name(column))?;
+        Ok(match COLUMNS[column].kind {
+            Kind::Label(_) => Values::Label(c.str()?.clone()),
+            _ => Values::Number(c.f64()?.clone()),
+        })
+    }
+
+    fn number(&self, i: usize) -> Option<f64> {
+        match self {
+            Values::Number(v) => v.get(i).filter(|x| x.is_finite()),
+            Values::Label(_) => None,
+        }
+    }
+
+    fn group(&self, i: usize) -> Option<GroupValue> {
+        match self {
+            Values::Number(v) => v.get(i).filter(|x| x.is_finite()).map(GroupValue::Number),
+            Values::Label(v) => v.get(i).map(|s| GroupValue::Label(s.to_string())),
+        }
+    }
+}
+
+/// Frontier candidates of one trade per hardware: config_id and the (x, y) values.
+type Fronts = BTreeMap<String, Vec<(u64, Vec<f64>)>>;
+
+/// Running best-`n` lists of one ranking, per group value; keys are oriented (larger is better).
+type Best = Vec<(Option<GroupValue>, Vec<(f64, u64)>)>;
+
+/// Keeps the `n` best of `list`, best first (ties: lower config_id first).
+fn keep_best(list: &mut Vec<(f64, u64)>, n: usize) {
+    let order = |a: &(f64, u64), b: &(f64, u64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if list.len() > n && n > 0 {
+        list.select_nth_unstable_by(n - 1, order);
+    }
+    list.truncate(n);
+    list.sort_by(order);
+}
+
+fn digest_sliced(
+    run_dir: &Path,
+    constraints: &[Constraint],
+    rankings: &[Ranking],
+    trades: &[Trade],
+    shown: &[&'static str],
+    extra_ids: &[u64],
+    slice_rows: u32,
+) -> Result<Digest> {
+    let lf = scan(run_dir)?;
+    let hardware = crate::columns::find("hardware").expect("hardware is a column");
+    // Every column a question reads, once.
+    let mut needed: BTreeSet<usize> = BTreeSet::from([hardware]);
+    for r in rankings {
+        needed.insert(r.objective.column);
+        needed.extend(r.group);
+    }
+    for t in trades {
+        needed.extend([t.x.column, t.y.column]);
+    }
+    let needed: Vec<usize> = needed.into_iter().collect();
+
+    let total_rows = super::row_count(run_dir)?;
+    let sample_every = (total_rows / SAMPLE_POINTS).max(1);
+    let mut admission = Admission::default();
+    let mut turned_away = vec![0u64; 2 + constraints.len()];
+    let mut best: Vec<Best> = vec![Vec::new(); rankings.len()];
+    let mut fronts: Vec<Fronts> = vec![BTreeMap::new(); trades.len()];
+    let mut samples: Vec<Vec<(String, f64, f64)>> = vec![Vec::new(); trades.len()];
+
+    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+        // Why rows were turned away: counted over the feasible rows of the slice.
+        let feasible = col("feasible").eq(lit(true));
+        let mut counts = vec![
+            len().cast(DataType::UInt64).alias("rows"),
+            feasible
+                .clone()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("feasible"),
+            feasible
+                .clone()
+                .and(col("demand_met").eq(lit(false)))
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("t0"),
+            feasible
+                .clone()
+                .and(col("meets_slo").eq(lit(false)))
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("t1"),
+        ];
+        for (i, c) in constraints.iter().enumerate() {
+            counts.push(
+                feasible
+                    .clone()
+                    .and(predicate(c).fill_null(lit(false)).not())
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias(format!("t{}", i + 2)),
+            );
+        }
+        let counted = slice.clone().select(counts).collect()?;
+        let count = |n: &str| -> Result<u64> { Ok(counted.column(n)?.u64()?.get(0).unwrap_or(0)) };
+        admission.rows += count("rows")?;
+        admission.feasible += count("feasible")?;
+        for (i, t) in turned_away.iter_mut().enumerate() {
+            *t += count(&format!("t{i}"))?;
+        }
+
+        let mut keys = vec![col("config_id")];
+        keys.extend(needed.iter().map(|&c| match COLUMNS[c].kind {
+            Kind::Label(_) => col(name(c)).cast(DataType::String),
+            _ => col(name(c)).cast(DataType::Float64),
+        }));
+        let df = admitted(slice, constraints).select(keys).collect()?;
+        admission.admitted += df.height() as u64;
+        let ids = df.column("config_id")?.u64()?.clone();
+        let values: BTreeMap<usize, Values> = needed
+            .iter()
+            .map(|&c| Ok((c, Values::read(&df, c)?)))
+            .collect::<Result<_>>()?;
+        let Values::Label(hw) = &values[&hardware] else {
+            unreachable!("hardware is a label")
+        };
+
+        for (r, best) in rankings.iter().zip(&mut best) {
+            let v = &values[&r.objective.column];
+            let sign = if r.objective.maximize { 1.0 } else { -1.0 };
+            for i in 0..df.height() {
+                let (Some(id), Some(x)) = (ids.get(i), v.number(i)) else {
+                    continue;
+                };
+                let g = match r.group {
+                    Some(g) => match values[&g].group(i) {
+                        Some(value) => Some(value),
+                        None => continue,
+                    },
+                    None => None,
+                };
+                match best.iter_mut().find(|(k, _)| *k == g) {
+                    Some((_, list)) => list.push((sign * x, id)),
+                    None => best.push((g, vec![(sign * x, id)])),
+                }
+            }
+            for (_, list) in best.iter_mut() {
+                keep_best(list, r.n);
+            }
+        }
+
+        for ((t, front), sample) in trades.iter().zip(&mut fronts).zip(&mut samples) {
+            let (x, y) = (&values[&t.x.column], &values[&t.y.column]);
+            let rule = Frontier::new(vec![t.x, t.y], Vec::new());
+            let mut slice_points: BTreeMap<&str, Vec<(u64, Vec<f64>)>> = BTreeMap::new();
+            for i in 0..df.height() {
+                let (Some(id), Some(h), Some(xv), Some(yv)) =
+                    (ids.get(i), hw.get(i), x.number(i), y.number(i))
+                else {
+                    continue;
+                };
+                if spread(id).is_multiple_of(sample_every) {
+                    sample.push((h.to_string(), xv, yv));
+                }
+                slice_points.entry(h).or_default().push((id, vec![xv, yv]));
+            }
+            for (h, points) in slice_points {
+                let kept = front.entry(h.to_string()).or_default();
+                kept.extend(points);
+                let on = rule.non_dominated(kept.iter().cloned());
+                kept.retain(|(id, _)| on.binary_search(id).is_ok());
+            }
+        }
+        Ok(())
+    })?;
+
+    let mut causes = vec!["demand not met".to_string(), "SLOs missed".to_string()];
+    causes.extend(constraints.iter().map(|c| format!("fails {c}")));
+    admission.turned_away = causes
+        .into_iter()
+        .zip(turned_away)
+        .filter(|&(_, n)| n > 0)
+        .collect();
+
+    let ranked: Vec<Ranked> = rankings
+        .iter()
+        .zip(best)
+        .map(|(r, mut groups)| {
+            let sign = if r.objective.maximize { 1.0 } else { -1.0 };
+            groups.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            groups
+                .into_iter()
+                .map(|(g, list)| (g, list.into_iter().map(|(k, id)| (id, sign * k)).collect()))
+                .collect()
+        })
+        .collect();
+
+    let traded: Vec<Traded> = trades
+        .iter()
+        .zip(fronts)
+        .zip(samples)
+        .map(|((t, front), sample)| {
+            let rule = Frontier::new(vec![t.x, t.y], Vec::new());
+            let all: Vec<(u64, Vec<f64>)> = front.values().flatten().cloned().collect();
+            let on = rule.non_dominated(all.iter().cloned());
+            let points = |list: &[(u64, Vec<f64>)]| -> Vec<TradePoint> {
+                let mut p: Vec<TradePoint> = list.iter().map(|(id, v)| (*id, v[0], v[1])).collect();
+                p.sort_by(|a, b| {
+                    a.1.total_cmp(&b.1)
+                        .then(a.2.total_cmp(&b.2))
+                        .then(a.0.cmp(&b.0))
+                });
+                p
+            };
+            let global: Vec<(u64, Vec<f64>)> = all
+                .iter()
+                .filter(|(id, _)| on.binary_search(id).is_ok())
+                .cloned()
+                .collect();
+            Traded {
+                per_hardware: front
+                    .iter()
+                    .map(|(h, list)| (h.clone(), points(list)))
+                    .collect(),
+                global: points(&global),
+                sample,
+            }
+        })
+        .collect();
+
+    let mut ids: BTreeSet<u64> = extra_ids.iter().copied().collect();
+    for groups in &ranked {
+        ids.extend(groups.iter().flat_map(|(_, list)| list.iter().map(|p| p.0)));
+    }
+    for t in &traded {
+        ids.extend(
+            t.per_hardware
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|q| q.0)),
+        );
+    }
+    let ids = Series::new("ids".into(), ids.into_iter().collect::<Vec<u64>>());
+    let df = select(
+        lf.filter(col("config_id").is_in(lit(ids).implode(false), false))
+            .sort(["config_id"], SortMultipleOptions::default()),
+        shown,
+    )
+    .collect()?;
+    let t = table(&df)?;
+    let id_column = df.column("config_id")?.u64()?;
+    let rows = t
+        .rows
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, cells)| Some((id_column.get(i)?, cells)))
+        .collect();
+    Ok(Digest {
+        admission,
+        ranked,
+        traded,
+        header: t.header,
+        rows,
+    })
+}
+
+/// A config_id scrambled (splitmix64's finalizer), so that every `k`-th value is a sample
+/// spread over the whole grid rather than one corner of it.
+fn spread(id: u64) -> u64 {
+    let mut z = id.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::RunArgs;
+
+    /// Slicing the run changes nothing: small slices give the answers of one slice.
+    #[test]
+    fn slices_do_not_change_the_digest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::commands::run::run(RunArgs {
+            sweep: root.join("sweeps/quickstart.toml"),
+            out: tmp.path().to_path_buf(),
+            threads: Some(1),
+            quiet: true,
+            force: false,
+            feasible_only: false,
+            max_configs: 1 << 30,
+            shard: None,
+            shard_count: None,
+            resume: false,
+            part_rows: 1000,
+        })
+        .unwrap();
+        let dir = tmp.path().join("quickstart");
+        let objective = |t: &str| Objective::parse(t).unwrap();
+        let column = |n: &str| crate::columns::find(n).unwrap();
+        let constraints = [Constraint::parse("ttft_ms <= 2000").unwrap()];
+        let rankings = [
+            Ranking {
+                objective: objective("max tokens_per_s_per_gpu"),
+                group: Some(column("batch")),
+                n: 2,
+            },
+            Ranking {
+                objective: objective("min usd_per_mtok"),
+                group: Some(column("weight_dtype")),
+                n: 3,
+            },
+        ];
+        let trades = [Trade {
+            x: objective("min ttft_p99_ms"),
+            y: objective("min usd_per_mtok"),
+        }];
+        let shown = ["config_id", "hardware", "batch"];
+        let run = |slice_rows| {
+            digest_sliced(
+                &dir,
+                &constraints,
+                &rankings,
+                &trades,
+                &shown,
+                &[],
+                slice_rows,
+            )
+            .unwrap()
+        };
+        let (whole, sliced) = (run(SLICE_ROWS), run(700));
+        assert_eq!(whole.admission, sliced.admission);
+        assert_eq!(whole.ranked, sliced.ranked);
+        assert_eq!(whole.ranked[0].len(), 11, "one group per batch size");
+        assert_eq!(whole.traded[0].per_hardware, sliced.traded[0].per_hardware);
+        assert_eq!(whole.traded[0].global, sliced.traded[0].global);
+        assert_eq!(whole.rows, sliced.rows);
+    }
+}

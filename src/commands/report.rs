@@ -1,0 +1,17 @@
+//! `racksweep report`: write a finished run's planning-review report (`report::write`) and say
+//! where it is.
+
+use anyhow::Result;
+
+use crate::cli::ReportArgs;
+use crate::report;
+
+pub fn run(args: ReportArgs) -> Result<String> {
+    let written = report::write(&args.run_dir, args.top as usize)?;
+    Ok(format!(
+        "wrote {} and {} ({} charts)",
+        written.html.display(),
+        written.markdown.display(),
+        written.charts
+    ))
+}

@@ -1,0 +1,95 @@
+//! `report.html`: one self-contained page. Charts are inline SVG, styles inline, no script; a
+//! Content-Security-Policy forbids every fetch, so the page cannot reach the network.
+
+use std::fmt::Write as _;
+
+use super::document::{Block, Document};
+use super::svg::escape;
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222;line-height:1.4}\
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}\
+dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.2em}dt{color:#555}dd{margin:0}\
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1em}\
+th,td{border:1px solid #ddd;padding:.25em .5em;white-space:nowrap}th{background:#f3f3f3;text-align:left}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}\
+figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#444;font-size:.9em;max-width:880px}\
+pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.85em}nav a{margin-right:1em}";
+
+pub fn render(doc: &Document) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(&doc.title),
+        escape(&doc.title)
+    );
+    let sections: Vec<_> = doc
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Section { id, title } => Some((id, title)),
+            _ => None,
+        })
+        .collect();
+    s.push_str("<nav>");
+    for (id, title) in sections {
+        let _ = write!(s, "<a href=\"#{id}\">{}</a>", escape(title));
+    }
+    s.push_str("</nav>\n");
+    for block in &doc.blocks {
+        match block {
+            Block::Section { id, title } => {
+                let _ = writeln!(s, "<h2 id=\"{id}\">{}</h2>", escape(title));
+            }
+            Block::Subheading(t) => {
+                let _ = writeln!(s, "<h3>{}</h3>", escape(t));
+            }
+            Block::Paragraph(t) => {
+                let _ = writeln!(s, "<p>{}</p>", escape(t));
+            }
+            Block::Facts(facts) => {
+                s.push_str("<dl>");
+                for (k, v) in facts {
+                    let _ = write!(s, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
+                }
+                s.push_str("</dl>\n");
+            }
+            Block::Table {
+                header,
+                rows,
+                numeric,
+            } => {
+                s.push_str("<div class=\"scroll\"><table><thead><tr>");
+                for h in header {
+                    let _ = write!(s, "<th>{}</th>", escape(h));
+                }
+                s.push_str("</tr></thead><tbody>");
+                for row in rows {
+                    s.push_str("<tr>");
+                    for (cell, &n) in row.iter().zip(numeric) {
+                        let class = if n { " class=\"n\"" } else { "" };
+                        let _ = write!(s, "<td{class}>{}</td>", escape(cell));
+                    }
+                    s.push_str("</tr>");
+                }
+                s.push_str("</tbody></table></div>\n");
+            }
+            Block::Figure { chart, caption, .. } => {
+                let _ = writeln!(
+                    s,
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
+                    chart.render(),
+                    escape(caption)
+                );
+            }
+            Block::Code(text) => {
+                let _ = writeln!(s, "<pre>{}</pre>", escape(text));
+            }
+        }
+    }
+    s.push_str("</body>\n</html>\n");
+    s
+}

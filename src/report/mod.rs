@@ -1,0 +1,636 @@
+//! `racksweep report`: a finished run as a planning-review document. Asks the run's Parquet
+//! its questions in one pass (`analyze::digest`), lays the answers out as blocks
+//! (`document`), and writes them as `report.html` (inline SVG charts) and `report.md` (with
+//! the charts as SVG files beside it).
+
+pub mod document;
+pub mod html;
+pub mod markdown;
+pub mod svg;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context as _, Result};
+
+use crate::analyze::digest::{self, Digest, Ranking, Trade, Traded};
+use crate::columns::{self, COLUMNS};
+use crate::error::UserError;
+use crate::output::manifest::{Manifest, rfc3339};
+use crate::output::markdown::number;
+use crate::output::run_dir::{RunDir, write_atomic};
+use crate::pareto::{Constraint, Objective, describe_constraints, describe_objectives};
+use document::{Block, Document};
+use svg::{Chart, PALETTE, Point, Series};
+
+/// Layout and format columns a report table may show; those with one value in every row
+/// shown are folded into a sentence instead.
+const LAYOUT: &[&str] = &[
+    "config_id",
+    "hardware",
+    "rack",
+    "racks",
+    "gpus",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "disagg_prefill_pct",
+    "spec_tokens",
+    "batch",
+    "weight_dtype",
+    "kv_dtype",
+    "ownership",
+];
+
+/// Metrics every report table shows after the objectives and constraints.
+const METRICS: &[&str] = &[
+    "tokens_per_s_per_gpu",
+    "tokens_per_s_per_user",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "usd_per_mtok",
+    "users_supported",
+    "power_kw",
+];
+
+/// Frontier rows listed in the report at most (all of them are in pareto.md and
+/// pareto.parquet).
+const FRONTIER_ROWS: usize = 50;
+
+/// The charts: objective pairs drawn per hardware, with the column that must be present.
+const TRADES: [(&str, &str, &str); 3] = [
+    (
+        "Throughput against interactivity",
+        "max tokens_per_s_per_user",
+        "max tokens_per_s_per_gpu",
+    ),
+    (
+        "Cost against time to first token",
+        "min ttft_p99_ms",
+        "min usd_per_mtok",
+    ),
+    (
+        "Racks against users served",
+        "max users_supported",
+        "min racks",
+    ),
+];
+
+/// The files a report wrote.
+pub struct Written {
+    pub html: PathBuf,
+    pub markdown: PathBuf,
+    pub charts: usize,
+}
+
+/// Writes the report of the finished run in `run_dir`, with the `top` best rows per objective.
+pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
+    let dir = RunDir::new(run_dir.to_path_buf());
+    let manifest = read_manifest(&dir)?;
+    let sweep_text = std::fs::read_to_string(dir.sweep())
+        .with_context(|| format!("reading {}", dir.sweep().display()))?;
+    let objectives = parse_all(&manifest.objectives, Objective::parse)?;
+    let constraints = parse_all(&manifest.constraints, Constraint::parse)?;
+    let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
+
+    let q = Questions::new(&objectives, top);
+    let shown = shown_columns(&objectives, &constraints);
+    let digest = digest::digest(
+        run_dir,
+        &constraints,
+        &q.rankings,
+        &q.trades,
+        &shown,
+        &frontier_ids,
+    )?;
+    let doc = build(
+        &manifest,
+        &sweep_text,
+        &objectives,
+        &constraints,
+        &q,
+        &digest,
+        &frontier_ids,
+    );
+
+    let mut charts = 0;
+    for block in &doc.blocks {
+        if let Block::Figure { file, chart, .. } = block {
+            write_atomic(&run_dir.join(file), chart.render().as_bytes())?;
+            charts += 1;
+        }
+    }
+    let written = Written {
+        html: run_dir.join("report.html"),
+        markdown: run_dir.join("report.md"),
+        charts,
+    };
+    write_atomic(&written.markdown, markdown::render(&doc).as_bytes())?;
+    write_atomic(&written.html, html::render(&doc).as_bytes())?;
+    Ok(written)
+}
+
+fn read_manifest(dir: &RunDir) -> Result<Manifest> {
+    let path = dir.manifest();
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        UserError::new(format!("cannot read {}: {e}", path.display()))
+            .with_hint("pass the directory of a finished run: <out>/<sweep name>")
+    })?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+        UserError::new(format!(
+            "{} is not a racksweep manifest: {e}",
+            path.display()
+        ))
+        .with_hint("it may come from another racksweep version; run the sweep again")
+    })?;
+    if !manifest.complete {
+        return Err(UserError::new(format!(
+            "the run in {} is not complete ({} of {} parts committed)",
+            dir.root.display(),
+            manifest.parts_committed,
+            manifest.parts
+        ))
+        .with_hint("finish it with `racksweep run --resume` (or `racksweep merge` for shards)")
+        .into());
+    }
+    Ok(manifest)
+}
+
+fn parse_all<T>(
+    texts: &[String],
+    parse: fn(&str) -> Result<T, crate::pareto::ParseError>,
+) -> Result<Vec<T>> {
+    texts
+        .iter()
+        .map(|t| {
+            parse(t).map_err(|(message, _)| {
+                UserError::new(format!("manifest.json: \"{t}\": {message}"))
+                    .with_hint("the run may come from another racksweep version; run it again")
+                    .into()
+            })
+        })
+        .collect()
+}
+
+/// What the report asks of the run. Rankings, in order: the best per hardware by the first
+/// objective, the top rows by each objective, then the best per batch, weight format and KV
+/// format by the first objective.
+struct Questions {
+    rankings: Vec<Ranking>,
+    trades: Vec<Trade>,
+}
+
+/// Columns whose best value the report follows, after the per-objective tables.
+const MOVES: [(&str, &str); 3] = [
+    ("batch", "batch size"),
+    ("weight_dtype", "weight format"),
+    ("kv_dtype", "KV-cache format"),
+];
+
+impl Questions {
+    fn new(objectives: &[Objective], top: usize) -> Questions {
+        let column = |n: &str| columns::find(n).expect("a column of the schema");
+        let objective = |t: &str| Objective::parse(t).expect("a valid objective");
+        let primary = objectives[0];
+        let mut rankings = vec![Ranking {
+            objective: primary,
+            group: Some(column("hardware")),
+            n: 1,
+        }];
+        rankings.extend(objectives.iter().map(|&o| Ranking {
+            objective: o,
+            group: None,
+            n: top,
+        }));
+        rankings.extend(MOVES.iter().map(|(c, _)| Ranking {
+            objective: primary,
+            group: Some(column(c)),
+            n: 1,
+        }));
+        let trades = TRADES
+            .iter()
+            .map(|(_, x, y)| Trade {
+                x: objective(x),
+                y: objective(y),
+            })
+            .collect();
+        Questions { rankings, trades }
+    }
+}
+
+fn shown_columns(objectives: &[Objective], constraints: &[Constraint]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = LAYOUT.to_vec();
+    let extra = objectives
+        .iter()
+        .map(|o| COLUMNS[o.column].name)
+        .chain(constraints.iter().map(|c| COLUMNS[c.column].name))
+        .chain(METRICS.iter().copied());
+    for n in extra {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
+
+/// The columns worth a table column: config_id and hardware always; others only where the
+/// rows shown differ (or are all null, which drops them). Returns the kept indices and the
+/// columns folded into a sentence with their one value.
+fn varying(d: &Digest) -> (Vec<usize>, Vec<(String, String)>) {
+    let mut kept = Vec::new();
+    let mut fixed = Vec::new();
+    for (i, name) in d.header.iter().enumerate() {
+        let mut values = d.rows.values().map(|r| r[i].as_str());
+        let first = values.next().unwrap_or("-");
+        let same = values.all(|v| v == first);
+        if name == "config_id" || name == "hardware" || !same {
+            kept.push(i);
+        } else if first != "-" {
+            fixed.push((name.clone(), first.to_string()));
+        }
+    }
+    (kept, fixed)
+}
+
+struct Tables<'a> {
+    digest: &'a Digest,
+    kept: Vec<usize>,
+}
+
+impl Tables<'_> {
+    fn table(&self, ids: impl IntoIterator<Item = u64>) -> Block {
+        let header: Vec<String> = self
+            .kept
+            .iter()
+            .map(|&i| self.digest.header[i].clone())
+            .collect();
+        let rows: Vec<Vec<String>> = ids
+            .into_iter()
+            .filter_map(|id| self.digest.rows.get(&id))
+            .map(|r| self.kept.iter().map(|&i| r[i].clone()).collect())
+            .collect();
+        let numeric = self
+            .kept
+            .iter()
+            .map(|&i| {
+                columns::find(&self.digest.header[i]).is_some_and(|c| COLUMNS[c].is_numeric())
+            })
+            .collect();
+        Block::Table {
+            header,
+            rows,
+            numeric,
+        }
+    }
+
+    /// A configuration in a few words, for chart tooltips.
+    fn describe(&self, id: u64) -> String {
+        let Some(row) = self.digest.rows.get(&id) else {
+            return format!("config {id}");
+        };
+        let parts: Vec<String> = self
+            .kept
+            .iter()
+            .filter(|&&i| LAYOUT.contains(&self.digest.header[i].as_str()))
+            .map(|&i| format!("{} {}", self.digest.header[i], row[i]))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+fn count_share(n: u64, of: u64) -> Vec<String> {
+    let pct = if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
+    };
+    vec![number(n as f64), format!("{pct:.1} %")]
+}
+
+fn build(
+    m: &Manifest,
+    sweep_text: &str,
+    objectives: &[Objective],
+    constraints: &[Constraint],
+    q: &Questions,
+    d: &Digest,
+    frontier_ids: &[u64],
+) -> Document {
+    let (kept, fixed) = varying(d);
+    let t = Tables { digest: d, kept };
+    let rule = admission_rule(constraints);
+    let description = toml::from_str::<toml::Table>(sweep_text)
+        .ok()
+        .and_then(|t| {
+            t.get("sweep")?
+                .get("description")?
+                .as_str()
+                .map(String::from)
+        });
+    let mut blocks = Vec::new();
+
+    blocks.push(Block::Section {
+        id: "summary",
+        title: "Summary".into(),
+    });
+    if let Some(text) = description {
+        blocks.push(Block::Paragraph(text));
+    }
+    let mut facts = vec![
+        ("model".to_string(), m.model.clone()),
+        (
+            "workload".into(),
+            format!(
+                "{} input tokens, {} output tokens per request",
+                number(m.input_tokens),
+                number(m.output_tokens)
+            ),
+        ),
+        ("configurations".into(), number(m.configurations as f64)),
+        (
+            "run".into(),
+            format!(
+                "{} feasible; {} meet the sweep's constraints; {} on the frontier",
+                number(m.feasible as f64),
+                number(d.admission.admitted as f64),
+                number(m.frontier_size as f64)
+            ),
+        ),
+        ("objectives".into(), describe_objectives(objectives)),
+        ("constraints".into(), describe_constraints(constraints)),
+        (
+            "evaluated".into(),
+            format!(
+                "{} by racksweep {} in {} s ({} configurations/s, {} threads)",
+                m.finished_at,
+                m.racksweep_version,
+                number(m.wall_time_s),
+                number(m.configs_per_s),
+                m.threads
+            ),
+        ),
+        (
+            "report".into(),
+            format!(
+                "{} by racksweep {}",
+                rfc3339(SystemTime::now()),
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
+    ];
+    if !fixed.is_empty() {
+        let same: Vec<String> = fixed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        facts.push(("in every row shown".into(), same.join(", ")));
+    }
+    blocks.push(Block::Facts(facts));
+
+    blocks.push(Block::Section {
+        id: "charts",
+        title: "Frontiers".into(),
+    });
+    let mut omitted = Vec::new();
+    for ((title, x, y), traded) in TRADES.iter().zip(&d.traded) {
+        let (xo, yo) = (
+            Objective::parse(x).expect("valid"),
+            Objective::parse(y).expect("valid"),
+        );
+        if traded.per_hardware.iter().all(|(_, p)| p.is_empty()) {
+            omitted.push(format!(
+                "{} (no configuration that {rule} has both {} and {})",
+                title.to_lowercase(),
+                COLUMNS[xo.column].name,
+                COLUMNS[yo.column].name
+            ));
+            continue;
+        }
+        let chart = chart(title, xo, yo, traded, &t);
+        let caption = format!(
+            "Each line is one hardware's frontier: the configurations no other configuration on \
+             that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
+             the frontier over all hardware. Faint dots are a sample of {} of the configurations \
+             that {rule}. Hover a point for its configuration.",
+            COLUMNS[xo.column].name,
+            direction(xo),
+            COLUMNS[yo.column].name,
+            direction(yo),
+            number(traded.sample.len() as f64),
+        );
+        blocks.push(Block::Figure {
+            file: format!("report-{}.svg", slug(title)),
+            chart,
+            caption,
+        });
+    }
+    if !omitted.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "Not drawn: {}.",
+            omitted.join("; ")
+        )));
+    }
+
+    let primary = objectives[0];
+    let mut r = d.ranked.iter().zip(&q.rankings);
+    let (best_per_hw, _) = r.next().expect("the per-hardware ranking");
+    blocks.push(Block::Section {
+        id: "best",
+        title: "Best configuration per hardware".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "By {primary}, among the configurations that {rule}."
+    )));
+    blocks.push(
+        t.table(
+            best_per_hw
+                .iter()
+                .filter_map(|(_, l)| l.first().map(|p| p.0)),
+        ),
+    );
+
+    blocks.push(Block::Section {
+        id: "frontier",
+        title: "Pareto frontier".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "The configurations no other beats on every objective ({}), among those that {rule}, \
+         best first by {primary}.{}",
+        describe_objectives(objectives),
+        if frontier_ids.len() > FRONTIER_ROWS {
+            format!(
+                " The first {FRONTIER_ROWS} of {} are listed; pareto.md and pareto.parquet \
+                 have them all.",
+                number(frontier_ids.len() as f64)
+            )
+        } else {
+            String::new()
+        }
+    )));
+    blocks.push(t.table(frontier_ids.iter().copied().take(FRONTIER_ROWS)));
+
+    blocks.push(Block::Section {
+        id: "top",
+        title: "Top configurations per objective".into(),
+    });
+    for (ranked, ranking) in r.by_ref().take(objectives.len()) {
+        blocks.push(Block::Subheading(format!("{}", ranking.objective)));
+        let ids: Vec<u64> = ranked
+            .iter()
+            .flat_map(|(_, l)| l.iter().map(|p| p.0))
+            .collect();
+        blocks.push(t.table(ids));
+    }
+
+    blocks.push(Block::Section {
+        id: "excluded",
+        title: "Configurations turned away".into(),
+    });
+    blocks.push(Block::Paragraph(
+        "Infeasible configurations by reason (counted over the whole grid), then feasible ones \
+         the sweep's demand, SLOs or constraints turned away (a configuration can fail several)."
+            .into(),
+    ));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let all = m.configurations;
+    for (reason, n) in &m.infeasible {
+        let mut row = vec!["infeasible".to_string(), reason.clone()];
+        row.extend(count_share(*n, all));
+        rows.push(row);
+    }
+    for (cause, n) in &d.admission.turned_away {
+        let mut row = vec!["turned away".to_string(), cause.clone()];
+        row.extend(count_share(*n, all));
+        rows.push(row);
+    }
+    let mut row = vec![
+        "admitted".to_string(),
+        "meets every requirement".to_string(),
+    ];
+    row.extend(count_share(d.admission.admitted, all));
+    rows.push(row);
+    blocks.push(Block::Table {
+        header: vec![
+            "status".into(),
+            "reason".into(),
+            "configurations".into(),
+            "share of grid".into(),
+        ],
+        rows,
+        numeric: vec![false, false, true, true],
+    });
+    if m.feasible_only {
+        blocks.push(Block::Paragraph(
+            "The run kept only feasible rows (--feasible-only); the infeasible counts come from \
+             its manifest."
+                .into(),
+        ));
+    }
+
+    blocks.push(Block::Section {
+        id: "moves",
+        title: "How the best configuration moves".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "The best configuration by {primary} at each value of a batch or format axis, among \
+         those that {rule}."
+    )));
+    for ((ranked, _), (_, label)) in r.zip(MOVES) {
+        if ranked.len() < 2 {
+            continue;
+        }
+        blocks.push(Block::Subheading(format!("By {label}")));
+        blocks.push(t.table(ranked.iter().filter_map(|(_, l)| l.first().map(|p| p.0))));
+    }
+
+    blocks.push(Block::Section {
+        id: "sweep",
+        title: "Sweep definition".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "{} (sha256 {}), as run:",
+        m.sweep_file, m.sweep_sha256
+    )));
+    blocks.push(Block::Code(sweep_text.to_string()));
+
+    Document {
+        title: format!("racksweep report: {}", m.sweep_name),
+        blocks,
+    }
+}
+
+/// The admission rule in words, to follow "configurations that".
+fn admission_rule(constraints: &[Constraint]) -> String {
+    let mut s = "run, meet the demand and SLOs where the sweep sets them".to_string();
+    if !constraints.is_empty() {
+        s.push_str(&format!(
+            " and satisfy {}",
+            describe_constraints(constraints)
+        ));
+    }
+    s
+}
+
+fn direction(o: Objective) -> &'static str {
+    if o.maximize {
+        "higher is better"
+    } else {
+        "lower is better"
+    }
+}
+
+fn slug(title: &str) -> String {
+    title
+        .to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+fn axis_label(o: Objective) -> String {
+    let c = &COLUMNS[o.column];
+    format!("{} ({}, {})", c.name, c.unit, direction(o))
+}
+
+fn chart(title: &str, x: Objective, y: Objective, traded: &Traded, t: &Tables) -> Chart {
+    let colors: BTreeMap<&str, &'static str> = traded
+        .per_hardware
+        .iter()
+        .enumerate()
+        .map(|(i, (h, _))| (h.as_str(), PALETTE[i % PALETTE.len()]))
+        .collect();
+    let point = |&(id, px, py): &(u64, f64, f64)| Point {
+        x: px,
+        y: py,
+        tip: format!(
+            "{}: {} = {}, {} = {}",
+            t.describe(id),
+            COLUMNS[x.column].name,
+            number(px),
+            COLUMNS[y.column].name,
+            number(py)
+        ),
+    };
+    let series = traded
+        .per_hardware
+        .iter()
+        .map(|(h, points)| Series {
+            name: h.clone(),
+            color: colors[h.as_str()],
+            frontier: points.iter().map(point).collect(),
+            cloud: traded
+                .sample
+                .iter()
+                .filter(|(sh, _, _)| sh == h)
+                .map(|&(_, a, b)| (a, b))
+                .collect(),
+        })
+        .collect();
+    Chart {
+        title: title.to_string(),
+        x_label: axis_label(x),
+        y_label: axis_label(y),
+        series,
+        global: traded.global.iter().map(point).collect(),
+    }
+}

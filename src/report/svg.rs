@@ -1,0 +1,445 @@
+//! Scatter-and-frontier charts as self-contained SVG: no script, no external font or file, so
+//! that a report opens anywhere, offline, and prints. Axes carry their unit; a wide positive
+//! range is drawn on a log scale; every frontier point has a tooltip naming its configuration.
+
+use std::fmt::Write as _;
+
+/// Okabe & Ito's colour-blind-safe palette ("Color Universal Design", 2008), darkest first,
+/// without its yellow, which is unreadable on white.
+pub const PALETTE: [&str; 6] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+];
+
+/// Colour of the frontier of all series together.
+const GLOBAL: &str = "#000000";
+
+/// A drawn point; `tip` is its tooltip (empty for none).
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub tip: String,
+}
+
+/// One hardware: its frontier (drawn as a line with markers) and its sampled points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub color: &'static str,
+    pub frontier: Vec<Point>,
+    pub cloud: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// The frontier of all series together, drawn under them as a wide band.
+    pub global: Vec<Point>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scale {
+    Linear,
+    /// log10
+    Log,
+}
+
+/// Ranges wider than this ratio (all values positive) are drawn on a log scale.
+const LOG_RATIO: f64 = 30.0;
+
+/// An axis: its scale, its drawn domain and its ticks.
+#[derive(Debug, Clone, PartialEq)]
+struct Axis {
+    scale: Scale,
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Axis {
+    fn fit(values: impl Iterator<Item = f64>) -> Axis {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.filter(|v| v.is_finite()) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if !lo.is_finite() {
+            (lo, hi) = (0.0, 1.0);
+        }
+        if lo > 0.0 && hi / lo >= LOG_RATIO {
+            return Axis::log(lo, hi);
+        }
+        // Linear axes of positive quantities start at zero unless the data sit far from it.
+        if lo > 0.0 && lo < 0.5 * hi {
+            lo = 0.0;
+        }
+        if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+            let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
+            (lo, hi) = (lo - pad, hi + pad);
+        }
+        let step = nice_step((hi - lo) / 5.0);
+        let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+        let n = ((hi - lo) / step).round() as i64;
+        Axis {
+            scale: Scale::Linear,
+            lo,
+            hi,
+            ticks: (0..=n).map(|i| lo + i as f64 * step).collect(),
+        }
+    }
+
+    /// Whole decades around the data; 2 and 5 between them when the range spans fewer than
+    /// three decades.
+    fn log(lo: f64, hi: f64) -> Axis {
+        let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        let mut ticks = Vec::new();
+        for d in d0..=d1 {
+            let base = 10f64.powi(d);
+            ticks.push(base);
+            if d1 - d0 < 3 && d < d1 {
+                ticks.extend([2.0 * base, 5.0 * base]);
+            }
+        }
+        Axis {
+            scale: Scale::Log,
+            lo: 10f64.powi(d0),
+            hi: 10f64.powi(d1),
+            ticks,
+        }
+    }
+
+    /// Where `v` falls along the axis, 0 at `lo` and 1 at `hi`.
+    fn fraction(&self, v: f64) -> f64 {
+        match self.scale {
+            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
+            Scale::Log => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+        }
+    }
+}
+
+/// The step of about `raw` among 1, 2, 2.5 and 5 times a power of ten (Heckbert, "Nice numbers
+/// for graph labels", Graphics Gems, 1990).
+fn nice_step(raw: f64) -> f64 {
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let f = raw / magnitude;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 2.5 {
+        2.5
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * magnitude
+}
+
+/// A tick label: k and M for thousands and millions, at most three significant digits.
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let mut s = format!("{scaled:.3}");
+    while s.contains('.') && (s.ends_with('0') || s.ends_with('.')) {
+        s.pop();
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    format!("{s}{suffix}")
+}
+
+/// Text for XML and HTML: the five predefined entities escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+// Layout, in SVG user units.
+const WIDTH: f64 = 880.0;
+const HEIGHT: f64 = 500.0;
+const LEFT: f64 = 78.0;
+const RIGHT: f64 = 210.0;
+const TOP: f64 = 44.0;
+const BOTTOM: f64 = 58.0;
+
+impl Chart {
+    pub fn render(&self) -> String {
+        let all = || {
+            self.series
+                .iter()
+                .flat_map(|s| {
+                    s.frontier
+                        .iter()
+                        .map(|p| (p.x, p.y))
+                        .chain(s.cloud.iter().copied())
+                })
+                .chain(self.global.iter().map(|p| (p.x, p.y)))
+        };
+        let xa = Axis::fit(all().map(|p| p.0));
+        let ya = Axis::fit(all().map(|p| p.1));
+        let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+        let px = |x: f64| LEFT + xa.fraction(x) * pw;
+        let py = |y: f64| TOP + (1.0 - ya.fraction(y)) * ph;
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">"##
+        );
+        let _ = write!(s, "<title>{}</title>", escape(&self.title));
+        let _ = write!(
+            s,
+            r##"<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/><text x="{LEFT}" y="24" font-size="15" font-weight="bold">{}</text>"##,
+            escape(&self.title)
+        );
+        // Grid and tick labels.
+        for &t in &xa.ticks {
+            let x = px(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#333">{}</text>"##,
+                TOP + ph,
+                TOP + ph + 16.0,
+                tick_label(t)
+            );
+        }
+        for &t in &ya.ticks {
+            let y = py(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
+                LEFT + pw,
+                LEFT - 6.0,
+                y + 4.0,
+                tick_label(t)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        let log_note = |a: &Axis| {
+            if a.scale == Scale::Log {
+                " (log scale)"
+            } else {
+                ""
+            }
+        };
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13">{}{}</text>"##,
+            LEFT + pw / 2.0,
+            HEIGHT - 14.0,
+            escape(&self.x_label),
+            log_note(&xa)
+        );
+        let _ = write!(
+            s,
+            r##"<text transform="translate(18 {:.1}) rotate(-90)" text-anchor="middle" font-size="13">{}{}</text>"##,
+            TOP + ph / 2.0,
+            escape(&self.y_label),
+            log_note(&ya)
+        );
+        // Sampled points, faint, then the global frontier as a band, then each frontier.
+        s.push_str(r#"<g class="cloud" fill-opacity="0.22">"#);
+        for series in &self.series {
+            for &(x, y) in &series.cloud {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="1.8" fill="{}"/>"#,
+                    px(x),
+                    py(y),
+                    series.color
+                );
+            }
+        }
+        s.push_str("</g>");
+        if !self.global.is_empty() {
+            let _ = write!(
+                s,
+                r#"<polyline class="global" points="{}" fill="none" stroke="{GLOBAL}" stroke-opacity="0.18" stroke-width="9" stroke-linejoin="round" stroke-linecap="round"/>"#,
+                polyline(&self.global, &px, &py)
+            );
+        }
+        for series in &self.series {
+            let _ = write!(
+                s,
+                r#"<g class="series"><polyline points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
+                polyline(&series.frontier, &px, &py),
+                c = series.color
+            );
+            for p in &series.frontier {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}</title></circle>"#,
+                    px(p.x),
+                    py(p.y),
+                    series.color,
+                    escape(&p.tip)
+                );
+            }
+            s.push_str("</g>");
+        }
+        for p in &self.global {
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="5.5" fill="none" stroke="{GLOBAL}" stroke-width="1.5"><title>{}</title></circle>"#,
+                px(p.x),
+                py(p.y),
+                escape(&p.tip)
+            );
+        }
+        // Legend.
+        let lx = LEFT + pw + 18.0;
+        let mut ly = TOP + 8.0;
+        for series in &self.series {
+            let _ = write!(
+                s,
+                r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{c}" stroke-width="2"/><circle cx="{:.1}" cy="{ly}" r="3.5" fill="{c}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+                lx + 24.0,
+                lx + 12.0,
+                lx + 32.0,
+                ly + 4.0,
+                escape(&series.name),
+                c = series.color
+            );
+            ly += 22.0;
+        }
+        if !self.global.is_empty() {
+            let _ = write!(
+                s,
+                r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{GLOBAL}" stroke-opacity="0.18" stroke-width="9" stroke-linecap="round"/><circle cx="{:.1}" cy="{ly}" r="5.5" fill="none" stroke="{GLOBAL}" stroke-width="1.5"/><text x="{:.1}" y="{:.1}">all hardware</text>"#,
+                lx + 24.0,
+                lx + 12.0,
+                lx + 32.0,
+                ly + 4.0
+            );
+            ly += 22.0;
+        }
+        if self.series.iter().any(|s| !s.cloud.is_empty()) {
+            let _ = write!(
+                s,
+                r##"<circle cx="{:.1}" cy="{ly}" r="2.5" fill="#777" fill-opacity="0.4"/><text x="{:.1}" y="{:.1}">sampled configurations</text>"##,
+                lx + 12.0,
+                lx + 32.0,
+                ly + 4.0
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+fn polyline(points: &[Point], px: &impl Fn(f64) -> f64, py: &impl Fn(f64) -> f64) -> String {
+    let mut s = String::new();
+    for (i, p) in points.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{:.1},{:.1}", px(p.x), py(p.y));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_axes_take_nice_steps_from_zero() {
+        let a = Axis::fit([12.0, 97.0].into_iter());
+        assert_eq!(a.scale, Scale::Linear);
+        assert_eq!((a.lo, a.hi), (0.0, 100.0));
+        assert_eq!(a.ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        // Far from zero the axis keeps to the data.
+        let a = Axis::fit([812.0, 1187.0].into_iter());
+        assert_eq!((a.lo, a.hi), (800.0, 1200.0));
+        assert_eq!(a.ticks, vec![800.0, 900.0, 1000.0, 1100.0, 1200.0]);
+        // One value gets a range around it.
+        let a = Axis::fit([5.0].into_iter());
+        assert!(a.lo < 5.0 && a.hi > 5.0);
+    }
+
+    #[test]
+    fn wide_positive_ranges_are_logarithmic() {
+        let a = Axis::fit([3.0, 4500.0].into_iter());
+        assert_eq!(a.scale, Scale::Log);
+        assert_eq!((a.lo, a.hi), (1.0, 10_000.0));
+        assert_eq!(a.ticks, vec![1.0, 10.0, 100.0, 1000.0, 10_000.0]);
+        let a = Axis::fit([2.0, 90.0].into_iter());
+        assert_eq!(a.ticks, vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert!((a.fraction(10.0) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn steps_and_labels_read_well() {
+        assert_eq!(nice_step(17.0), 20.0);
+        assert_eq!(nice_step(0.23), 0.25);
+        assert_eq!(nice_step(4100.0), 5000.0);
+        assert_eq!(tick_label(2500.0), "2.5k");
+        assert_eq!(tick_label(1_000_000.0), "1M");
+        assert_eq!(tick_label(0.25), "0.25");
+        assert_eq!(tick_label(40.0), "40");
+        assert_eq!(escape(r#"a<b & "c""#), "a&lt;b &amp; &quot;c&quot;");
+    }
+
+    #[test]
+    fn a_chart_has_its_series_tooltips_and_legend() {
+        let chart = Chart {
+            title: "t < u".into(),
+            x_label: "x (ms)".into(),
+            y_label: "y (tokens/s)".into(),
+            series: vec![Series {
+                name: "h100-sxm".into(),
+                color: PALETTE[0],
+                frontier: vec![
+                    Point {
+                        x: 1.0,
+                        y: 9.0,
+                        tip: "a & b".into(),
+                    },
+                    Point {
+                        x: 2.0,
+                        y: 4.0,
+                        tip: "c".into(),
+                    },
+                ],
+                cloud: vec![(1.5, 3.0)],
+            }],
+            global: vec![Point {
+                x: 1.0,
+                y: 9.0,
+                tip: "a & b".into(),
+            }],
+        };
+        let svg = chart.render();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(svg.contains("<title>t &lt; u</title>"));
+        assert!(svg.contains("<title>a &amp; b</title>"));
+        assert!(svg.contains(">h100-sxm</text>"));
+        assert!(svg.contains(">all hardware</text>"));
+        assert!(svg.contains("x (ms)") && svg.contains("y (tokens/s)"));
+        // Two frontier markers, one global marker, one sampled point, three legend marks.
+        assert_eq!(svg.matches("<circle").count(), 2 + 1 + 1 + 3);
+    }
+}

@@ -1,0 +1,301 @@
+//! `racksweep report` as a planner uses it: the files it writes, what it refuses, and its
+//! answers (`analyze::digest`) checked against brute force over the rows read back from Parquet.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt16Type};
+use arrow_array::{Array, RecordBatch};
+use common::{assert_snapshot, column_u64, read_configs, root, run, stderr};
+use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
+use racksweep::columns;
+use racksweep::pareto::{Constraint, Objective};
+
+fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
+    let o = run(&["run", sweep, "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let name = Path::new(sweep).file_stem().unwrap().to_str().unwrap();
+    out.join(name)
+}
+
+fn f64s(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b
+                .column_by_name(name)
+                .unwrap()
+                .as_primitive::<Float64Type>();
+            (0..c.len())
+                .map(|i| c.is_valid(i).then(|| c.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn labels(batches: &[RecordBatch], name: &str) -> Vec<String> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let d = b
+                .column_by_name(name)
+                .unwrap()
+                .as_dictionary::<UInt16Type>();
+            let values = d.values().as_string::<i32>();
+            d.keys()
+                .values()
+                .iter()
+                .map(|&k| values.value(k as usize).to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn feasible(batches: &[RecordBatch]) -> Vec<bool> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column_by_name("feasible").unwrap().as_boolean();
+            (0..c.len())
+                .map(|i| c.is_valid(i) && c.value(i))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Ids of the non-dominated points (both keys larger is better), by brute force.
+fn brute_frontier(points: &[(u64, f64, f64)]) -> BTreeSet<u64> {
+    points
+        .iter()
+        .filter(|&&(_, a, b)| {
+            !points
+                .iter()
+                .any(|&(_, x, y)| x >= a && y >= b && (x > a || y > b))
+        })
+        .map(|p| p.0)
+        .collect()
+}
+
+#[test]
+fn the_reports_answers_are_those_of_brute_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_sweep("sweeps/quickstart.toml", tmp.path());
+    let objective = |t: &str| Objective::parse(t).unwrap();
+    let constraints = [
+        Constraint::parse("ttft_ms <= 2000").unwrap(),
+        Constraint::parse("tokens_per_s_per_user >= 10").unwrap(),
+    ];
+    let hardware = columns::find("hardware").unwrap();
+    let rankings = [
+        Ranking {
+            objective: objective("max tokens_per_s_per_gpu"),
+            group: Some(hardware),
+            n: 1,
+        },
+        Ranking {
+            objective: objective("min tpot_ms"),
+            group: None,
+            n: 7,
+        },
+    ];
+    let trades = [Trade {
+        x: objective("max tokens_per_s_per_user"),
+        y: objective("max tokens_per_s_per_gpu"),
+    }];
+    let d = digest::digest(
+        &dir,
+        &constraints,
+        &rankings,
+        &trades,
+        &["config_id", "hardware"],
+        &[],
+    )
+    .unwrap();
+
+    let rows = read_configs(&dir);
+    let ids = column_u64(&rows, "config_id");
+    let (hw, ok) = (labels(&rows, "hardware"), feasible(&rows));
+    let (ttft, user, gpu, tpot) = (
+        f64s(&rows, "ttft_ms"),
+        f64s(&rows, "tokens_per_s_per_user"),
+        f64s(&rows, "tokens_per_s_per_gpu"),
+        f64s(&rows, "tpot_ms"),
+    );
+    let fails_ttft = |i: usize| !ttft[i].is_some_and(|t| t <= 2000.0);
+    let fails_user = |i: usize| !user[i].is_some_and(|u| u >= 10.0);
+    let admitted: Vec<usize> = (0..ids.len())
+        .filter(|&i| ok[i] && !fails_ttft(i) && !fails_user(i))
+        .collect();
+
+    // Counts: rows, feasible, admitted and each constraint's failures among feasible rows.
+    let a = &d.admission;
+    assert_eq!(a.rows, ids.len() as u64);
+    assert_eq!(a.feasible, ok.iter().filter(|&&f| f).count() as u64);
+    assert_eq!(a.admitted, admitted.len() as u64);
+    let failing = |f: &dyn Fn(usize) -> bool| (0..ids.len()).filter(|&i| ok[i] && f(i)).count();
+    let mut expected = Vec::new();
+    for (cause, n) in [
+        ("fails ttft_ms <= 2000", failing(&fails_ttft)),
+        ("fails tokens_per_s_per_user >= 10", failing(&fails_user)),
+    ] {
+        if n > 0 {
+            expected.push((cause.to_string(), n as u64));
+        }
+    }
+    assert_eq!(a.turned_away, expected);
+    assert!(!expected.is_empty(), "the test needs rows turned away");
+
+    // Best per hardware: the highest tokens/s/GPU, lowest config_id among ties.
+    let mut best: BTreeMap<&str, (f64, u64)> = BTreeMap::new();
+    for &i in &admitted {
+        let (v, id) = (gpu[i].unwrap(), ids[i]);
+        let e = best.entry(hw[i].as_str()).or_insert((v, id));
+        if v > e.0 || (v == e.0 && id < e.1) {
+            *e = (v, id);
+        }
+    }
+    let got: Vec<(String, (f64, u64))> = d.ranked[0]
+        .iter()
+        .map(|(g, list)| {
+            let Some(GroupValue::Label(h)) = g else {
+                panic!("hardware groups are labels")
+            };
+            assert_eq!(list.len(), 1);
+            (h.clone(), (list[0].1, list[0].0))
+        })
+        .collect();
+    let want: Vec<(String, (f64, u64))> =
+        best.into_iter().map(|(h, b)| (h.to_string(), b)).collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 4, "every hardware of the quickstart runs");
+
+    // Top 7 by lowest TPOT.
+    let mut by_tpot: Vec<(f64, u64)> = admitted
+        .iter()
+        .map(|&i| (tpot[i].unwrap(), ids[i]))
+        .collect();
+    by_tpot.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let want: Vec<(u64, f64)> = by_tpot.iter().take(7).map(|&(v, id)| (id, v)).collect();
+    assert_eq!(d.ranked[1], vec![(None, want)]);
+
+    // Per-hardware frontiers and the global one.
+    let points = |filter: &dyn Fn(usize) -> bool| -> Vec<(u64, f64, f64)> {
+        admitted
+            .iter()
+            .filter(|&&i| filter(i))
+            .map(|&i| (ids[i], user[i].unwrap(), gpu[i].unwrap()))
+            .collect()
+    };
+    let t = &d.traded[0];
+    assert_eq!(t.per_hardware.len(), 4);
+    for (h, front) in &t.per_hardware {
+        let got: BTreeSet<u64> = front.iter().map(|p| p.0).collect();
+        assert_eq!(got, brute_frontier(&points(&|i| hw[i] == *h)), "{h}");
+        assert!(front.windows(2).all(|w| w[0].1 <= w[1].1), "ascending x");
+    }
+    let got: BTreeSet<u64> = t.global.iter().map(|p| p.0).collect();
+    assert_eq!(got, brute_frontier(&points(&|_| true)));
+    assert!(!t.sample.is_empty() && t.sample.len() <= admitted.len());
+
+    // Every named row's cells were read.
+    for id in t.global.iter().map(|p| p.0) {
+        let cells = &d.rows[&id];
+        assert_eq!(cells[0], id.to_string());
+    }
+}
+
+/// The report's Markdown with the two timestamps (run and report) masked.
+fn masked(md: &str) -> String {
+    md.lines()
+        .map(|l| {
+            if l.starts_with("- **evaluated**") || l.starts_with("- **report**") {
+                let key = l.split(": ").next().unwrap();
+                format!("{key}: (masked)")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn report_writes_a_self_contained_page_and_markdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_sweep("sweeps/quickstart.toml", tmp.path());
+    let o = run(&["report", dir.to_str().unwrap(), "--top", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(2 charts)"), "{}", stderr(&o));
+
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    assert_eq!(html.matches("<svg").count(), 2);
+    for h in ["h100-sxm", "h200-sxm", "b200", "mi300x"] {
+        assert!(html.contains(&format!(">{h}</text>")), "legend names {h}");
+    }
+    // Nothing to fetch: no sources, no links but anchors, no address but the SVG namespace.
+    assert!(!html.contains(" src="));
+    assert!(html.matches("href=\"").count() == html.matches("href=\"#").count());
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count() + html.matches("http-equiv").count()
+    );
+    // Axes carry units.
+    assert!(html.contains("tokens_per_s_per_user (tokens/s, higher is better)"));
+    assert!(html.contains("usd_per_mtok (USD/Mtok, lower is better)"));
+    // The charts beside report.md are the ones inlined.
+    for name in [
+        "report-throughput-against-interactivity.svg",
+        "report-cost-against-time-to-first-token.svg",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert!(html.contains(&svg), "{name} is inlined");
+    }
+    assert!(!dir.join("report-racks-against-users-served.svg").exists());
+
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("Not drawn: racks against users served"));
+    assert_snapshot(
+        &root().join("tests/snapshots/report-quickstart.md"),
+        &masked(&md),
+    );
+}
+
+#[test]
+fn a_sized_run_gets_the_racks_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_sweep("sweeps/qwen3-235b-50k-users.toml", tmp.path());
+    let o = run(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(3 charts)"), "{}", stderr(&o));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("![Racks against users served](report-racks-against-users-served.svg)"));
+    assert!(md.contains("### By batch size"));
+}
+
+#[test]
+fn report_refuses_what_is_not_a_finished_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&["report", tmp.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hint:"), "{}", stderr(&o));
+
+    let dir = run_sweep("sweeps/quickstart.toml", tmp.path());
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("\"complete\": true", "\"complete\": false"),
+    )
+    .unwrap();
+    let o = run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not complete"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+    assert!(!dir.join("report.html").exists());
+}
