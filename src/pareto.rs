@@ -331,11 +331,14 @@ impl Frontier {
     /// The ids of the non-dominated points among `(id, values)`, ascending; `values` are raw
     /// column values in objective order. A point with a value that is not a finite number
     /// never enters; ties are kept, as everywhere else.
-    pub fn non_dominated(&self, points: impl IntoIterator<Item = (u64, Vec<f64>)>) -> Vec<u64> {
+    pub fn non_dominated<V: AsRef<[f64]>>(
+        &self,
+        points: impl IntoIterator<Item = (u64, V)>,
+    ) -> Vec<u64> {
         let mut candidates = Candidates::default();
         'points: for (id, values) in points {
             let mut keys = [0.0; MAX_OBJECTIVES];
-            for ((k, o), v) in keys.iter_mut().zip(&self.objectives).zip(values) {
+            for ((k, o), &v) in keys.iter_mut().zip(&self.objectives).zip(values.as_ref()) {
                 if !v.is_finite() {
                     continue 'points;
                 }

@@ -189,19 +189,46 @@ fn the_reports_answers_are_those_of_brute_force() {
             .map(|&i| (ids[i], user[i].unwrap(), gpu[i].unwrap()))
             .collect()
     };
+    // Points with equal values are drawn once, by their lowest config_id, with their count.
+    let drawn = |front: &BTreeSet<u64>, points: &[(u64, f64, f64)]| -> Vec<(u64, u64)> {
+        let mut by_value: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+        for &(id, x, y) in points.iter().filter(|p| front.contains(&p.0)) {
+            let e = by_value
+                .entry((x.to_bits(), y.to_bits()))
+                .or_insert((id, 0));
+            e.0 = e.0.min(id);
+            e.1 += 1;
+        }
+        let mut v: Vec<(u64, u64)> = by_value.into_values().collect();
+        v.sort();
+        v
+    };
+    let got = |front: &[digest::TradePoint]| -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = front.iter().map(|p| (p.id, p.ties)).collect();
+        v.sort();
+        v
+    };
     let t = &d.traded[0];
     assert_eq!(t.per_hardware.len(), 4);
     for (h, front) in &t.per_hardware {
-        let got: BTreeSet<u64> = front.iter().map(|p| p.0).collect();
-        assert_eq!(got, brute_frontier(&points(&|i| hw[i] == *h)), "{h}");
-        assert!(front.windows(2).all(|w| w[0].1 <= w[1].1), "ascending x");
+        let on_hw = points(&|i| hw[i] == *h);
+        assert_eq!(got(front), drawn(&brute_frontier(&on_hw), &on_hw), "{h}");
+        assert!(
+            front
+                .windows(2)
+                .all(|w| w[0].x < w[1].x || (w[0].x == w[1].x && w[0].y < w[1].y))
+        );
     }
-    let got: BTreeSet<u64> = t.global.iter().map(|p| p.0).collect();
-    assert_eq!(got, brute_frontier(&points(&|_| true)));
+    let all = points(&|_| true);
+    assert_eq!(got(&t.global), drawn(&brute_frontier(&all), &all));
+    assert!(
+        t.global.iter().any(|p| p.ties > 1),
+        "the quickstart has tied frontier points"
+    );
     assert!(!t.sample.is_empty() && t.sample.len() <= admitted.len());
 
     // Every named row's cells were read.
-    for id in t.global.iter().map(|p| p.0) {
+    for id in t.global.iter().map(|p| p.id) {
         let cells = &d.rows[&id];
         assert_eq!(cells[0], id.to_string());
     }

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::analyze::digest::{self, Digest, Ranking, Trade, Traded};
+use crate::analyze::digest::{self, Digest, Ranking, Trade, TradePoint, Traded};
 use crate::columns::{self, COLUMNS};
 use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
@@ -22,7 +22,7 @@ use crate::output::markdown::number;
 use crate::output::run_dir::{RunDir, write_atomic};
 use crate::pareto::{Constraint, Objective, describe_constraints, describe_objectives};
 use document::{Block, Document};
-use svg::{Chart, PALETTE, Point, Series};
+use svg::{Chart, Point, Series, Style};
 
 /// Layout and format columns a report table may show; those with one value in every row
 /// shown are folded into a sentence instead.
@@ -390,6 +390,20 @@ fn build(
         id: "charts",
         title: "Frontiers".into(),
     });
+    // One style per hardware for every chart: all hardware with an admitted configuration.
+    let styles: BTreeMap<String, Style> = d.ranked[0]
+        .iter()
+        .filter_map(|(g, _)| g.as_ref().map(|g| g.text()))
+        .chain(
+            d.traded
+                .iter()
+                .flat_map(|t| t.per_hardware.iter().map(|(h, _)| h.clone())),
+        )
+        .collect::<std::collections::BTreeSet<String>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| (h, Style::nth(i)))
+        .collect();
     let mut omitted = Vec::new();
     for ((title, x, y), traded) in TRADES.iter().zip(&d.traded) {
         let (xo, yo) = (
@@ -405,7 +419,7 @@ fn build(
             ));
             continue;
         }
-        let chart = chart(title, xo, yo, traded, &t);
+        let chart = chart(title, xo, yo, traded, &t, &styles);
         let caption = format!(
             "Each line is one hardware's frontier: the configurations no other configuration on \
              that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
@@ -592,31 +606,43 @@ fn axis_label(o: Objective) -> String {
     format!("{} ({}, {})", c.name, c.unit, direction(o))
 }
 
-fn chart(title: &str, x: Objective, y: Objective, traded: &Traded, t: &Tables) -> Chart {
-    let colors: BTreeMap<&str, &'static str> = traded
-        .per_hardware
-        .iter()
-        .enumerate()
-        .map(|(i, (h, _))| (h.as_str(), PALETTE[i % PALETTE.len()]))
-        .collect();
-    let point = |&(id, px, py): &(u64, f64, f64)| Point {
-        x: px,
-        y: py,
-        tip: format!(
-            "{}: {} = {}, {} = {}",
-            t.describe(id),
-            COLUMNS[x.column].name,
-            number(px),
-            COLUMNS[y.column].name,
-            number(py)
-        ),
+fn chart(
+    title: &str,
+    x: Objective,
+    y: Objective,
+    traded: &Traded,
+    t: &Tables,
+    styles: &BTreeMap<String, Style>,
+) -> Chart {
+    let point = |p: &TradePoint| {
+        let ties = if p.ties > 1 {
+            format!(
+                " (and {} more configurations with these values)",
+                p.ties - 1
+            )
+        } else {
+            String::new()
+        };
+        Point {
+            x: p.x,
+            y: p.y,
+            tip: format!(
+                "{}: {} = {}, {} = {}{ties}",
+                t.describe(p.id),
+                COLUMNS[x.column].name,
+                number(p.x),
+                COLUMNS[y.column].name,
+                number(p.y)
+            ),
+        }
     };
     let series = traded
         .per_hardware
         .iter()
+        .filter(|(_, points)| !points.is_empty())
         .map(|(h, points)| Series {
             name: h.clone(),
-            color: colors[h.as_str()],
+            style: styles.get(h).copied().unwrap_or(Style::nth(0)),
             frontier: points.iter().map(point).collect(),
             cloud: traded
                 .sample

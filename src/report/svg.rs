@@ -10,6 +10,105 @@ pub const PALETTE: [&str; 6] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
 ];
 
+/// Marker shapes, combined with the palette so that up to 24 series stay distinct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+}
+
+/// How series `i` of a report is drawn: colours first, then shapes, with dashed lines once
+/// the colours repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub color: &'static str,
+    pub shape: Shape,
+    pub dashed: bool,
+}
+
+impl Style {
+    pub fn nth(i: usize) -> Style {
+        const SHAPES: [Shape; 4] = [
+            Shape::Circle,
+            Shape::Square,
+            Shape::Triangle,
+            Shape::Diamond,
+        ];
+        Style {
+            color: PALETTE[i % PALETTE.len()],
+            shape: SHAPES[(i / PALETTE.len()) % SHAPES.len()],
+            dashed: i >= PALETTE.len(),
+        }
+    }
+}
+
+/// A marker of `shape` centred on (x, y), `r` its circle radius (other shapes have about the
+/// same area); `paint` is its fill/stroke attributes and `tip` its tooltip (empty for none).
+fn marker(s: &mut String, shape: Shape, x: f64, y: f64, r: f64, paint: &str, tip: &str) {
+    let title = if tip.is_empty() {
+        String::new()
+    } else {
+        format!("<title>{}</title>", escape(tip))
+    };
+    let close = if title.is_empty() {
+        "/>".to_string()
+    } else {
+        format!(
+            ">{title}</{}>",
+            if shape == Shape::Circle {
+                "circle"
+            } else {
+                "path"
+            }
+        )
+    };
+    match shape {
+        Shape::Circle => {
+            let _ = write!(
+                s,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" {paint}{close}"#
+            );
+        }
+        Shape::Square => {
+            let h = r * 0.89;
+            let _ = write!(
+                s,
+                r#"<path d="M{:.1} {:.1}h{:.1}v{:.1}h{:.1}z" {paint}{close}"#,
+                x - h,
+                y - h,
+                2.0 * h,
+                2.0 * h,
+                -2.0 * h
+            );
+        }
+        Shape::Triangle => {
+            let h = r * 1.35;
+            let _ = write!(
+                s,
+                r#"<path d="M{x:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}z" {paint}{close}"#,
+                y - h,
+                x + 0.87 * h,
+                y + 0.5 * h,
+                x - 0.87 * h,
+                y + 0.5 * h
+            );
+        }
+        Shape::Diamond => {
+            let h = r * 1.25;
+            let _ = write!(
+                s,
+                r#"<path d="M{x:.1} {:.1}L{:.1} {y:.1}L{x:.1} {:.1}L{:.1} {y:.1}z" {paint}{close}"#,
+                y - h,
+                x + h,
+                y + h,
+                x - h
+            );
+        }
+    }
+}
+
 /// Colour of the frontier of all series together.
 const GLOBAL: &str = "#000000";
 
@@ -25,7 +124,7 @@ pub struct Point {
 #[derive(Debug, Clone)]
 pub struct Series {
     pub name: String,
-    pub color: &'static str,
+    pub style: Style,
     pub frontier: Vec<Point>,
     pub cloud: Vec<(f64, f64)>,
 }
@@ -269,7 +368,7 @@ impl Chart {
                     r#"<circle cx="{:.1}" cy="{:.1}" r="1.8" fill="{}"/>"#,
                     px(x),
                     py(y),
-                    series.color
+                    series.style.color
                 );
             }
         }
@@ -282,48 +381,53 @@ impl Chart {
             );
         }
         for series in &self.series {
+            let st = series.style;
             let _ = write!(
                 s,
-                r#"<g class="series"><polyline points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
+                r#"<g class="series"><polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
                 polyline(&series.frontier, &px, &py),
-                c = series.color
+                st.color,
+                dash(st)
             );
+            let paint = format!(r#"fill="{}""#, st.color);
             for p in &series.frontier {
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}</title></circle>"#,
-                    px(p.x),
-                    py(p.y),
-                    series.color,
-                    escape(&p.tip)
-                );
+                marker(&mut s, st.shape, px(p.x), py(p.y), 3.5, &paint, &p.tip);
             }
             s.push_str("</g>");
         }
+        let ring = format!(r#"fill="none" stroke="{GLOBAL}" stroke-width="1.5""#);
         for p in &self.global {
-            let _ = write!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="5.5" fill="none" stroke="{GLOBAL}" stroke-width="1.5"><title>{}</title></circle>"#,
-                px(p.x),
-                py(p.y),
-                escape(&p.tip)
-            );
+            marker(&mut s, Shape::Circle, px(p.x), py(p.y), 5.5, &ring, &p.tip);
         }
         // Legend.
         let lx = LEFT + pw + 18.0;
         let mut ly = TOP + 8.0;
         for series in &self.series {
+            let st = series.style;
             let _ = write!(
                 s,
-                r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{c}" stroke-width="2"/><circle cx="{:.1}" cy="{ly}" r="3.5" fill="{c}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+                r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{}" stroke-width="2"{}/>"#,
                 lx + 24.0,
+                st.color,
+                dash(st)
+            );
+            marker(
+                &mut s,
+                st.shape,
                 lx + 12.0,
+                ly,
+                3.5,
+                &format!(r#"fill="{}""#, st.color),
+                "",
+            );
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
                 lx + 32.0,
                 ly + 4.0,
-                escape(&series.name),
-                c = series.color
+                escape(&series.name)
             );
-            ly += 22.0;
+            ly += 20.0;
         }
         if !self.global.is_empty() {
             let _ = write!(
@@ -347,6 +451,14 @@ impl Chart {
         }
         s.push_str("</svg>");
         s
+    }
+}
+
+fn dash(style: Style) -> &'static str {
+    if style.dashed {
+        r#" stroke-dasharray="6 3""#
+    } else {
+        ""
     }
 }
 
@@ -411,7 +523,7 @@ mod tests {
             y_label: "y (tokens/s)".into(),
             series: vec![Series {
                 name: "h100-sxm".into(),
-                color: PALETTE[0],
+                style: Style::nth(0),
                 frontier: vec![
                     Point {
                         x: 1.0,
@@ -441,5 +553,31 @@ mod tests {
         assert!(svg.contains("x (ms)") && svg.contains("y (tokens/s)"));
         // Two frontier markers, one global marker, one sampled point, three legend marks.
         assert_eq!(svg.matches("<circle").count(), 2 + 1 + 1 + 3);
+    }
+
+    #[test]
+    fn twenty_four_series_are_drawn_distinctly() {
+        let styles: std::collections::HashSet<_> = (0..24)
+            .map(|i| {
+                let s = Style::nth(i);
+                (s.color, s.shape as u8)
+            })
+            .collect();
+        assert_eq!(styles.len(), 24);
+        assert!(!Style::nth(5).dashed && Style::nth(6).dashed);
+        let mut s = String::new();
+        marker(
+            &mut s,
+            Shape::Square,
+            10.0,
+            10.0,
+            3.5,
+            r#"fill="red""#,
+            "a<b",
+        );
+        assert_eq!(
+            s,
+            r#"<path d="M6.9 6.9h6.2v6.2h-6.2z" fill="red"><title>a&lt;b</title></path>"#
+        );
     }
 }
