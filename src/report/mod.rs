@@ -352,11 +352,15 @@ fn build(
         (
             "run".into(),
             format!(
-                "{} feasible; {} meet the sweep's constraints; {} on the frontier",
+                "{} feasible; {} admitted; {} on the frontier",
                 number(m.feasible as f64),
                 number(d.admission.admitted as f64),
                 number(m.frontier_size as f64)
             ),
+        ),
+        (
+            "admitted".into(),
+            format!("configurations that {rule}; every table and chart below considers only these"),
         ),
         ("objectives".into(), describe_objectives(objectives)),
         ("constraints".into(), describe_constraints(constraints)),
@@ -412,7 +416,7 @@ fn build(
         );
         if traded.per_hardware.iter().all(|(_, p)| p.is_empty()) {
             omitted.push(format!(
-                "{} (no configuration that {rule} has both {} and {})",
+                "{} (no admitted configuration has both {} and {})",
                 title.to_lowercase(),
                 COLUMNS[xo.column].name,
                 COLUMNS[yo.column].name
@@ -423,8 +427,8 @@ fn build(
         let caption = format!(
             "Each line is one hardware's frontier: the configurations no other configuration on \
              that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
-             the frontier over all hardware. Faint dots are a sample of {} of the configurations \
-             that {rule}. Hover a point for its configuration.",
+             the frontier over all hardware. Faint dots are a sample of {} admitted \
+             configurations. Hover a point for its configuration.",
             COLUMNS[xo.column].name,
             direction(xo),
             COLUMNS[yo.column].name,
@@ -452,7 +456,7 @@ fn build(
         title: "Best configuration per hardware".into(),
     });
     blocks.push(Block::Paragraph(format!(
-        "By {primary}, among the configurations that {rule}."
+        "By {primary}, among the admitted configurations."
     )));
     blocks.push(
         t.table(
@@ -467,7 +471,7 @@ fn build(
         title: "Pareto frontier".into(),
     });
     blocks.push(Block::Paragraph(format!(
-        "The configurations no other beats on every objective ({}), among those that {rule}, \
+        "The admitted configurations no other beats on every objective ({}), \
          best first by {primary}.{}",
         describe_objectives(objectives),
         if frontier_ids.len() > FRONTIER_ROWS {
@@ -546,7 +550,7 @@ fn build(
     });
     blocks.push(Block::Paragraph(format!(
         "The best configuration by {primary} at each value of a batch or format axis, among \
-         those that {rule}."
+         the admitted ones."
     )));
     for ((ranked, _), (_, label)) in r.zip(MOVES) {
         if ranked.len() < 2 {
