@@ -146,8 +146,9 @@ pub struct TopArgs {
     /// Rows to print.
     #[arg(short, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub n: u32,
-    /// Constraint on a numeric column, e.g. "ttft_ms <= 1000" (repeatable).
-    #[arg(long = "where", value_name = "CONSTRAINT")]
+    /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
+    /// or "weight_dtype != bf16" (repeatable).
+    #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
 }
 
@@ -158,8 +159,9 @@ pub struct ParetoArgs {
     /// Objective, "max COLUMN" or "min COLUMN" (repeatable, 1 to 8).
     #[arg(long = "objective", value_name = "OBJECTIVE", required = true)]
     pub objectives: Vec<String>,
-    /// Constraint on a numeric column, e.g. "ttft_ms <= 1000" (repeatable).
-    #[arg(long = "where", value_name = "CONSTRAINT")]
+    /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
+    /// or "weight_dtype != bf16" (repeatable).
+    #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
 }
 

@@ -7,9 +7,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Float64Type;
 use arrow_array::{Array, RecordBatch};
-use common::{column_u64, read_configs, read_parquet, run, stderr, stdout};
+use common::{
+    column_f64, column_labels, column_u64, read_configs, read_parquet, run, stderr, stdout,
+};
 
 /// A finished quickstart run in a temporary directory.
 fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -51,18 +52,11 @@ impl Rows {
     }
 
     fn f64(&self, name: &str) -> Vec<Option<f64>> {
-        self.columns
-            .iter()
-            .flat_map(|b| {
-                let c = b
-                    .column_by_name(name)
-                    .unwrap()
-                    .as_primitive::<Float64Type>();
-                (0..c.len())
-                    .map(|i| c.is_valid(i).then(|| c.value(i)))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        column_f64(&self.columns, name)
+    }
+
+    fn label(&self, name: &str) -> Vec<String> {
+        column_labels(&self.columns, name)
     }
 
     fn feasible(&self) -> Vec<bool> {
@@ -250,9 +244,73 @@ fn analytics_errors_name_the_flag_and_value() {
             vec!["top", tmp.path().to_str().unwrap(), "--by", "ttft_ms"],
             "not a racksweep run directory",
         ),
+        (
+            vec!["top", d, "--by", "ttft_ms", "--where", "hardware == h100"],
+            "no row of",
+        ),
+        (
+            vec!["top", d, "--by", "ttft_ms", "--where", "hardware == h100"],
+            "hardware in this run: b200, h100-sxm, h200-sxm, mi300x",
+        ),
+        (
+            vec![
+                "pareto",
+                d,
+                "--objective",
+                "max batch",
+                "--where",
+                "tp != 2",
+            ],
+            "applies to label columns",
+        ),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// Label filters: `==` keeps one hardware (or format), `!=` drops it, with numeric ones alongside.
+#[test]
+fn top_filters_on_labels() {
+    let (_tmp, dir) = quickstart();
+    let o = run(&[
+        "top",
+        dir.to_str().unwrap(),
+        "--by",
+        "tokens_per_s_per_gpu",
+        "-n",
+        "4",
+        "--where",
+        "hardware == h100-sxm",
+        "--where",
+        "weight_dtype != fp8",
+        "--where",
+        "ttft_ms <= 1000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let printed = printed_ids(&out);
+    assert_eq!(printed.len(), 4);
+    for line in out.lines().skip(1).take(4) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[1], "h100-sxm", "{line}");
+        assert_ne!(cells[7], "fp8", "{line}");
+    }
+
+    let rows = Rows::read(&dir);
+    let (gpu, ttft, ok) = (
+        rows.f64("tokens_per_s_per_gpu"),
+        rows.f64("ttft_ms"),
+        rows.feasible(),
+    );
+    let (hw, weights) = (rows.label("hardware"), rows.label("weight_dtype"));
+    let mut admitted: Vec<(f64, u64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && ttft[i].is_some_and(|t| t <= 1000.0))
+        .filter(|&i| hw[i] == "h100-sxm" && weights[i] != "fp8")
+        .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
+        .collect();
+    admitted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let expected: Vec<u64> = admitted.iter().take(4).map(|&(_, id)| id).collect();
+    assert_eq!(printed, expected);
 }

@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt16Type};
 use arrow_array::{Array, RecordBatch};
-use common::{assert_snapshot, column_u64, read_configs, root, run, stderr};
+use common::{
+    assert_snapshot, column_f64, column_labels, column_u64, read_configs, root, run, stderr,
+};
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns;
 use racksweep::pareto::{Constraint, Objective};
@@ -19,39 +20,6 @@ fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
     assert!(o.status.success(), "{}", stderr(&o));
     let name = Path::new(sweep).file_stem().unwrap().to_str().unwrap();
     out.join(name)
-}
-
-fn f64s(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            let c = b
-                .column_by_name(name)
-                .unwrap()
-                .as_primitive::<Float64Type>();
-            (0..c.len())
-                .map(|i| c.is_valid(i).then(|| c.value(i)))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-fn labels(batches: &[RecordBatch], name: &str) -> Vec<String> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            let d = b
-                .column_by_name(name)
-                .unwrap()
-                .as_dictionary::<UInt16Type>();
-            let values = d.values().as_string::<i32>();
-            d.keys()
-                .values()
-                .iter()
-                .map(|&k| values.value(k as usize).to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 fn feasible(batches: &[RecordBatch]) -> Vec<bool> {
@@ -117,12 +85,12 @@ fn the_reports_answers_are_those_of_brute_force() {
 
     let rows = read_configs(&dir);
     let ids = column_u64(&rows, "config_id");
-    let (hw, ok) = (labels(&rows, "hardware"), feasible(&rows));
+    let (hw, ok) = (column_labels(&rows, "hardware"), feasible(&rows));
     let (ttft, user, gpu, tpot) = (
-        f64s(&rows, "ttft_ms"),
-        f64s(&rows, "tokens_per_s_per_user"),
-        f64s(&rows, "tokens_per_s_per_gpu"),
-        f64s(&rows, "tpot_ms"),
+        column_f64(&rows, "ttft_ms"),
+        column_f64(&rows, "tokens_per_s_per_user"),
+        column_f64(&rows, "tokens_per_s_per_gpu"),
+        column_f64(&rows, "tpot_ms"),
     );
     let fails_ttft = |i: usize| !ttft[i].is_some_and(|t| t <= 2000.0);
     let fails_user = |i: usize| !user[i].is_some_and(|u| u >= 10.0);

@@ -244,7 +244,12 @@ fn digest_sliced(
             Kind::Label(_) => col(name(c)).cast(DataType::String),
             _ => col(name(c)).cast(DataType::Float64),
         }));
-        let df = admitted(slice, constraints).select(keys).collect()?;
+        let wheres: Vec<super::Where> = constraints
+            .iter()
+            .copied()
+            .map(super::Where::Number)
+            .collect();
+        let df = admitted(slice, &wheres).select(keys).collect()?;
         admission.admitted += df.height() as u64;
         let ids = df.column("config_id")?.u64()?.clone();
         let values: BTreeMap<usize, Values> = needed

@@ -13,8 +13,10 @@ use crate::columns::{COLUMNS, Kind};
 use crate::error::UserError;
 use crate::output::markdown::number;
 use crate::pareto::{Constraint, Frontier, Objective, Op};
+use filter::Where;
 
 pub mod digest;
+pub mod filter;
 
 /// Columns every result table shows, before the ones a query names.
 const SHOWN: &[&str] = &[
@@ -79,16 +81,16 @@ fn predicate(c: &Constraint) -> Expr {
 }
 
 /// Rows a ranking may use: feasible, demand and SLOs not missed where the sweep set them, and
-/// every `wheres` constraint holds (the engine's rule for its frontier).
-fn admitted(lf: LazyFrame, wheres: &[Constraint]) -> LazyFrame {
+/// every `wheres` filter holds (the engine's rule for its frontier).
+fn admitted(lf: LazyFrame, wheres: &[Where]) -> LazyFrame {
     let mut lf = lf.filter(
         col("feasible")
             .eq(lit(true))
             .and(col("demand_met").fill_null(lit(true)))
             .and(col("meets_slo").fill_null(lit(true))),
     );
-    for c in wheres {
-        lf = lf.filter(predicate(c));
+    for w in wheres {
+        lf = lf.filter(w.predicate());
     }
     lf
 }
@@ -221,7 +223,8 @@ fn fetch(
 
 /// The `n` best admitted rows by `by`. Each slice contributes its own best `n` (id and value
 /// only); the shown columns are read for the winners alone.
-pub fn top(run_dir: &Path, by: Objective, n: u32, wheres: &[Constraint]) -> Result<Table> {
+pub fn top(run_dir: &Path, by: Objective, n: u32, wheres: &[Where]) -> Result<Table> {
+    filter::check_labels(run_dir, wheres)?;
     top_sliced(run_dir, by, n, wheres, SLICE_ROWS)
 }
 
@@ -229,7 +232,7 @@ fn top_sliced(
     run_dir: &Path,
     by: Objective,
     n: u32,
-    wheres: &[Constraint],
+    wheres: &[Where],
     slice_rows: u32,
 ) -> Result<Table> {
     let lf = scan(run_dir)?;
@@ -256,7 +259,7 @@ fn top_sliced(
         order(&mut best);
         Ok(())
     })?;
-    let names = shown(std::iter::once(by.column).chain(wheres.iter().map(|c| c.column)));
+    let names = shown(std::iter::once(by.column).chain(wheres.iter().map(Where::column)));
     let ids = best.iter().map(|&(_, id)| id).collect();
     fetch(lf, ids, &names, vec![column], vec![by.maximize])
 }
@@ -265,14 +268,15 @@ fn top_sliced(
 /// objective. Each slice is reduced to its own frontier from config_id and the objective
 /// columns alone (the frontier of a union is the frontier of the parts' frontiers); the shown
 /// columns are read for the frontier's rows.
-pub fn frontier(run_dir: &Path, objectives: &[Objective], wheres: &[Constraint]) -> Result<Table> {
+pub fn frontier(run_dir: &Path, objectives: &[Objective], wheres: &[Where]) -> Result<Table> {
+    filter::check_labels(run_dir, wheres)?;
     frontier_sliced(run_dir, objectives, wheres, SLICE_ROWS)
 }
 
 fn frontier_sliced(
     run_dir: &Path,
     objectives: &[Objective],
-    wheres: &[Constraint],
+    wheres: &[Where],
     slice_rows: u32,
 ) -> Result<Table> {
     let lf = scan(run_dir)?;
@@ -308,7 +312,7 @@ fn frontier_sliced(
         objectives
             .iter()
             .map(|o| o.column)
-            .chain(wheres.iter().map(|c| c.column)),
+            .chain(wheres.iter().map(Where::column)),
     );
     let ids = survivors.into_iter().map(|(id, _)| id).collect();
     fetch(
@@ -346,7 +350,10 @@ mod tests {
         .unwrap();
         let dir = tmp.path().join("quickstart");
         let objective = |t: &str| Objective::parse(t).unwrap();
-        let wheres = [Constraint::parse("ttft_ms <= 2000").unwrap()];
+        let wheres = [
+            Where::parse("ttft_ms <= 2000").unwrap(),
+            Where::parse("hardware != h100-sxm").unwrap(),
+        ];
         let objectives = [
             objective("max tokens_per_s_per_gpu"),
             objective("min tpot_ms"),

@@ -3,11 +3,12 @@
 
 use anyhow::Result;
 
+use crate::analyze::filter::Where;
 use crate::analyze::{self, Table};
 use crate::cli::{ParetoArgs, TopArgs};
 use crate::commands::table;
 use crate::error::UserError;
-use crate::pareto::{Constraint, MAX_OBJECTIVES, Objective};
+use crate::pareto::{MAX_OBJECTIVES, Objective};
 
 pub fn top(args: TopArgs) -> Result<String> {
     let by = parse_by(&args.by)?;
@@ -47,10 +48,10 @@ fn parse_by(text: &str) -> Result<Objective, UserError> {
     Objective::parse(&spec).map_err(|e| flag_error("--by", text, e))
 }
 
-fn parse_wheres(texts: &[String]) -> Result<Vec<Constraint>, UserError> {
+fn parse_wheres(texts: &[String]) -> Result<Vec<Where>, UserError> {
     texts
         .iter()
-        .map(|t| Constraint::parse(t).map_err(|e| flag_error("--where", t, e)))
+        .map(|t| Where::parse(t).map_err(|e| flag_error("--where", t, e)))
         .collect()
 }
 

@@ -87,6 +87,44 @@ pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
         .collect()
 }
 
+/// A float64 column of `batches`, concatenated, nulls as `None`.
+pub fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b
+                .column_by_name(name)
+                .unwrap_or_else(|| panic!("column {name}"))
+                .as_primitive::<arrow_array::types::Float64Type>();
+            (0..c.len())
+                .map(|i| c.is_valid(i).then(|| c.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A label (dictionary) column of `batches` as text, concatenated.
+pub fn column_labels(batches: &[RecordBatch], name: &str) -> Vec<String> {
+    use arrow_array::cast::AsArray;
+    batches
+        .iter()
+        .flat_map(|b| {
+            let d = b
+                .column_by_name(name)
+                .unwrap_or_else(|| panic!("column {name}"))
+                .as_dictionary::<arrow_array::types::UInt16Type>();
+            let values = d.values().as_string::<i32>();
+            d.keys()
+                .values()
+                .iter()
+                .map(|&k| values.value(k as usize).to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The rows of a run directory: every `configs/part-K-of-N.parquet`, in part order.
 pub fn read_configs(run_dir: &Path) -> Vec<RecordBatch> {
     part_files(&run_dir.join("configs"), ".parquet")

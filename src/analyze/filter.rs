@@ -1,0 +1,178 @@
+//! `--where` for the analytics commands: a numeric constraint as the engine has them
+//! ("ttft_ms <= 1000"), or a label that must (`==`) or must not (`!=`) equal a value
+//! ("hardware == b200"). Label values are checked against the run, so a typo is an error with
+//! a suggestion rather than an empty table.
+
+use std::path::Path;
+
+use anyhow::Result;
+use polars::prelude::*;
+
+use super::{name, predicate, scan};
+use crate::columns::{self, COLUMNS, Kind};
+use crate::error::UserError;
+use crate::pareto::{Constraint, ParseError};
+use crate::suggest;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Where {
+    Number(Constraint),
+    Label {
+        /// Index into [`COLUMNS`].
+        column: usize,
+        equal: bool,
+        value: String,
+    },
+}
+
+impl Where {
+    /// Parses `"<label column> == <value>"`, `"<label column> != <value>"`, or a numeric
+    /// constraint (`Constraint::parse`).
+    pub fn parse(text: &str) -> Result<Where, ParseError> {
+        for (symbol, equal) in [("==", true), ("!=", false)] {
+            let Some((left, right)) = text.split_once(symbol) else {
+                continue;
+            };
+            let column = left.trim();
+            let value = right.trim().trim_matches(|c| c == '"' || c == '\'');
+            match columns::find(column).map(|i| (i, COLUMNS[i].kind)) {
+                Some((i, Kind::Label(_))) if !value.is_empty() => {
+                    return Ok(Where::Label {
+                        column: i,
+                        equal,
+                        value: value.to_string(),
+                    });
+                }
+                Some((_, Kind::Label(_))) => {
+                    return Err((
+                        format!("\"{text}\" has no value"),
+                        Some(format!("write e.g. \"{column} {symbol} <value>\"")),
+                    ));
+                }
+                _ if !equal => {
+                    return Err((
+                        format!("\"!=\" applies to label columns, and \"{column}\" is not one"),
+                        Some(label_hint()),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Constraint::parse(text)
+            .map(Where::Number)
+            .map_err(|(message, hint)| {
+                let hint = hint.map(|h| format!("{h}; or a label: \"hardware == b200\""));
+                (message, hint)
+            })
+    }
+
+    /// The column the filter reads.
+    pub fn column(&self) -> usize {
+        match self {
+            Where::Number(c) => c.column,
+            Where::Label { column, .. } => *column,
+        }
+    }
+
+    /// The filter as a polars predicate; a null label passes neither `==` nor `!=`.
+    pub fn predicate(&self) -> Expr {
+        match self {
+            Where::Number(c) => predicate(c),
+            Where::Label {
+                column,
+                equal,
+                value,
+            } => {
+                let v = col(name(*column)).cast(DataType::String);
+                let x = lit(value.as_str());
+                if *equal { v.eq(x) } else { v.neq(x) }
+            }
+        }
+    }
+}
+
+fn label_hint() -> String {
+    let labels: Vec<&str> = COLUMNS
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::Label(_)))
+        .map(|c| c.name)
+        .collect();
+    format!("label columns: {}", labels.join(", "))
+}
+
+/// Checks that every label value of `wheres` occurs in the run, naming the values it has.
+pub fn check_labels(run_dir: &Path, wheres: &[Where]) -> Result<()> {
+    for w in wheres {
+        let Where::Label { column, value, .. } = w else {
+            continue;
+        };
+        let df = scan(run_dir)?
+            .select([col(name(*column)).cast(DataType::String).unique()])
+            .collect()?;
+        let strings = df.column(name(*column))?.str()?;
+        let mut values: Vec<String> = (0..strings.len())
+            .filter_map(|i| strings.get(i).map(String::from))
+            .collect();
+        values.sort();
+        if !values.iter().any(|v| v == value) {
+            let mut hint = format!("{} in this run: {}", name(*column), values.join(", "));
+            if let Some(s) = suggest::did_you_mean(value, values.iter().map(String::as_str)) {
+                hint = format!("{s} {hint}");
+            }
+            return Err(UserError::new(format!(
+                "no row of {} has {} \"{value}\"",
+                run_dir.display(),
+                name(*column)
+            ))
+            .with_hint(hint)
+            .into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_numbers_parse() {
+        let hardware = columns::find("hardware").unwrap();
+        assert_eq!(
+            Where::parse("hardware == b200").unwrap(),
+            Where::Label {
+                column: hardware,
+                equal: true,
+                value: "b200".into()
+            }
+        );
+        assert_eq!(
+            Where::parse("hardware!='h100-sxm'").unwrap(),
+            Where::Label {
+                column: hardware,
+                equal: false,
+                value: "h100-sxm".into()
+            }
+        );
+        assert_eq!(
+            Where::parse("ttft_ms <= 1000").unwrap(),
+            Where::Number(Constraint::parse("ttft_ms <= 1000").unwrap())
+        );
+        assert_eq!(
+            Where::parse("batch == 64").unwrap(),
+            Where::Number(Constraint::parse("batch == 64").unwrap())
+        );
+        let (message, hint) = Where::parse("batch != 64").unwrap_err();
+        assert!(message.contains("label columns"), "{message}");
+        assert!(hint.unwrap().contains("hardware"));
+        assert!(
+            Where::parse("hardware ==")
+                .unwrap_err()
+                .0
+                .contains("no value")
+        );
+        let (message, hint) = Where::parse("hardwear == b200").unwrap_err();
+        assert!(message.contains("unknown column"), "{message}");
+        assert!(hint.unwrap().contains("hardware == b200"));
+    }
+}
