@@ -107,7 +107,7 @@ pub fn check_labels(run_dir: &Path, wheres: &[Where]) -> Result<()> {
             continue;
         };
         let df = scan(run_dir)?
-            .select([col(name(*column)).cast(DataType::String).unique()])
+            .select([col(name(*column)).unique().cast(DataType::String)])
             .collect()?;
         let strings = df.column(name(*column))?.str()?;
         let mut values: Vec<String> = (0..strings.len())
