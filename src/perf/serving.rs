@@ -22,11 +22,12 @@
 //!   `1 - P(n >= B)` and otherwise exponential with rate `mu(B) - lambda` (as in M/M/c, Erlang
 //!   C; arrivals see the stationary distribution, PASTA, Wolff 1982).
 //! - **TTFT** with chunked prefill (Agrawal et al. 2024, Sarathi-Serve): a new prompt waits for
-//!   the next engine iteration (half an iteration on average, nearly a whole one at the 99th
-//!   percentile), queues for the iteration's prefill token budget (`MAX_NUM_TOKENS` minus the
-//!   decode tokens; M/D/1 per attention rank, exponential tail), and then needs
-//!   `ceil(isl / budget)` iterations. Each iteration lasts at least as long as that chunk's own
-//!   prefill.
+//!   the iteration in progress (half an iteration on average, nearly a whole one at the 99th
+//!   percentile), for admission, and for the prompts ahead of it in its rank's prefill token
+//!   budget (M/G/1, Pollaczek-Khinchine, service proportional to prompt length), then rides in
+//!   `ceil(len / budget)` iterations, each the decode step at the running occupancy plus its
+//!   chunk. The p99 uses the p99 prompt (gamma lengths with the workload's coefficient of
+//!   variation) at the p99 occupancy.
 
 use super::Instance;
 use super::latency;
@@ -241,11 +242,6 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
         wait_probability: at_b / total,
         wait_rate_per_s: mu_b - rate_per_s,
     })
-}
-
-/// Requests per second the instance completes with `max_batch` sequences always running.
-pub fn capacity_per_s(inst: &Instance, max_batch: f64) -> f64 {
-    max_batch / (inst.output_tokens * inst.decode(max_batch).tpot_s)
 }
 
 /// The steady state at `rate_per_s`, or `None` if the instance cannot keep up.
