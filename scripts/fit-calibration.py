@@ -37,6 +37,8 @@ GRID = {
     # Engines' per-iteration CPU cost is on the order of milliseconds (TensorRT-LLM's C++
     # executor less, Python schedulers more); values beyond 4 ms would stand in for something else.
     "step_overhead_ms": [0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0],
+    # Spread of prompt lengths the measurements do not state: 0 (fixed) to 1 (exponential).
+    "prompt_length_cv": [0.0, 0.25, 0.5, 0.75, 1.0],
 }
 
 

@@ -41,6 +41,9 @@ pub struct Calibration {
     pub moe_gemm_efficiency: f64,
     /// Fraction of the HBM and tensor-core rates attention kernels reach.
     pub attention_efficiency: f64,
+    /// Coefficient of variation of prompt lengths that `validate` assumes, since the
+    /// measurements state only mean lengths (sweeps set `workload.input_tokens_cv` instead).
+    pub prompt_length_cv: f64,
 }
 
 impl Calibration {
@@ -70,6 +73,12 @@ impl Calibration {
             return Err(format!(
                 "step_overhead_ms: {} must be zero or positive",
                 c.step_overhead_ms
+            ));
+        }
+        if !(c.prompt_length_cv.is_finite() && c.prompt_length_cv >= 0.0) {
+            return Err(format!(
+                "prompt_length_cv: {} must be zero or positive",
+                c.prompt_length_cv
             ));
         }
         for (key, v) in [

@@ -207,8 +207,12 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         batch,
         ownership: vec![crate::perf::cost::Ownership::Cloud],
     };
-    let ctx =
+    let mut ctx =
         Context::new(&catalog, model, &grid, Workload::new(isl, osl)).expect("vocabulary checked");
+    // The measurements give mean lengths only: prompt lengths spread by the calibrated
+    // coefficient of variation (docs/validation.md, "Calibration").
+    ctx.plan.settings.prefill_variability =
+        crate::perf::sizing::variability(catalog.calibration.prompt_length_cv);
 
     let best = choose(case, &ctx, &grid, batch_cap)?;
     let inst = &best.instance;
@@ -229,20 +233,12 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             .clone(),
     };
 
-    // Predictions at the chosen configuration's operating point.
-    let instances = f64::from(l.instances);
+    // Predictions at the chosen configuration's operating point. In server and interactive
+    // cases that is the highest load the model says meets the limits: MLPerf's server scenario
+    // reports the latencies at the highest Poisson rate whose p99 TTFT and TPOT meet them
+    // (docs/validation.md), so throughput and latencies come from the same predicted point.
     let output_tokens_per_s = best.output_tokens_per_s;
-    let mut latency = best.serving;
-    if let (Some(serving), Some(measured)) = (best.serving, case.measured("output_tokens_per_s")) {
-        let rate = measured / (instances * osl);
-        match serving::at_rate(inst, f64::from(best.point.batch), rate) {
-            Some(at_measured) => latency = Some(at_measured),
-            None => notes.push(format!(
-                "measured load exceeds the predicted capacity: latencies at the predicted max load ({:.0} tokens/s)",
-                serving.output_tokens_per_s * instances
-            )),
-        }
-    }
+    let latency = best.serving;
     let mut values = Vec::new();
     for m in &case.measurements {
         let predicted = match m.metric.as_str() {
@@ -340,6 +336,14 @@ fn choose<'a>(
         let (score, output_tokens_per_s, serving) = match s.scenario.as_str() {
             "offline" | "max-throughput" => (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None),
             "server" | "interactive" => {
+                // The rate under limits never exceeds the full-batch capacity: a configuration
+                // whose capacity cannot beat the best so far is not searched.
+                if best
+                    .as_ref()
+                    .is_some_and(|b| e.tokens_per_s_per_gpu <= b.score)
+                {
+                    continue;
+                }
                 let Some(sv) = serving::max_rate(&inst, f64::from(p.batch), &limits) else {
                     continue;
                 };
