@@ -16,4 +16,5 @@ pub mod report;
 pub mod shard;
 pub mod spec;
 pub mod suggest;
+pub mod train;
 pub mod validate;

@@ -64,12 +64,16 @@ fn validate_reproduces_run_for_the_same_configuration() {
     );
 }
 
+fn m_n(summary: &serde_json::Value, metric: &str) -> u64 {
+    summary["metrics"][metric]["n"].as_u64().unwrap_or(0)
+}
+
 #[test]
 fn scenarios_skips_and_json_summary() {
     let o = run(&["validate", FIXTURE, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(s["cases"], 7);
+    assert_eq!(s["cases"], 8);
     let skipped: Vec<(String, String)> = s["skipped"]
         .as_array()
         .unwrap()
@@ -92,9 +96,14 @@ fn scenarios_skips_and_json_summary() {
                 "no-output-length".to_string(),
                 "output_tokens is blank: the workload needs a mean output length".to_string()
             ),
-            ("a-training-run".to_string(), "training".to_string()),
+            (
+                "training-no-seq-len".to_string(),
+                "seq_len is blank".to_string()
+            ),
         ]
     );
+    // The training case is predicted by the training model.
+    assert_eq!(m_n(&s, "model_tflops_per_gpu"), 1);
     let m = &s["metrics"];
     // Server: throughput, TTFT p99 and TPOT p99 are all scored; at-interactivity's
     // tokens/s/user is an input, not a prediction.
@@ -116,7 +125,7 @@ fn text_report_lists_every_case_and_the_chosen_layout() {
     let o = run(&["validate", FIXTURE]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("7 cases: 4 predicted, 3 skipped"), "{text}");
+    assert!(text.contains("8 cases: 5 predicted, 3 skipped"), "{text}");
     // Blank layout columns are swept; given ones are kept.
     let fixed = text
         .lines()

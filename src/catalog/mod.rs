@@ -102,6 +102,8 @@ pub struct Catalog {
     pub dtypes: Vec<Dtype>,
     pub calibration: Calibration,
     pub economics: Economics,
+    /// Global factors of the training model.
+    pub training: crate::train::Factors,
 }
 
 #[derive(Deserialize)]
@@ -143,6 +145,7 @@ impl Catalog {
                 .map_err(|e| format!("built-in calibration.toml: {e}"))?,
             economics: Economics::parse(ECONOMICS_TOML)
                 .map_err(|e| format!("built-in economics.toml: {e}"))?,
+            training: crate::train::Factors::builtin(),
         };
         for gpu in &catalog.gpus {
             catalog

@@ -11,8 +11,8 @@ use serde::de::IgnoredAny;
 
 use crate::error::UserError;
 
-/// One CSV row, as text. Columns inference validation does not use are required but ignored
-/// (`source_url`, `notes`; `global_batch_seqs` and `seq_len` describe training cases).
+/// One CSV row, as text. Columns validation does not use are required but ignored
+/// (`source_url`, `notes`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRow {
@@ -37,10 +37,8 @@ struct RawRow {
     scenario: String,
     ttft_p99_limit_ms: String,
     tpot_p99_limit_ms: String,
-    #[serde(rename = "global_batch_seqs")]
-    _global_batch_seqs: IgnoredAny,
-    #[serde(rename = "seq_len")]
-    _seq_len: IgnoredAny,
+    global_batch_seqs: String,
+    seq_len: String,
     metric: String,
     value: String,
     unit: String,
@@ -68,6 +66,9 @@ pub struct Setup {
     pub scenario: String,
     pub ttft_p99_limit_ms: Option<f64>,
     pub tpot_p99_limit_ms: Option<f64>,
+    /// Training cases: sequences per optimizer step and tokens per sequence.
+    pub global_batch_seqs: Option<u32>,
+    pub seq_len: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +151,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, UserError> {
             scenario: cell.required("scenario", &row.scenario)?,
             ttft_p99_limit_ms: cell.number("ttft_p99_limit_ms", &row.ttft_p99_limit_ms)?,
             tpot_p99_limit_ms: cell.number("tpot_p99_limit_ms", &row.tpot_p99_limit_ms)?,
+            global_batch_seqs: cell.count("global_batch_seqs", &row.global_batch_seqs)?,
+            seq_len: cell.count("seq_len", &row.seq_len)?,
         };
         let measurement = Measurement {
             metric: cell.required("metric", &row.metric)?,

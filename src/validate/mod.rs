@@ -5,6 +5,7 @@
 pub mod cases;
 pub mod predict;
 pub mod report;
+pub mod train;
 
 use std::path::Path;
 

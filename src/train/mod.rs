@@ -1,0 +1,452 @@
+//! The training model: one training step of a parallel layout (tensor, pipeline, data, context
+//! and expert parallelism, microbatches, interleaved stages, ZeRO stage, activation
+//! recomputation, bf16 or fp8) on a cluster, and what a whole run of `train_tokens` then costs
+//! in time, GPU-hours and failures. Split by concern: `flops` (model and hardware FLOPs),
+//! `memory` (state and activations per GPU), `step` (step time), `reliability` (failures,
+//! checkpoints, goodput). Formulas and sources: docs/model.md, "Training".
+
+pub mod flops;
+pub mod memory;
+pub mod reliability;
+pub mod step;
+
+use serde::Deserialize;
+
+use crate::catalog::{ComputeClass, Gpu, Model, Rack};
+use crate::perf::layout::Tier;
+
+use flops::ForwardFlops;
+use memory::{Footprint, ShardParams};
+use reliability::Reliability;
+use step::{Rates, StepTime};
+
+const TRAINING_TOML: &str = include_str!("../catalog/data/training.toml");
+
+/// Global factors of the training model (`src/catalog/data/training.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factors {
+    /// Fraction of the microbenchmarked GEMM efficiency a training step reaches.
+    pub gemm_efficiency: f64,
+    /// Fraction of tensor-parallel collective time hidden behind GEMMs.
+    pub tp_comm_overlap: f64,
+    /// Minutes from a failure to training again.
+    pub restart_minutes: f64,
+}
+
+impl Factors {
+    pub fn builtin() -> Factors {
+        Factors::parse(TRAINING_TOML).expect("built-in training factors are valid")
+    }
+
+    pub fn parse(text: &str) -> Result<Factors, String> {
+        let f: Factors = toml::from_str(text).map_err(|e| e.to_string())?;
+        for (key, v) in [
+            ("gemm_efficiency", f.gemm_efficiency),
+            ("tp_comm_overlap", f.tp_comm_overlap),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{key}: {v} must be between 0 and 1"));
+            }
+        }
+        if !(f.restart_minutes.is_finite() && f.restart_minutes >= 0.0) {
+            return Err(format!(
+                "restart_minutes: {} must be zero or positive",
+                f.restart_minutes
+            ));
+        }
+        Ok(f)
+    }
+}
+
+/// Activation recomputation (Korthikanti et al. 2022).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recompute {
+    None,
+    /// Recompute the attention core and element-wise outputs.
+    Selective,
+    /// Keep each layer's input only and recompute the layer in the backward pass.
+    Full,
+}
+
+/// Number format of the linear layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Bf16,
+    /// FP8 GEMMs with bf16 master weights (Transformer Engine).
+    Fp8,
+}
+
+/// A parallel layout. GPUs = tp x cp x dp x pp; expert parallelism is carved out of dp x cp
+/// (Megatron-Core's convention), so `ep` divides `dp x cp`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Layout {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub cp: u32,
+    pub ep: u32,
+    /// Sequences per microbatch.
+    pub microbatch: u32,
+    /// Model chunks per pipeline stage (interleaved 1F1B); 1 = plain 1F1B.
+    pub virtual_stages: u32,
+    /// ZeRO stage 0 to 3.
+    pub zero_stage: u8,
+    pub recompute: Recompute,
+    pub precision: Precision,
+}
+
+impl Layout {
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.cp * self.dp * self.pp
+    }
+}
+
+/// What is trained.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Job {
+    pub seq_len: u32,
+    /// Sequences per optimizer step.
+    pub global_batch_seqs: u32,
+    /// Tokens of the whole run.
+    pub train_tokens: f64,
+}
+
+/// Why a layout cannot train.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Infeasible {
+    /// The degrees do not divide the model, the batch or the sequence.
+    InvalidSplit(&'static str),
+    /// Tensor parallelism beyond the scale-up domain.
+    TpBeyondScaleup,
+    /// The busiest GPU needs more memory than it has.
+    DoesNotFit,
+    /// The GPU has no tensor cores for the precision.
+    UnsupportedPrecision,
+    /// The catalog lacks a number the model needs (vocabulary).
+    MissingData,
+}
+
+impl Infeasible {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Infeasible::InvalidSplit(why) => why,
+            Infeasible::TpBeyondScaleup => "tp_beyond_scaleup",
+            Infeasible::DoesNotFit => "does_not_fit",
+            Infeasible::UnsupportedPrecision => "unsupported_precision",
+            Infeasible::MissingData => "missing_data",
+        }
+    }
+}
+
+/// The cluster: one GPU kind in racks of one kind.
+#[derive(Debug, Clone, Copy)]
+pub struct System<'a> {
+    pub gpu: &'a Gpu,
+    pub rack: &'a Rack,
+    pub factors: Factors,
+    /// Fraction of HBM bandwidth and tensor-core rate attention kernels reach (the global
+    /// `attention_efficiency` of calibration.toml, shared with inference).
+    pub attention_efficiency: f64,
+    /// Grouped routed-expert GEMMs relative to dense ones (`moe_gemm_efficiency`, shared).
+    pub moe_gemm_efficiency: f64,
+}
+
+impl System<'_> {
+    fn rates(&self, precision: Precision) -> Option<Rates> {
+        let g = self.gpu;
+        let class = match precision {
+            Precision::Bf16 => ComputeClass::Bf16,
+            Precision::Fp8 => ComputeClass::Fp8,
+        };
+        let f = self.factors.gemm_efficiency;
+        let link = g.efficiency.link;
+        let r = self.rack;
+        Some(Rates {
+            linear_flops_per_s: g.achievable_flops(class)? * f,
+            expert_gemm_efficiency: self.moe_gemm_efficiency,
+            attention_flops_per_s: g.achievable_flops(ComputeClass::Bf16)?
+                * f
+                * self.attention_efficiency,
+            hbm_bytes_per_s: g.hbm_bytes_per_s() * g.efficiency.hbm,
+            scaleup: Tier {
+                bytes_per_s: r.scaleup_gbps_per_gpu * 1e9 * link,
+                alpha_s: r.scaleup_latency_us * 1e-6,
+                launch_s: r.collective_launch_us * 1e-6,
+            },
+            scaleout: Tier {
+                bytes_per_s: r.scaleout_gbps_per_gpu * 1e9 * link,
+                alpha_s: r.scaleout_latency_us * 1e-6,
+                launch_s: r.collective_launch_us * 1e-6,
+            },
+            domain_gpus: r.scaleup_domain_gpus,
+            tp_comm_overlap: self.factors.tp_comm_overlap,
+        })
+    }
+}
+
+/// A training layout's step and run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub gpus: u32,
+    pub microbatches: u32,
+    pub step: StepTime,
+    pub memory: Footprint,
+    pub hbm_used_gb_per_gpu: f64,
+    pub training_tokens_per_s: f64,
+    pub model_tflops_per_gpu: f64,
+    pub hardware_tflops_per_gpu: f64,
+    /// Model FLOP/s over the dense BF16 peak (PaLM's and Llama 3's convention).
+    pub mfu_pct: f64,
+    pub hfu_pct: f64,
+    /// Days of training without failures.
+    pub time_to_train_days: f64,
+    pub gpu_hours: f64,
+    pub reliability: Reliability,
+    /// Days of training with failures, checkpoints and restarts.
+    pub effective_time_to_train_days: f64,
+}
+
+pub fn evaluate(
+    model: &Model,
+    sys: &System,
+    l: &Layout,
+    job: &Job,
+) -> Result<Estimate, Infeasible> {
+    let invalid = Infeasible::InvalidSplit;
+    if [l.tp, l.pp, l.dp, l.cp, l.ep, l.microbatch, l.virtual_stages].contains(&0) {
+        return Err(invalid("zero_degree"));
+    }
+    if !model.heads.is_multiple_of(l.tp) {
+        return Err(invalid("heads_not_divisible_by_tp"));
+    }
+    if model.layers < l.pp * l.virtual_stages {
+        return Err(invalid("fewer_layers_than_pp_x_virtual_stages"));
+    }
+    if l.ep > 1 && (!model.is_moe() || !model.experts().is_multiple_of(l.ep)) {
+        return Err(invalid("experts_not_divisible_by_ep"));
+    }
+    if !(l.dp * l.cp).is_multiple_of(l.ep) {
+        return Err(invalid("ep_not_dividing_dp_x_cp"));
+    }
+    // Load-balanced ring attention splits each sequence into 2 x cp chunks.
+    if l.cp > 1 && !job.seq_len.is_multiple_of(2 * l.cp) {
+        return Err(invalid("seq_len_not_divisible_by_2cp"));
+    }
+    let per_step = l.dp * l.microbatch;
+    if !job.global_batch_seqs.is_multiple_of(per_step) {
+        return Err(invalid("batch_not_divisible_by_dp_x_microbatch"));
+    }
+    let microbatches = job.global_batch_seqs / per_step;
+    // Megatron's interleaved schedule needs whole rounds of pp microbatches.
+    if l.virtual_stages > 1 && !microbatches.is_multiple_of(l.pp) {
+        return Err(invalid("microbatches_not_divisible_by_pp"));
+    }
+    if l.tp > sys.rack.scaleup_domain_gpus {
+        return Err(Infeasible::TpBeyondScaleup);
+    }
+    let rates = sys
+        .rates(l.precision)
+        .ok_or(Infeasible::UnsupportedPrecision)?;
+    let seq_len = f64::from(job.seq_len);
+    let flops = ForwardFlops::new(model, seq_len).ok_or(Infeasible::MissingData)?;
+    let shard = ShardParams::new(model, l).ok_or(Infeasible::MissingData)?;
+    let m = f64::from(microbatches);
+    let memory = memory::footprint(model, l, seq_len, m, &shard);
+    if memory.total() > sys.gpu.hbm_bytes() * memory::MEMORY_UTILIZATION {
+        return Err(Infeasible::DoesNotFit);
+    }
+    let step = step::step_time(model, l, seq_len, m, &flops, &shard, &rates);
+
+    let gpus = f64::from(l.gpus());
+    let step_tokens = f64::from(job.global_batch_seqs) * seq_len;
+    let tokens_per_s = step_tokens / step.step_s;
+    let model_flops_per_s_per_gpu = tokens_per_s * flops.model_per_token() / gpus;
+    let hardware_flops_per_s_per_gpu = tokens_per_s * flops.hardware_per_token(l.recompute) / gpus;
+    let peak = sys.gpu.bf16_tflops * 1e12;
+    let seconds = job.train_tokens / tokens_per_s;
+    let params = model.param_counts().ok_or(Infeasible::MissingData)?;
+    let checkpoint_bytes =
+        params.total(model.experts()) * (memory::WEIGHT_BYTES + memory::OPTIMIZER_BYTES);
+    let reliability = reliability::reliability(
+        gpus,
+        checkpoint_bytes,
+        sys.rack.storage_gbps_per_gpu * 1e9,
+        sys.factors.restart_minutes * 60.0,
+    );
+    Ok(Estimate {
+        gpus: l.gpus(),
+        microbatches,
+        step,
+        memory,
+        hbm_used_gb_per_gpu: memory.total() / 1e9,
+        training_tokens_per_s: tokens_per_s,
+        model_tflops_per_gpu: model_flops_per_s_per_gpu / 1e12,
+        hardware_tflops_per_gpu: hardware_flops_per_s_per_gpu / 1e12,
+        mfu_pct: 100.0 * model_flops_per_s_per_gpu / peak,
+        hfu_pct: 100.0 * hardware_flops_per_s_per_gpu / peak,
+        time_to_train_days: seconds / 86_400.0,
+        gpu_hours: gpus * seconds / 3600.0,
+        reliability,
+        effective_time_to_train_days: seconds / reliability.goodput / 86_400.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn system<'a>(catalog: &'a Catalog, gpu: &str) -> System<'a> {
+        let gpu = catalog.gpu(gpu).unwrap();
+        System {
+            gpu,
+            rack: catalog.rack(&gpu.default_rack).unwrap(),
+            factors: Factors::builtin(),
+            attention_efficiency: catalog.calibration.attention_efficiency,
+            moe_gemm_efficiency: catalog.calibration.moe_gemm_efficiency,
+        }
+    }
+
+    fn layout(tp: u32, pp: u32, dp: u32) -> Layout {
+        Layout {
+            tp,
+            pp,
+            dp,
+            cp: 1,
+            ep: 1,
+            microbatch: 1,
+            virtual_stages: 1,
+            zero_stage: 1,
+            recompute: Recompute::None,
+            precision: Precision::Bf16,
+        }
+    }
+
+    /// GPT-3 175B as Narayanan et al. 2021 ran it (Table 1: 1,024 A100s, tp 8, pp 8, batch
+    /// 1,536 of 2,048 tokens, activation recomputation): 153 TFLOP/s per GPU counted with
+    /// recomputation (Eq. 3). The model lands within 10 %.
+    #[test]
+    fn megatron_175b_layout_matches_the_paper() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("gpt3-175b").unwrap();
+        let l = Layout {
+            recompute: Recompute::Full,
+            ..layout(8, 8, 16)
+        };
+        let job = Job {
+            seq_len: 2048,
+            global_batch_seqs: 1536,
+            train_tokens: 300e9,
+        };
+        let e = evaluate(model, &system(&catalog, "a100-80gb"), &l, &job).unwrap();
+        let err = e.hardware_tflops_per_gpu / 153.0 - 1.0;
+        assert!(
+            err.abs() < 0.10,
+            "{} TFLOP/s ({:+.1} %)",
+            e.hardware_tflops_per_gpu,
+            100.0 * err
+        );
+        // 96 microbatches per pipeline, so 7 / 96 of the time is bubble.
+        assert_eq!(e.microbatches, 96);
+        let bubble = e.step.bubble_s / (96.0 * e.step.microbatch_s);
+        assert!((bubble - 7.0 / 96.0).abs() < 1e-12);
+        // Hardware FLOPs are 4/3 of model FLOPs with full recomputation of GPT layers (Eq. 3
+        // less the logits, which are not recomputed).
+        let ratio = e.hardware_tflops_per_gpu / e.model_tflops_per_gpu;
+        assert!(ratio > 1.3 && ratio < 4.0 / 3.0, "{ratio}");
+        // 300 B tokens: time and GPU-hours follow from the throughput.
+        let days = 300e9 / e.training_tokens_per_s / 86_400.0;
+        assert!((e.time_to_train_days - days).abs() < 1e-9);
+        assert!((e.gpu_hours - 1024.0 * days * 24.0).abs() < 1e-6);
+    }
+
+    /// The bubble of interleaved 1F1B: (p - 1) / v microbatch times (Narayanan et al. 2021,
+    /// section 2.2.2).
+    #[test]
+    fn interleaving_divides_the_bubble() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("llama-3.1-70b").unwrap();
+        let job = Job {
+            seq_len: 4096,
+            global_batch_seqs: 64,
+            train_tokens: 1e9,
+        };
+        let sys = system(&catalog, "h100-sxm");
+        for v in [1, 2, 4, 5] {
+            let l = Layout {
+                virtual_stages: v,
+                ..layout(8, 4, 2)
+            };
+            let e = evaluate(model, &sys, &l, &job).unwrap();
+            assert_eq!(e.microbatches, 32);
+            assert!((e.step.bubble_s - 3.0 / f64::from(v) * e.step.microbatch_s).abs() < 1e-12);
+        }
+    }
+
+    /// State bytes per parameter by ZeRO stage (Megatron-LM's distributed-optimizer table with
+    /// 16-bit gradients): 20; 4 + 16/d; 2 + 18/d; 20/d.
+    #[test]
+    fn zero_stages_shard_what_they_say() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("llama-3.1-70b").unwrap();
+        let base = layout(8, 4, 16);
+        let shard = memory::ShardParams::new(model, &base).unwrap();
+        assert_eq!(shard.expert, 0.0);
+        // A quarter of the layers (20 of 80) over tp 8, plus the embedding.
+        let p = model.param_counts().unwrap();
+        let dense = p.non_expert_layers() / 4.0 / 8.0 + p.embedding / 8.0;
+        assert!((shard.dense / dense - 1.0).abs() < 1e-12);
+        let d = 16.0;
+        for (stage, per_param) in [
+            (0, 20.0),
+            (1, 4.0 + 16.0 / d),
+            (2, 2.0 + 18.0 / d),
+            (3, 20.0 / d),
+        ] {
+            let l = Layout {
+                zero_stage: stage,
+                ..base
+            };
+            let bytes = memory::state_bytes(&shard, &l);
+            assert!(
+                (bytes / (shard.dense * per_param) - 1.0).abs() < 1e-12,
+                "ZeRO-{stage}"
+            );
+        }
+    }
+
+    /// Splits that cannot run are reasons, not numbers.
+    #[test]
+    fn invalid_layouts_say_why() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("llama-3.1-70b").unwrap();
+        let sys = system(&catalog, "h100-sxm");
+        let job = Job {
+            seq_len: 4096,
+            global_batch_seqs: 64,
+            train_tokens: 1e9,
+        };
+        let reason = |l: Layout| evaluate(model, &sys, &l, &job).unwrap_err();
+        assert_eq!(
+            reason(layout(8, 1, 3)),
+            Infeasible::InvalidSplit("batch_not_divisible_by_dp_x_microbatch")
+        );
+        assert_eq!(reason(layout(16, 1, 4)), Infeasible::TpBeyondScaleup);
+        assert_eq!(
+            reason(Layout {
+                ep: 2,
+                ..layout(8, 1, 4)
+            }),
+            Infeasible::InvalidSplit("experts_not_divisible_by_ep")
+        );
+        // 70B in bf16 with ZeRO-0 on one GPU per replica: 1.4 TB of state.
+        assert_eq!(
+            reason(Layout {
+                zero_stage: 0,
+                ..layout(1, 1, 64)
+            }),
+            Infeasible::DoesNotFit
+        );
+    }
+}

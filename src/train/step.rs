@@ -1,0 +1,273 @@
+//! Time of one training step on the busiest pipeline stage: compute at the achievable GEMM and
+//! attention rates, the communication each parallel dimension adds where it is not hidden, the
+//! pipeline bubble, the exposed data-parallel gradient traffic and the optimizer step.
+//! Collectives use the alpha-beta costs of `perf::comm` on the tier each group spans.
+
+use crate::catalog::Model;
+use crate::perf::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
+use crate::perf::layout::Tier;
+
+use super::flops::ForwardFlops;
+use super::memory::ShardParams;
+use super::{Layout, Recompute};
+
+/// Bytes per activation element sent between GPUs (bf16).
+const ACTIVATION_BYTES: f64 = 2.0;
+/// Bytes per gradient element reduced across data-parallel replicas (bf16, Megatron-Core's
+/// `grad_reduce_in_fp32 = False` default; see `memory::GRADIENT_BYTES`).
+const GRADIENT_BYTES: f64 = super::memory::GRADIENT_BYTES;
+/// Bytes per weight element gathered by sharded data parallelism (bf16).
+const WEIGHT_BYTES: f64 = 2.0;
+/// HBM bytes the Adam step moves per parameter of its shard: reads and writes fp32 master
+/// weights, momentum and variance (24), reads the fp32 gradient (4), writes the bf16 weight (2).
+const OPTIMIZER_BYTES_MOVED: f64 = 30.0;
+
+/// Passes over its activations the memory-bound element-wise work of a layer makes: each
+/// activation kept for the backward pass is written once and read once in the forward pass
+/// (norms, rotary embedding, activation function, residual adds, MoE permutation), and read
+/// again with its gradient written in the backward pass. FP8 adds Transformer Engine's casts of
+/// every GEMM input and output gradient (read 2 bytes, write 1), about 1.5 passes more.
+const ELEMENTWISE_PASSES: f64 = 4.0;
+const FP8_CAST_PASSES: f64 = 1.5;
+
+/// What one GPU achieves, and the networks it reaches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// Linear layers in the training precision, FLOP/s.
+    pub linear_flops_per_s: f64,
+    /// Grouped routed-expert GEMMs relative to dense GEMMs (the global `moe_gemm_efficiency`
+    /// of calibration.toml, shared with inference).
+    pub expert_gemm_efficiency: f64,
+    /// Attention (bf16 flash attention), FLOP/s.
+    pub attention_flops_per_s: f64,
+    /// Streaming HBM bandwidth, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    pub scaleup: Tier,
+    pub scaleout: Tier,
+    /// GPUs in one scale-up domain.
+    pub domain_gpus: u32,
+    /// Fraction of tensor-parallel collective time hidden behind GEMMs.
+    pub tp_comm_overlap: f64,
+}
+
+impl Rates {
+    /// The tier of a group whose ranks sit in consecutive blocks of `span` GPUs.
+    fn tier(&self, span: u32) -> Tier {
+        if span <= self.domain_gpus {
+            self.scaleup
+        } else {
+            self.scaleout
+        }
+    }
+}
+
+/// Seconds of a step, by part.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepTime {
+    /// One microbatch's forward and backward pass (with recomputation) on the busiest stage.
+    pub microbatch_s: f64,
+    /// Of which compute.
+    pub compute_s: f64,
+    /// Of which exposed tensor-, context-, expert- and pipeline-parallel communication.
+    pub tp_comm_s: f64,
+    pub cp_comm_s: f64,
+    pub ep_comm_s: f64,
+    pub pp_comm_s: f64,
+    /// Pipeline fill and drain.
+    pub bubble_s: f64,
+    /// Data-parallel gradient and weight traffic not hidden behind compute.
+    pub dp_exposed_s: f64,
+    pub optimizer_s: f64,
+    pub step_s: f64,
+}
+
+/// Seconds for a ring reduce-scatter or all-gather of `bytes` (the whole buffer) over `n`
+/// GPUs: half a ring all-reduce (Thakur et al. 2005).
+fn half_ring_s(n: u32, bytes: f64, tier: Tier) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    let n_f = f64::from(n);
+    tier.launch_s + (n_f - 1.0) * tier.alpha_s + (n_f - 1.0) / n_f * bytes / tier.bytes_per_s
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn step_time(
+    model: &Model,
+    l: &Layout,
+    seq_len: f64,
+    microbatches: f64,
+    flops: &ForwardFlops,
+    shard: &ShardParams,
+    r: &Rates,
+) -> StepTime {
+    let (tp, pp, cp, ep, dp) = (l.tp, l.pp, l.cp, l.ep, l.dp);
+    let tokens = f64::from(l.microbatch) * seq_len;
+    let split = f64::from(tp * cp);
+    let layers = super::memory::stage_layers(model, l);
+    let stage = layers / f64::from(model.layers);
+
+    // Compute of the last stage (its layers plus the logits), forward then backward.
+    let recompute_linear = match l.recompute {
+        Recompute::Full => flops.layer_matmul,
+        _ => 0.0,
+    };
+    let recompute_attention = match l.recompute {
+        Recompute::None => 0.0,
+        _ => flops.attention,
+    };
+    // Routed experts run as grouped GEMMs at a fraction of the dense rate: their share of the
+    // layer matmuls costs 1 / expert_gemm_efficiency times as much.
+    let expert_share = flops.expert_matmul / flops.layer_matmul.max(f64::MIN_POSITIVE);
+    let slowdown = 1.0 + expert_share * (1.0 / r.expert_gemm_efficiency - 1.0);
+    let linear = |passes: f64, extra: f64| {
+        tokens * ((passes * flops.layer_matmul + extra) * stage * slowdown + passes * flops.logits)
+            / split
+    };
+    let attention =
+        |passes: f64, extra: f64| tokens * (passes * flops.attention + extra) * stage / split;
+    let fwd_s =
+        linear(1.0, 0.0) / r.linear_flops_per_s + attention(1.0, 0.0) / r.attention_flops_per_s;
+    let bwd_s = linear(2.0, recompute_linear) / r.linear_flops_per_s
+        + attention(2.0, recompute_attention) / r.attention_flops_per_s;
+    let attention_s = attention(3.0, recompute_attention) / r.attention_flops_per_s;
+    // Memory-bound element-wise kernels between the GEMMs, a third forward and two thirds
+    // backward, as the passes above.
+    let passes_over = ELEMENTWISE_PASSES
+        + match l.precision {
+            super::Precision::Fp8 => FP8_CAST_PASSES,
+            super::Precision::Bf16 => 0.0,
+        };
+    let kept = Layout {
+        recompute: Recompute::None,
+        ..*l
+    };
+    let moe_share = model
+        .param_counts()
+        .map_or(0.0, |p| f64::from(p.moe_layers))
+        / f64::from(model.layers);
+    let layer_bytes = (1.0 - moe_share)
+        * super::memory::layer_activation_bytes(model, &kept, seq_len, false)
+        + moe_share * super::memory::layer_activation_bytes(model, &kept, seq_len, true);
+    let elementwise_s = passes_over * layers * layer_bytes / r.hbm_bytes_per_s;
+    let fwd_s = fwd_s + elementwise_s / 3.0;
+    let bwd_s = bwd_s + 2.0 * elementwise_s / 3.0;
+    let compute_s = fwd_s + bwd_s;
+
+    // Tensor parallelism with sequence parallelism (Korthikanti et al. 2022, section 4.2.2):
+    // per layer and pass, two all-gathers and two reduce-scatters of the layer's activations,
+    // the cost of two all-reduces; forward, backward, and the recomputed forward.
+    let hidden = f64::from(model.hidden);
+    let activation = tokens / f64::from(cp) * hidden * ACTIVATION_BYTES;
+    let passes = if l.recompute == Recompute::Full {
+        3.0
+    } else {
+        2.0
+    };
+    let tp_comm_s = 2.0
+        * passes
+        * layers
+        * all_reduce_s(tp, activation, r.tier(tp), false)
+        * (1.0 - r.tp_comm_overlap);
+
+    // Context parallelism, ring attention (Liu et al. 2023, arXiv:2310.01889; Megatron-Core
+    // context parallelism): each layer passes K and V chunks cp - 1 times forward and K, V and
+    // their gradients backward, overlapped with the attention of the chunk in hand.
+    let kv_width = match model.attention {
+        crate::catalog::Attention::Mla => {
+            f64::from(model.mla_kv_lora_rank.unwrap_or(0) + model.mla_rope_head_dim.unwrap_or(0))
+        }
+        _ => f64::from(model.kv_heads * model.head_dim) / f64::from(tp.min(model.kv_heads.max(1))),
+    };
+    let cp_comm_s = if cp > 1 {
+        let chunk = 2.0 * tokens / f64::from(cp) * kv_width * ACTIVATION_BYTES;
+        let ring = 3.0 * layers * f64::from(cp - 1) * point_to_point_s(chunk, r.tier(tp * cp));
+        (ring - attention_s).max(0.0)
+    } else {
+        0.0
+    };
+
+    // Expert parallelism: dispatch and combine all-to-alls of every MoE layer, forward and
+    // backward (and the recomputed forward), each GPU sending its tokens' copies for their
+    // experts_per_token routed experts (GShard, Lepikhin et al. 2020; DeepSeek-V3 section 3.2.2).
+    let moe_layers = f64::from(model.param_counts().map_or(0, |p| p.moe_layers)) * stage;
+    let ep_comm_s = if ep > 1 && moe_layers > 0.0 {
+        let bytes =
+            tokens / split * f64::from(model.experts_per_token()) * hidden * ACTIVATION_BYTES;
+        let peers_in_domain = (r.domain_gpus / (tp * cp)).max(1);
+        2.0 * passes
+            * moe_layers
+            * all_to_all_s(ep, bytes, peers_in_domain, r.tier(tp * cp * ep), r.scaleout)
+    } else {
+        0.0
+    };
+
+    // Pipeline parallelism: each microbatch sends its activations forward and their gradients
+    // back at every stage boundary, once per virtual stage, scattered over tp (Narayanan et al.
+    // 2021, section 4.1, scatter/gather optimization).
+    let pp_comm_s = if pp > 1 {
+        let bytes = activation / f64::from(tp);
+        2.0 * f64::from(l.virtual_stages) * point_to_point_s(bytes, r.tier(2 * tp * cp * dp))
+    } else {
+        0.0
+    };
+
+    let microbatch_s = compute_s + tp_comm_s + cp_comm_s + ep_comm_s + pp_comm_s;
+    // 1F1B: (pp - 1) microbatch times of fill and drain; interleaving divides it by v
+    // (Narayanan et al. 2021, section 2.2).
+    let bubble_s = f64::from(pp - 1) / f64::from(l.virtual_stages) * microbatch_s;
+
+    // Data parallelism over dp x cp replicas (experts: dp x cp / ep), on the tier the replica
+    // group spans. Gradients reduce while the last microbatch's backward pass runs, weights
+    // gather while the next step's first forward runs (Megatron's overlap_grad_reduce and
+    // overlap_param_gather); ZeRO-3 gathers weights again in every forward and backward pass,
+    // each prefetched under the previous layer's compute (PyTorch FSDP, Zhao et al. 2023).
+    let replicas = dp * cp;
+    let expert_replicas = (replicas / ep).max(1);
+    let dp_tier = r.tier(tp * cp * dp);
+    let reduce = |bytes_per_param: f64, all: bool| -> f64 {
+        let f = |n: u32, params: f64| {
+            if all {
+                all_reduce_s(n, params * bytes_per_param, dp_tier, false)
+            } else {
+                half_ring_s(n, params * bytes_per_param, dp_tier)
+            }
+        };
+        f(replicas, shard.dense) + f(expert_replicas, shard.expert)
+    };
+    let hidden_under = |comm: f64, window: f64| (comm - window).max(0.0);
+    let dp_exposed_s = match l.zero_stage {
+        0 => hidden_under(reduce(GRADIENT_BYTES, true), bwd_s),
+        1 | 2 => {
+            hidden_under(reduce(GRADIENT_BYTES, false), bwd_s)
+                + hidden_under(reduce(WEIGHT_BYTES, false), fwd_s)
+        }
+        _ => {
+            let gather = reduce(WEIGHT_BYTES, false);
+            microbatches * (hidden_under(gather, fwd_s) + hidden_under(gather, bwd_s))
+                + hidden_under(reduce(GRADIENT_BYTES, false), bwd_s)
+        }
+    };
+
+    // The Adam step streams its shard of the optimizer state through HBM.
+    let optimizer_params = if l.zero_stage == 0 {
+        shard.total()
+    } else {
+        shard.dense / f64::from(replicas) + shard.expert / f64::from(expert_replicas)
+    };
+    let optimizer_s = optimizer_params * OPTIMIZER_BYTES_MOVED / r.hbm_bytes_per_s;
+
+    let step_s = microbatches * microbatch_s + bubble_s + dp_exposed_s + optimizer_s;
+    StepTime {
+        microbatch_s,
+        compute_s,
+        tp_comm_s,
+        cp_comm_s,
+        ep_comm_s,
+        pp_comm_s,
+        bubble_s,
+        dp_exposed_s,
+        optimizer_s,
+        step_s,
+    }
+}
