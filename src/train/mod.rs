@@ -12,8 +12,10 @@ pub mod step;
 
 use serde::Deserialize;
 
-use crate::catalog::{ComputeClass, Gpu, Model, Rack};
+use crate::catalog::{ComputeClass, Economics, Gpu, Model, Rack};
+use crate::perf::cost::{self, Ownership};
 use crate::perf::layout::Tier;
+use crate::perf::power::PowerFacts;
 
 use flops::ForwardFlops;
 use memory::{Footprint, ShardParams};
@@ -150,6 +152,8 @@ pub struct System<'a> {
     pub attention_efficiency: f64,
     /// Grouped routed-expert GEMMs relative to dense ones (`moe_gemm_efficiency`, shared).
     pub moe_gemm_efficiency: f64,
+    pub economics: &'a Economics,
+    pub ownership: Ownership,
 }
 
 impl System<'_> {
@@ -205,6 +209,12 @@ pub struct Estimate {
     pub reliability: Reliability,
     /// Days of training with failures, checkpoints and restarts.
     pub effective_time_to_train_days: f64,
+    /// Facility power while training (IT power x PUE), kW.
+    pub facility_kw: f64,
+    /// Energy, carbon and cost of the whole run, failures included.
+    pub mwh_per_run: f64,
+    pub kg_co2e_per_run: f64,
+    pub usd_per_run: f64,
 }
 
 pub fn evaluate(
@@ -274,6 +284,29 @@ pub fn evaluate(
         sys.rack.storage_gbps_per_gpu * 1e9,
         sys.factors.restart_minutes * 60.0,
     );
+    // Energy and cost over the effective time. Training holds GPUs at board power (an upper
+    // bound, as for serving at full batch: docs/model.md, "Power"); whole racks are powered
+    // and paid for.
+    let hours = seconds / reliability.goodput / 3600.0;
+    let racks = (gpus / f64::from(sys.rack.gpus_per_rack())).ceil();
+    let power = PowerFacts::new(sys.gpu, sys.rack);
+    let it_kw = power.cluster_kw(racks, gpus, 1.0);
+    let footprint = cost::Footprint {
+        gpus,
+        racks,
+        storage_servers: 0.0,
+        it_kw,
+        // As in serving: the facility provides for full racks at full load.
+        provisioned_it_kw: power.cluster_kw(racks, racks * power.gpus_per_rack, 1.0),
+    };
+    let usd_per_hour = cost::usd_per_hour(
+        sys.ownership,
+        &footprint,
+        &cost::Prices::new(sys.gpu),
+        sys.economics,
+    );
+    let facility_kw = it_kw * sys.economics.pue;
+    let mwh_per_run = facility_kw * hours / 1e3;
     Ok(Estimate {
         gpus: l.gpus(),
         microbatches,
@@ -288,7 +321,11 @@ pub fn evaluate(
         time_to_train_days: seconds / 86_400.0,
         gpu_hours: gpus * seconds / 3600.0,
         reliability,
-        effective_time_to_train_days: seconds / reliability.goodput / 86_400.0,
+        effective_time_to_train_days: hours / 24.0,
+        facility_kw,
+        mwh_per_run,
+        kg_co2e_per_run: mwh_per_run * 1e3 * sys.economics.kg_co2e_per_kwh,
+        usd_per_run: usd_per_hour * hours,
     })
 }
 
@@ -305,6 +342,8 @@ mod tests {
             factors: Factors::builtin(),
             attention_efficiency: catalog.calibration.attention_efficiency,
             moe_gemm_efficiency: catalog.calibration.moe_gemm_efficiency,
+            economics: &catalog.economics,
+            ownership: Ownership::Cloud,
         }
     }
 
@@ -359,6 +398,13 @@ mod tests {
         let days = 300e9 / e.training_tokens_per_s / 86_400.0;
         assert!((e.time_to_train_days - days).abs() < 1e-9);
         assert!((e.gpu_hours - 1024.0 * days * 24.0).abs() < 1e-6);
+        // Rented, the run costs its GPU-hours (with failures) at the list price.
+        let a100 = catalog.gpu("a100-80gb").unwrap();
+        let hours = e.effective_time_to_train_days * 24.0;
+        let usd = 1024.0 * hours * a100.usd_per_gpu_hour.unwrap();
+        assert!((e.usd_per_run / usd - 1.0).abs() < 1e-12);
+        assert!((e.mwh_per_run - e.facility_kw * hours / 1e3).abs() < 1e-9);
+        assert!(e.effective_time_to_train_days > e.time_to_train_days);
     }
 
     /// The bubble of interleaved 1F1B: (p - 1) / v microbatch times (Narayanan et al. 2021,
