@@ -6,10 +6,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
+use arrow_array::RecordBatch;
 use common::{
-    column_f64, column_labels, column_u64, read_configs, read_parquet, run, stderr, stdout,
+    column_f64, column_flags, column_labels, column_u64, read_configs, read_parquet, run, stderr,
+    stdout,
 };
 
 /// A finished quickstart run in a temporary directory.
@@ -60,15 +60,7 @@ impl Rows {
     }
 
     fn feasible(&self) -> Vec<bool> {
-        self.columns
-            .iter()
-            .flat_map(|b| {
-                let c = b.column_by_name("feasible").unwrap().as_boolean();
-                (0..c.len())
-                    .map(|i| c.is_valid(i) && c.value(i))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        column_flags(&self.columns, "feasible")
     }
 }
 

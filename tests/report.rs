@@ -6,10 +6,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
 use common::{
-    assert_snapshot, column_f64, column_labels, column_u64, read_configs, root, run, stderr,
+    assert_snapshot, column_f64, column_flags, column_labels, column_u64, read_configs, root, run,
+    stderr,
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns;
@@ -20,18 +19,6 @@ fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
     assert!(o.status.success(), "{}", stderr(&o));
     let name = Path::new(sweep).file_stem().unwrap().to_str().unwrap();
     out.join(name)
-}
-
-fn feasible(batches: &[RecordBatch]) -> Vec<bool> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            let c = b.column_by_name("feasible").unwrap().as_boolean();
-            (0..c.len())
-                .map(|i| c.is_valid(i) && c.value(i))
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// Ids of the non-dominated points (both keys larger is better), by brute force.
@@ -85,7 +72,10 @@ fn the_reports_answers_are_those_of_brute_force() {
 
     let rows = read_configs(&dir);
     let ids = column_u64(&rows, "config_id");
-    let (hw, ok) = (column_labels(&rows, "hardware"), feasible(&rows));
+    let (hw, ok) = (
+        column_labels(&rows, "hardware"),
+        column_flags(&rows, "feasible"),
+    );
     let (ttft, user, gpu, tpot) = (
         column_f64(&rows, "ttft_ms"),
         column_f64(&rows, "tokens_per_s_per_user"),

@@ -201,42 +201,29 @@ fn digest_sliced(
     for_each_slice(run_dir, &lf, slice_rows, |slice| {
         // Why rows were turned away: counted over the feasible rows of the slice.
         let feasible = col("feasible").eq(lit(true));
+        let count = |e: Expr, name: String| e.sum().cast(DataType::UInt64).alias(name);
         let mut counts = vec![
             len().cast(DataType::UInt64).alias("rows"),
-            feasible
-                .clone()
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("feasible"),
-            feasible
-                .clone()
-                .and(col("demand_met").eq(lit(false)))
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("t0"),
-            feasible
-                .clone()
-                .and(col("meets_slo").eq(lit(false)))
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("t1"),
+            count(feasible.clone(), "feasible".into()),
+            count(
+                feasible.clone().and(col("demand_met").eq(lit(false))),
+                "t0".into(),
+            ),
+            count(
+                feasible.clone().and(col("meets_slo").eq(lit(false))),
+                "t1".into(),
+            ),
         ];
         for (i, c) in constraints.iter().enumerate() {
-            counts.push(
-                feasible
-                    .clone()
-                    .and(predicate(c).fill_null(lit(false)).not())
-                    .sum()
-                    .cast(DataType::UInt64)
-                    .alias(format!("t{}", i + 2)),
-            );
+            let fails = predicate(c).fill_null(lit(false)).not();
+            counts.push(count(feasible.clone().and(fails), format!("t{}", i + 2)));
         }
         let counted = slice.clone().select(counts).collect()?;
-        let count = |n: &str| -> Result<u64> { Ok(counted.column(n)?.u64()?.get(0).unwrap_or(0)) };
-        admission.rows += count("rows")?;
-        admission.feasible += count("feasible")?;
+        let read = |n: &str| -> Result<u64> { Ok(counted.column(n)?.u64()?.get(0).unwrap_or(0)) };
+        admission.rows += read("rows")?;
+        admission.feasible += read("feasible")?;
         for (i, t) in turned_away.iter_mut().enumerate() {
-            *t += count(&format!("t{i}"))?;
+            *t += read(&format!("t{i}"))?;
         }
 
         let mut keys = vec![col("config_id")];
@@ -425,28 +412,11 @@ fn spread(id: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::RunArgs;
 
     /// Slicing the run changes nothing: small slices give the answers of one slice.
     #[test]
     fn slices_do_not_change_the_digest() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        crate::commands::run::run(RunArgs {
-            sweep: root.join("sweeps/quickstart.toml"),
-            out: tmp.path().to_path_buf(),
-            threads: Some(1),
-            quiet: true,
-            force: false,
-            feasible_only: false,
-            max_configs: 1 << 30,
-            shard: None,
-            shard_count: None,
-            resume: false,
-            part_rows: 1000,
-        })
-        .unwrap();
-        let dir = tmp.path().join("quickstart");
+        let (_tmp, dir) = super::super::quickstart_run();
         let objective = |t: &str| Objective::parse(t).unwrap();
         let column = |n: &str| crate::columns::find(n).unwrap();
         let constraints = [Constraint::parse("ttft_ms <= 2000").unwrap()];

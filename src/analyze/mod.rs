@@ -324,31 +324,38 @@ fn frontier_sliced(
     )
 }
 
+/// The quickstart sweep run into a temporary directory, in parts of 1,000 rows, for the
+/// analytics tests: the directory guard and the run directory.
+#[cfg(test)]
+pub(crate) fn quickstart_run() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate::commands::run::run(crate::cli::RunArgs {
+        sweep: root.join("sweeps/quickstart.toml"),
+        out: tmp.path().to_path_buf(),
+        threads: Some(1),
+        quiet: true,
+        force: false,
+        feasible_only: false,
+        max_configs: 1 << 30,
+        shard: None,
+        shard_count: None,
+        resume: false,
+        part_rows: 1000,
+    })
+    .unwrap();
+    let dir = tmp.path().join("quickstart");
+    (tmp, dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::RunArgs;
 
     /// Slicing the run changes nothing: small slices give the tables of one slice.
     #[test]
     fn slices_do_not_change_the_answer() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        crate::commands::run::run(RunArgs {
-            sweep: root.join("sweeps/quickstart.toml"),
-            out: tmp.path().to_path_buf(),
-            threads: Some(1),
-            quiet: true,
-            force: false,
-            feasible_only: false,
-            max_configs: 1 << 30,
-            shard: None,
-            shard_count: None,
-            resume: false,
-            part_rows: 1000,
-        })
-        .unwrap();
-        let dir = tmp.path().join("quickstart");
+        let (_tmp, dir) = quickstart_run();
         let objective = |t: &str| Objective::parse(t).unwrap();
         let wheres = [
             Where::parse("ttft_ms <= 2000").unwrap(),

@@ -22,6 +22,26 @@ pub struct Tier {
     pub launch_s: f64,
 }
 
+impl Tier {
+    /// The rack's scale-up domain (NVLink, Infinity Fabric) at `link` of its peak.
+    pub fn scaleup(rack: &Rack, link: f64) -> Tier {
+        Tier {
+            bytes_per_s: rack.scaleup_gbps_per_gpu * 1e9 * link,
+            alpha_s: rack.scaleup_latency_us * 1e-6,
+            launch_s: rack.collective_launch_us * 1e-6,
+        }
+    }
+
+    /// The rack's scale-out network (NICs) at `link` of its peak.
+    pub fn scaleout(rack: &Rack, link: f64) -> Tier {
+        Tier {
+            bytes_per_s: rack.scaleout_gbps_per_gpu * 1e9 * link,
+            alpha_s: rack.scaleout_latency_us * 1e-6,
+            launch_s: rack.collective_launch_us * 1e-6,
+        }
+    }
+}
+
 /// A valid placement of one (tp, pp, ep) split on `racks` racks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Layout {

@@ -613,16 +613,8 @@ impl Context {
                     kv_bytes_per_element,
                     attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
                     hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,
-                    scaleup: Tier {
-                        bytes_per_s: rack.scaleup_gbps_per_gpu * 1e9 * link,
-                        alpha_s: rack.scaleup_latency_us * 1e-6,
-                        launch_s: rack.collective_launch_us * 1e-6,
-                    },
-                    scaleout: Tier {
-                        bytes_per_s: rack.scaleout_gbps_per_gpu * 1e9 * link,
-                        alpha_s: rack.scaleout_latency_us * 1e-6,
-                        launch_s: rack.collective_launch_us * 1e-6,
-                    },
+                    scaleup: Tier::scaleup(&rack, link),
+                    scaleout: Tier::scaleout(&rack, link),
                     power: power::PowerFacts::new(gpu, &rack),
                     prices: cost::Prices::new(gpu),
                     tiers: kv_tiers::TierFacts {

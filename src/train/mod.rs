@@ -173,16 +173,8 @@ impl System<'_> {
                 * f
                 * self.attention_efficiency,
             hbm_bytes_per_s: g.hbm_bytes_per_s() * g.efficiency.hbm,
-            scaleup: Tier {
-                bytes_per_s: r.scaleup_gbps_per_gpu * 1e9 * link,
-                alpha_s: r.scaleup_latency_us * 1e-6,
-                launch_s: r.collective_launch_us * 1e-6,
-            },
-            scaleout: Tier {
-                bytes_per_s: r.scaleout_gbps_per_gpu * 1e9 * link,
-                alpha_s: r.scaleout_latency_us * 1e-6,
-                launch_s: r.collective_launch_us * 1e-6,
-            },
+            scaleup: Tier::scaleup(r, link),
+            scaleout: Tier::scaleout(r, link),
             domain_gpus: r.scaleup_domain_gpus,
             tp_comm_overlap: self.factors.tp_comm_overlap,
         })

@@ -65,6 +65,20 @@ fn powers_of_two(max: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The case's model, if the catalog has it with a vocabulary (which FLOPs and memory need).
+pub fn model<'a>(case: &Case, catalog: &'a Catalog) -> Result<&'a crate::catalog::Model, String> {
+    let id = &case.setup.model;
+    let model = catalog
+        .model(id)
+        .ok_or_else(|| format!("unknown model id \"{id}\""))?;
+    if model.vocab.is_none() {
+        return Err(format!(
+            "model \"{id}\" has no vocabulary size in the catalog"
+        ));
+    }
+    Ok(model)
+}
+
 /// Predicts a case, or says why it cannot be modelled.
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let s = &case.setup;
@@ -74,15 +88,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     if s.kind != "inference" {
         return Err(format!("unknown kind \"{}\"", s.kind));
     }
-    let model = catalog
-        .model(&s.model)
-        .ok_or_else(|| format!("unknown model id \"{}\"", s.model))?;
-    if model.vocab.is_none() {
-        return Err(format!(
-            "model \"{}\" has no vocabulary size in the catalog",
-            s.model
-        ));
-    }
+    let model = model(case, catalog)?;
     let gpu_index = catalog
         .gpu_index(&s.hardware)
         .ok_or_else(|| format!("unknown hardware id \"{}\"", s.hardware))?;

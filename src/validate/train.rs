@@ -36,15 +36,7 @@ fn powers_of_two(max: u32) -> Vec<u32> {
 
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let s = &case.setup;
-    let model = catalog
-        .model(&s.model)
-        .ok_or_else(|| format!("unknown model id \"{}\"", s.model))?;
-    if model.vocab.is_none() {
-        return Err(format!(
-            "model \"{}\" has no vocabulary size in the catalog",
-            s.model
-        ));
-    }
+    let model = super::predict::model(case, catalog)?;
     let gpu = catalog
         .gpu(&s.hardware)
         .ok_or_else(|| format!("unknown hardware id \"{}\"", s.hardware))?;

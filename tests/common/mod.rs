@@ -105,6 +105,24 @@ pub fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// A boolean column of `batches`, concatenated, nulls as false.
+pub fn column_flags(batches: &[RecordBatch], name: &str) -> Vec<bool> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b
+                .column_by_name(name)
+                .unwrap_or_else(|| panic!("column {name}"))
+                .as_boolean();
+            (0..c.len())
+                .map(|i| c.is_valid(i) && c.value(i))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// A label (dictionary) column of `batches` as text, concatenated.
 pub fn column_labels(batches: &[RecordBatch], name: &str) -> Vec<String> {
     use arrow_array::cast::AsArray;
