@@ -284,3 +284,30 @@ fn report_refuses_what_is_not_a_finished_run() {
     assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
     assert!(!dir.join("report.html").exists());
 }
+
+/// Constraints nothing meets: the report still writes, and says so instead of drawing.
+#[test]
+fn a_run_that_admits_nothing_still_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("sweeps/quickstart.toml"))
+        .unwrap()
+        .replace("\"ttft_ms <= 2000\"", "\"ttft_ms <= 0.001\"");
+    let sweep = tmp.path().join("quickstart.toml");
+    std::fs::write(&sweep, text).unwrap();
+    let dir = run_sweep(sweep.to_str().unwrap(), tmp.path());
+    let o = run(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(0 charts)"), "{}", stderr(&o));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("- **run**: 2,896 feasible; 0 admitted; 0 on the frontier"),
+        "{md}"
+    );
+    assert!(md.contains("None: no configuration is admitted."));
+    assert!(
+        md.contains("| turned away | fails ttft_ms <= 0.001 | 2,896 |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 0);
+}

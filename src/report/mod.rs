@@ -271,6 +271,9 @@ impl Tables<'_> {
             .filter_map(|id| self.digest.rows.get(&id))
             .map(|r| self.kept.iter().map(|&i| r[i].clone()).collect())
             .collect();
+        if rows.is_empty() {
+            return Block::Paragraph("None: no configuration is admitted.".into());
+        }
         let numeric = self
             .kept
             .iter()
