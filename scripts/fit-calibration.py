@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Fit racksweep's global model factors (src/catalog/data/calibration.toml) against a
-measurements file, once and for all rows alike.
+"""Fit racksweep's global model factors (src/catalog/data/calibration.toml, and the training
+model's in src/catalog/data/training.toml) against a measurements file, once and for all rows
+alike.
 
 Objective: the statistics the accuracy targets are stated in. For each metric of
 `racksweep validate --json`, the median and the 90th percentile of the absolute percentage
@@ -13,7 +14,11 @@ than dropping out, so a fit cannot improve by losing cases. Method: coordinate d
 moves. The result is written back into calibration.toml (values only; comments stay) and the
 objective before and after is printed.
 
-Usage: scripts/fit-calibration.py [MEASUREMENTS.csv] [--dry-run]
+Training rows are scored too, so the factors the two models share (attention_efficiency,
+moe_gemm_efficiency) are fitted against both. `--only training` or `--only inference` fits one
+model's own factors and keeps the other's as they are.
+
+Usage: scripts/fit-calibration.py [MEASUREMENTS.csv] [--dry-run] [--only training|inference]
 """
 import json
 import math
@@ -25,6 +30,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALIBRATION = os.path.join(ROOT, "src", "catalog", "data", "calibration.toml")
+TRAINING = os.path.join(ROOT, "src", "catalog", "data", "training.toml")
 DEFAULT_CSV = os.path.join(ROOT, "reference", "measurements-calibration.csv")
 
 # Candidate values per factor (physical ranges; see docs/validation.md, "Calibration").
@@ -42,9 +48,18 @@ GRID = {
 }
 
 
-def read_values(path):
+# The training model's own factors (training.toml), written to the override file as a
+# [training] table. restart_minutes is an assumption about the cluster, not fitted.
+GRID_TRAINING = {
+    "gemm_efficiency": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
+    "tp_comm_overlap": [0.0, 0.25, 0.5, 0.75, 1.0],
+}
+FIXED_TRAINING = ["restart_minutes"]
+
+
+def read_values(path, keys):
     text = open(path).read()
-    return {k: float(re.search(rf"^{k}\s*=\s*([0-9.eE+-]+)", text, re.M).group(1)) for k in GRID}
+    return {k: float(re.search(rf"^{k}\s*=\s*([0-9.eE+-]+)", text, re.M).group(1)) for k in keys}
 
 
 def write_values(path, values):
@@ -54,12 +69,22 @@ def write_values(path, values):
     open(path, "w").write(text)
 
 
+def split(values):
+    """Inference and training values of one combined dict (training keys prefixed)."""
+    inference = {k: v for k, v in values.items() if not k.startswith("training.")}
+    training = {k[len("training."):]: v for k, v in values.items() if k.startswith("training.")}
+    return inference, training
+
+
 def objective(binary, csv, values, cache={}):
     key = tuple(sorted(values.items()))
     if key in cache:
         return cache[key]
+    inference, training = split(values)
+    training.update(read_values(TRAINING, FIXED_TRAINING))
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write("".join(f"{k} = {v}\n" for k, v in values.items()))
+        f.write("".join(f"{k} = {v}\n" for k, v in inference.items()))
+        f.write("[training]\n" + "".join(f"{k} = {v}\n" for k, v in training.items()))
         path = f.name
     try:
         out = subprocess.run([binary, "validate", csv, "--json", "--calibration", path],
@@ -80,19 +105,26 @@ def objective(binary, csv, values, cache={}):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("--") and a not in ("training", "inference")]
     csv = os.path.abspath(args[0]) if args else DEFAULT_CSV
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     binary = os.path.join(target, "release", "racksweep")
-    values = read_values(CALIBRATION)
+    grid = {**GRID, **{f"training.{k}": c for k, c in GRID_TRAINING.items()}}
+    values = {**read_values(CALIBRATION, GRID),
+              **{f"training.{k}": v for k, v in read_values(TRAINING, GRID_TRAINING).items()}}
     # Start from grid values, so a value outside the allowed range never sticks.
-    values = {k: min(GRID[k], key=lambda c: abs(c - v)) for k, v in values.items()}
+    values = {k: min(grid[k], key=lambda c: abs(c - v)) for k, v in values.items()}
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    if only not in (None, "training", "inference"):
+        sys.exit("fit-calibration.py: --only takes training or inference")
+    fitted = {k: c for k, c in grid.items()
+              if only is None or (only == "training") == k.startswith("training.")}
     start = objective(binary, csv, values)
     print(f"start: objective = {start:.4f}  {values}")
     for round_ in range(6):
         moved = False
-        for k, candidates in GRID.items():
+        for k, candidates in fitted.items():
             scores = [(objective(binary, csv, {**values, k: c}), c) for c in candidates]
             best_score, best = min(scores)
             if best != values[k] and best_score < objective(binary, csv, values) - 1e-6:
@@ -104,8 +136,11 @@ def main():
     end = objective(binary, csv, values)
     print(f"fitted: objective = {end:.4f} (was {start:.4f})  {values}")
     if "--dry-run" not in sys.argv:
-        write_values(CALIBRATION, values)
-        print(f"wrote {os.path.relpath(CALIBRATION, ROOT)}")
+        inference, training = split(values)
+        for path, part, name in ((CALIBRATION, inference, "inference"), (TRAINING, training, "training")):
+            if only in (None, name):
+                write_values(path, part)
+                print(f"wrote {os.path.relpath(path, ROOT)}")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub markdown: bool,
     /// Global model factors to use instead of the built-in ones (TOML, as
-    /// src/catalog/data/calibration.toml).
+    /// src/catalog/data/calibration.toml, with an optional [training] table as training.toml).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
     /// Worker threads [default: all cores].

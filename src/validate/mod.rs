@@ -27,10 +27,20 @@ pub fn validate(path: &Path, calibration: Option<&Path>) -> Result<(Vec<cases::C
                 file.display()
             ))
         })?;
-        catalog.calibration = Calibration::parse(&text).map_err(|e| {
-            UserError::new(format!("{}: {e}", file.display()))
-                .with_hint("see src/catalog/data/calibration.toml")
-        })?;
+        // The training model's factors may come along as a [training] table.
+        let bad = |e: String| {
+            UserError::new(format!("{}: {e}", file.display())).with_hint(
+                "see src/catalog/data/calibration.toml (and training.toml for a [training] table)",
+            )
+        };
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if let Some(training) = table.remove("training") {
+            let text = toml::to_string(&training).map_err(|e| bad(e.to_string()))?;
+            catalog.training =
+                crate::train::Factors::parse(&text).map_err(|e| bad(format!("[training] {e}")))?;
+        }
+        let text = toml::to_string(&table).map_err(|e| bad(e.to_string()))?;
+        catalog.calibration = Calibration::parse(&text).map_err(bad)?;
     }
     Ok((cases, catalog))
 }
