@@ -374,7 +374,12 @@ fn choose<'a>(
                 if e.tokens_per_s_per_user < target {
                     continue;
                 }
-                let per_instance = e.tokens_per_s_per_instance;
+                // A closed-loop client: each of the `conc` requests spends its time to first
+                // token before it decodes, so the deployment completes `conc` requests every
+                // TTFT + OSL x TPOT, not every OSL x TPOT (vLLM `benchmark_serving`, which
+                // InferenceX runs: throughput = tokens / benchmark duration).
+                let decode_s = inst.output_tokens * e.tpot_ms;
+                let per_instance = e.tokens_per_s_per_instance * decode_s / (e.ttft_ms + decode_s);
                 let instance_gpus = f64::from(inst.layout.gpus_per_instance);
                 (per_instance / instance_gpus, per_instance, None)
             }
@@ -440,12 +445,14 @@ mod tests {
         assert!(*scored);
         let (_, target, per_user, scored) = &p.values[1];
         assert!(!scored && per_user >= target, "{per_user}");
-        // The total rate is the instance's output rate x (1 + ISL/OSL) over its GPUs, and its
-        // output rate is batch / TPOT: batch x tokens/s/user x 2 over the instance's GPUs.
-        let by_hand = f64::from(ch.batch) * per_user * 2.0 / f64::from(ch.gpus);
+        // The total rate is the instance's output rate x (1 + ISL/OSL) over its GPUs. Decoding,
+        // it emits batch / TPOT tokens/s: batch x tokens/s/user x 2 over the instance's GPUs;
+        // each request's TTFT (well under a second for 1,024 prompt tokens) comes on top of its
+        // 1,024 x TPOT (over 10 s at 40-100 tokens/s), which takes a few percent off.
+        let decoding = f64::from(ch.batch) * per_user * 2.0 / f64::from(ch.gpus);
         assert!(
-            (total - by_hand).abs() < 1e-9 * by_hand,
-            "{total} vs {by_hand}"
+            *total < decoding && *total > 0.95 * decoding,
+            "{total} vs {decoding}"
         );
     }
 }
