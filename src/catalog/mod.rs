@@ -158,7 +158,9 @@ impl Catalog {
                 .map_err(|e| format!("built-in rack {}: {e}", rack.id))?;
         }
         for model in &catalog.models {
-            check_model(model).map_err(|e| format!("built-in model {}: {e}", model.id))?;
+            check_model(model)
+                .and_then(|()| catalog.check_model_formats(model))
+                .map_err(|e| format!("built-in model {}: {e}", model.id))?;
         }
         Ok(catalog)
     }
@@ -276,6 +278,19 @@ impl Catalog {
     }
 
     /// A rack's fields are in range, its GPU exists and its scale-up domains tile the rack.
+    /// The formats a model names are known ones.
+    pub fn check_model_formats(&self, m: &Model) -> Result<(), String> {
+        match &m.checkpoint_expert_dtype {
+            Some(id) if self.dtype(id).is_none() => {
+                Err(format!("checkpoint_expert_dtype: unknown format \"{id}\""))
+            }
+            Some(_) if !m.is_moe() => {
+                Err("checkpoint_expert_dtype applies only to MoE models (set experts)".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn check_rack(&self, rack: &Rack) -> Result<(), String> {
         check_id("id", &rack.id)?;
         if self.gpu(&rack.gpu).is_none() {

@@ -69,6 +69,12 @@ pub struct Model {
     pub sliding_window: Option<u32>,
     /// How many layers use sliding-window attention (the rest attend to the full context).
     pub sliding_window_layers: Option<u32>,
+    /// Format the published checkpoint stores the routed-expert weights in when they come
+    /// pre-quantized (gpt-oss: MXFP4; all its other weights bf16). Engines serve these weights as
+    /// published, weight-only, in any wider format the sweep asks for (docs/model.md, "Number
+    /// formats").
+    #[serde(default)]
+    pub checkpoint_expert_dtype: Option<String>,
     /// Published parameter counts, billions (a cross-check; the engine uses its own count).
     pub published_total_params_b: Option<f64>,
     pub published_active_params_b: Option<f64>,

@@ -34,6 +34,39 @@ pub fn compute_class(
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// FLOP/s and bytes per parameter of the routed-expert GEMMs in weight format `weights`, for a
+/// model whose published checkpoint stores its experts pre-quantized in `checkpoint` (gpt-oss:
+/// MXFP4). Engines load such experts as published whenever the sweep's format is no narrower
+/// (no engine re-quantizes MXFP4 experts up to FP8), and run them weight-only: the activations
+/// stay wider. TensorRT-LLM's gpt-oss support matrix (examples/models/core/gpt_oss/README.md):
+/// MXFP4 weights with MXFP8 activations on Blackwell, with bf16 activations on Hopper, where
+/// FP8 activations would need dynamic per-tensor scales. So the GEMM runs at the FP8 rate on a
+/// GPU that executes the block-scaled format natively (its MMA takes MXFP8 against MXFP4 at the
+/// FP8 rate, not the FP4 one) and at the bf16 rate elsewhere, never faster than the sweep's own
+/// format. Without a checkpoint format, or with a narrower sweep format (a re-quantization),
+/// experts are like every other linear layer.
+pub fn expert_compute(
+    gpu: &Gpu,
+    weights: &Dtype,
+    checkpoint: Option<&Dtype>,
+    calibration: &Calibration,
+) -> Option<(f64, f64)> {
+    let (_, weights_flops) = compute_class(gpu, weights, calibration)?;
+    match checkpoint {
+        Some(c) if weights.bytes_per_param() >= c.bytes_per_param() => {
+            let activations = if gpu.supports_natively(&c.id) {
+                ComputeClass::Fp8
+            } else {
+                ComputeClass::Bf16
+            };
+            let flops = gpu.achievable_flops(activations)?
+                * calibration.serving_gemm_efficiency(activations);
+            Some((flops.min(weights_flops), c.bytes_per_param()))
+        }
+        _ => Some((weights_flops, weights.bytes_per_param())),
+    }
+}
+
 /// Tokens of one step on one GPU's attention rank.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepTokens {
@@ -149,6 +182,52 @@ mod tests {
         assert_eq!(class("a100-80gb", "int4"), Some(ComputeClass::Bf16));
         // B300 cut INT8 to 153.5 TOP/s; the engine runs INT8 weights on bf16 tensor cores instead.
         assert_eq!(class("b300", "int8"), Some(ComputeClass::Bf16));
+    }
+
+    /// gpt-oss publishes MXFP4 experts (4 + 8/32 = 4.25 bits): they stay MXFP4 under an FP8 or
+    /// bf16 sweep format, and run weight-only, at the bf16 rate on Hopper and the FP8 rate on
+    /// Blackwell (MXFP8 activations), never faster than the sweep format. INT4 (4.125 bits) is a
+    /// narrower re-quantization and applies as asked.
+    #[test]
+    fn published_mxfp4_experts_by_hand() {
+        let c = Catalog::builtin().unwrap();
+        let cal = Calibration {
+            serving_gemm_efficiency: 0.8,
+            serving_gemm_efficiency_fp4: 0.45,
+            ..c.calibration
+        };
+        let mxfp4 = c.dtype("mxfp4").unwrap();
+        let at = |g: &str, d: &str, ckpt: Option<&Dtype>| {
+            expert_compute(c.gpu(g).unwrap(), c.dtype(d).unwrap(), ckpt, &cal).unwrap()
+        };
+        let close = |a: (f64, f64), b: (f64, f64)| {
+            assert!(
+                (a.0 - b.0).abs() < 1e-6 * b.0 && a.1 == b.1,
+                "{a:?} vs {b:?}"
+            )
+        };
+        // H100 bf16: 989 TFLOP/s x 0.78 (gemm_bf16) x 0.8 (serving).
+        close(
+            at("h100-sxm", "fp8", Some(mxfp4)),
+            (989e12 * 0.78 * 0.8, 0.53125),
+        );
+        // B200: FP8 4500 x 0.75 x 0.8 = 2700 TFLOP/s, below its FP4 path 9000 x 0.7 x 0.45.
+        close(
+            at("b200", "mxfp4", Some(mxfp4)),
+            (4500e12 * 0.75 * 0.8, 0.53125),
+        );
+        // A bf16 sweep caps the rate at bf16: 2250 x 0.75 x 0.8.
+        close(
+            at("b200", "bf16", Some(mxfp4)),
+            (2250e12 * 0.75 * 0.8, 0.53125),
+        );
+        // Re-quantized to INT4 (W4A8 on FP8 tensor cores): the format's own path and bytes.
+        close(
+            at("h100-sxm", "int4", Some(mxfp4)),
+            (1979e12 * 0.75 * 0.8, 4.125 / 8.0),
+        );
+        // No published format: experts like every linear layer.
+        close(at("h100-sxm", "fp8", None), (1979e12 * 0.75 * 0.8, 1.0));
     }
 
     /// One decode token of llama-3.1-70b at batch 1 costs about 2 x 70B FLOPs (minus the input

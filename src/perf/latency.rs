@@ -30,6 +30,11 @@ pub struct Rates {
     /// HBM bytes/s attention kernels reach reading the KV cache.
     pub attention_bytes_per_s: f64,
     pub weight_bytes_per_param: f64,
+    /// Achievable FLOP/s and bytes per parameter of the routed-expert GEMMs: the weight format's,
+    /// or the published checkpoint's where experts come pre-quantized
+    /// ([`super::compute::expert_compute`]).
+    pub expert_flops_per_s: f64,
+    pub expert_bytes_per_param: f64,
     pub kv_bytes_per_element: f64,
     pub scaleup: Tier,
     pub scaleout: Tier,
@@ -74,13 +79,14 @@ pub fn stage_time(
     let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
     let imbalance = m.expert_imbalance(t.moe_tokens, l.ep);
     let gemm = |rows: f64| r.linear_flops_per_s * row_efficiency(rows, r.gemm_half_rows);
+    let expert_gemm = r.expert_flops_per_s * row_efficiency(flops.expert_rows, r.gemm_half_rows);
     let linear_compute_s = flops.dense / gemm(t.rank_tokens())
-        + flops.routed * imbalance / (gemm(flops.expert_rows) * r.moe_gemm_efficiency);
+        + flops.routed * imbalance / (expert_gemm * r.moe_gemm_efficiency);
     let attention_compute_s = flops.attention / r.attention_flops_per_s;
 
     let touched = m.expert_fraction_touched(t.moe_tokens);
-    let weight_bytes = (s.replicated_params + s.moe_layers * s.expert_params_per_layer * touched)
-        * r.weight_bytes_per_param
+    let weight_bytes = s.replicated_params * r.weight_bytes_per_param
+        + s.moe_layers * s.expert_params_per_layer * touched * r.expert_bytes_per_param
         + s.head_params * ACTIVATION_BYTES;
     let kv_read = t.sequences
         * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);

@@ -96,10 +96,12 @@ impl StageParams {
         ]
     }
 
-    /// Weight bytes held: transformer weights in the weight format, embedding and head in bf16.
-    pub fn weight_bytes(&self, weight_bytes_per_param: f64) -> f64 {
-        (self.replicated_params + self.moe_layers * self.expert_params_per_layer)
-            * weight_bytes_per_param
+    /// Weight bytes held: transformer weights in the weight format (routed experts in theirs,
+    /// which differs where the checkpoint publishes them pre-quantized), embedding and head in
+    /// bf16.
+    pub fn weight_bytes(&self, weight_bytes_per_param: f64, expert_bytes_per_param: f64) -> f64 {
+        self.replicated_params * weight_bytes_per_param
+            + self.moe_layers * self.expert_params_per_layer * expert_bytes_per_param
             + (self.embedding_params + self.head_params) * ACTIVATION_BYTES
     }
 }
@@ -206,15 +208,15 @@ mod tests {
         let m = facts("llama-3.1-70b");
         let l = layout(1, 1, 1, 1);
         let [stage, _] = StageParams::bounding_stages(&m, &l);
-        let bf16_gb = stage.weight_bytes(2.0) / 1e9;
+        let bf16_gb = stage.weight_bytes(2.0, 2.0) / 1e9;
         assert!((bf16_gb - 141.1).abs() < 0.1, "{bf16_gb}");
-        let fp8_gb = stage.weight_bytes(1.0) / 1e9;
+        let fp8_gb = stage.weight_bytes(1.0, 1.0) / 1e9;
         let embed_gb = 2.0 * 128_256.0 * 8192.0 * 2.0 / 1e9;
         assert!((fp8_gb - (68.45 + embed_gb)).abs() < 0.05, "{fp8_gb}");
         // tp = 8: one eighth on each GPU.
         let l8 = layout(8, 1, 1, 1);
         let [s8, _] = StageParams::bounding_stages(&m, &l8);
-        assert!((s8.weight_bytes(2.0) * 8.0 / 1e9 - 141.1).abs() < 0.1);
+        assert!((s8.weight_bytes(2.0, 2.0) * 8.0 / 1e9 - 141.1).abs() < 0.1);
     }
 
     /// With pp = 2 each stage holds 40 layers; the first keeps the embedding, the last the head.

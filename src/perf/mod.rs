@@ -467,6 +467,8 @@ struct PlatformFacts {
     /// Rates per weight-dtype axis entry and kv-dtype axis entry; `None` = unsupported.
     linear_flops_per_s: Vec<Option<f64>>,
     weight_bytes_per_param: Vec<f64>,
+    /// Routed-expert FLOP/s and bytes per parameter per weight-dtype axis entry.
+    expert_compute: Vec<Option<(f64, f64)>>,
     kv_bytes_per_element: Vec<Option<f64>>,
     attention_flops_per_s: f64,
     hbm_bytes_per_s: f64,
@@ -576,6 +578,10 @@ impl Context {
         grid: &Grid,
         workload: Workload,
     ) -> Option<Context> {
+        let checkpoint_experts = model
+            .checkpoint_expert_dtype
+            .as_deref()
+            .and_then(|id| catalog.dtype(id));
         let model = ModelFacts::new(model)?;
         let platforms = grid
             .platforms
@@ -597,6 +603,18 @@ impl Context {
                     .iter()
                     .map(|&d| catalog.dtypes[d].bytes_per_param())
                     .collect();
+                let expert_compute = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| {
+                        compute::expert_compute(
+                            gpu,
+                            &catalog.dtypes[d],
+                            checkpoint_experts,
+                            &catalog.calibration,
+                        )
+                    })
+                    .collect();
                 let kv_bytes_per_element = grid
                     .kv_dtypes
                     .iter()
@@ -610,6 +628,7 @@ impl Context {
                     usable_hbm_bytes: gpu.hbm_bytes() * memory::MEMORY_UTILIZATION,
                     linear_flops_per_s,
                     weight_bytes_per_param,
+                    expert_compute,
                     kv_bytes_per_element,
                     attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
                     hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,
@@ -809,10 +828,16 @@ pub fn instance_serving<'a>(
     let gpus = p.racks * platform.rack.gpus_per_rack();
     let l = layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep)
         .map_err(|reason| Estimate::infeasible(reason, gpus))?;
-    let (Some(linear_flops_per_s), Some(kv_bytes_per_element)) = (
+    let (
+        Some(linear_flops_per_s),
+        Some((expert_flops_per_s, expert_bytes_per_param)),
+        Some(kv_bytes_per_element),
+    ) = (
         platform.linear_flops_per_s[p.weight_dtype as usize],
+        platform.expert_compute[p.weight_dtype as usize],
         platform.kv_bytes_per_element[p.kv_dtype as usize],
-    ) else {
+    )
+    else {
         return Err(Estimate::with_layout(Reason::DtypeUnsupported, &l));
     };
     let cal = &ctx.calibration;
@@ -822,6 +847,8 @@ pub fn instance_serving<'a>(
         hbm_bytes_per_s: platform.hbm_bytes_per_s,
         attention_bytes_per_s: platform.hbm_bytes_per_s * cal.attention_efficiency,
         weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
+        expert_flops_per_s,
+        expert_bytes_per_param,
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
@@ -854,7 +881,7 @@ pub fn instance_serving<'a>(
     let context = input_tokens + output_tokens / 2.0;
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
-            s.weight_bytes(rates.weight_bytes_per_param),
+            s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),
             memory::kv_bytes_per_sequence(m, l.tp, s.layers, rates.kv_bytes_per_element, context),
         );
     }
@@ -1071,6 +1098,43 @@ pub(crate) mod tests {
             },
         );
         assert_eq!(lone.reason, Some(Reason::DisaggNeedsTwoPools));
+    }
+
+    /// gpt-oss-120b under an FP8 weight format on one H200 holds its published MXFP4 experts,
+    /// not FP8 ones (docs/model.md, "Number formats"): 128 experts x 3 x 2880^2 x 36 layers at
+    /// 4.25 bits = 60.91 GB, attention, norms and routers (26,916,480 per layer) at 1 byte =
+    /// 0.97 GB, embedding and LM head (2 x 201,088 x 2880) in bf16 = 2.32 GB; 64.20 GB in all,
+    /// against 117.95 GB if the experts were FP8.
+    #[test]
+    fn gpt_oss_keeps_its_published_mxfp4_experts() {
+        let c = Catalog::builtin().unwrap();
+        let g = c.gpu_index("h200-sxm").unwrap();
+        let grid = Grid {
+            platforms: vec![crate::grid::Platform {
+                gpu: g,
+                rack: c.rack_index(&c.gpus[g].default_rack).unwrap(),
+            }],
+            weight_dtypes: vec![c.dtype_index("fp8").unwrap()],
+            kv_dtypes: vec![c.dtype_index("bf16").unwrap()],
+            racks: vec![1],
+            tp: vec![1],
+            pp: vec![1],
+            ep: vec![1],
+            disagg_prefill_pct: vec![0],
+            spec_tokens: vec![0],
+            batch: vec![1],
+            ownership: vec![cost::Ownership::Cloud],
+        };
+        let model = c.model("gpt-oss-120b").unwrap();
+        let ctx = Context::new(&c, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
+        let e = evaluate(&ctx, &grid.point(0));
+        assert!(e.feasible(), "{e:?}");
+        let by_hand = 60.914 + 0.969 + 2.3165;
+        assert!(
+            (e.hbm_weights_gb_per_gpu - by_hand).abs() < 0.01,
+            "{}",
+            e.hbm_weights_gb_per_gpu
+        );
     }
 
     /// bf16 llama-3.1-70b (141 GB) does not fit one 80 GB H100; the row says so, with its demand.

@@ -334,6 +334,7 @@ impl Loader<'_> {
                 return Err(clash(span, "model", i, &m.id));
             }
             catalog::check_model(&m)
+                .and_then(|()| catalog.check_model_formats(&m))
                 .map_err(|e| self.at(span, format!("model[{i}] \"{}\": {e}", m.id)))?;
             catalog.models.push(m);
         }

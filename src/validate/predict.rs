@@ -151,12 +151,13 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     };
     // `batch` is the engine's max_batch_size, which TensorRT-LLM and SGLang apply per attention
     // data-parallel rank; the achieved concurrency may be lower. In at-interactivity cases it is
-    // the whole deployment's benchmark concurrency, so it does not bound one instance.
+    // the benchmark concurrency of the one deployment InferenceX measured (see `choose`).
     let batch_cap = match s.batch {
-        Some(b) if s.scenario != "at-interactivity" => Some(b),
-        Some(_) => {
-            notes.push("batch is the deployment's concurrency: swept per instance".into());
-            None
+        Some(b) => {
+            if s.scenario == "at-interactivity" {
+                notes.push("batch is the deployment's concurrency: bounds one instance".into());
+            }
+            Some(b)
         }
         None => {
             notes.push("batch blank: swept".into());
@@ -223,14 +224,19 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let best = choose(case, &ctx, &grid, batch_cap)?;
     let inst = &best.instance;
     let l = inst.layout;
-    let gpus = l.gpus;
+    // An at-interactivity point is one deployment: one instance and its GPUs (see `choose`).
+    let (gpus, instances) = if s.scenario == "at-interactivity" {
+        (l.gpus_per_instance, 1)
+    } else {
+        (l.gpus, l.instances)
+    };
     let chosen = Chosen {
         gpus,
         tp: l.tp,
         pp: l.pp,
         ep: l.ep,
         batch: best.point.batch,
-        instances: l.instances,
+        instances,
         weight_dtype: catalog.dtypes[grid.weight_dtypes[best.point.weight_dtype as usize]]
             .id
             .clone(),
@@ -321,14 +327,25 @@ fn choose<'a>(
         tpot_p99_s: s.tpot_p99_limit_ms.map(|v| v / 1e3),
     };
     let target_tps_user = case.measured("tokens_per_s_per_user");
+    // InferenceX benchmarks one serving deployment per point, a client holding `conc` requests in
+    // flight, and divides its total token throughput by that deployment's GPUs (`tp` on one node,
+    // prefill plus decode GPUs when disaggregated: InferenceX `utils/process_result.py`). The
+    // model's analogue is one instance: its batch is the concurrency and its GPUs the divisor.
+    let at_interactivity = s.scenario == "at-interactivity";
     let mut best: Option<Best> = None;
     let mut evaluated = 0u64;
     for (_, p) in grid.range(0, grid.len()) {
         let Ok(inst) = perf::instance(ctx, &p) else {
             continue;
         };
-        // A batch cap applies per attention data-parallel rank.
-        if batch_cap.is_some_and(|b| p.batch > b * inst.layout.attention_dp) {
+        // A batch cap applies per attention data-parallel rank, except a benchmark concurrency,
+        // which counts the requests in flight on the whole deployment.
+        let ranks = if at_interactivity {
+            1
+        } else {
+            inst.layout.attention_dp
+        };
+        if batch_cap.is_some_and(|b| p.batch > b * ranks) {
             continue;
         }
         let e = perf::estimate(&inst, p.batch);
@@ -363,7 +380,14 @@ fn choose<'a>(
                 if e.tokens_per_s_per_user < target {
                     continue;
                 }
-                (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None)
+                // A closed-loop client: each of the `conc` requests spends its time to first
+                // token before it decodes, so the deployment completes `conc` requests every
+                // TTFT + OSL x TPOT, not every OSL x TPOT (vLLM `benchmark_serving`, which
+                // InferenceX runs: throughput = tokens / benchmark duration).
+                let decode_s = inst.output_tokens * e.tpot_ms;
+                let per_instance = e.tokens_per_s_per_instance * decode_s / (e.ttft_ms + decode_s);
+                let instance_gpus = f64::from(inst.layout.gpus_per_instance);
+                (per_instance / instance_gpus, per_instance, None)
             }
             // One request at a time: the system's throughput is one sequence's token rate.
             "min-latency" => (-e.tpot_ms, e.tokens_per_s_per_instance, None),
@@ -389,4 +413,52 @@ fn choose<'a>(
                 .to_string()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::cases;
+
+    const HEADER: &str = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes";
+
+    fn case(rows: &[&str]) -> Case {
+        let text = std::iter::once(HEADER)
+            .chain(rows.iter().copied())
+            .collect::<Vec<_>>()
+            .join("\n");
+        cases::parse(std::path::Path::new("t.csv"), &text)
+            .unwrap()
+            .remove(0)
+    }
+
+    /// An InferenceX point measures one deployment holding `conc` requests: the chosen instance
+    /// runs at most 16 sequences, and its throughput is divided by its own GPUs, not by the
+    /// swept system's (InferenceX utils/process_result.py).
+    #[test]
+    fn at_interactivity_concurrency_bounds_one_deployment() {
+        let c = case(&[
+            "ix,inference,s,u,llama-3.1-70b,h200-sxm,,,,,,,fp8,fp8,16,1024,1024,at-interactivity,,,,,total_tokens_per_s_per_gpu,1000,tokens/s,",
+            "ix,inference,s,u,llama-3.1-70b,h200-sxm,,,,,,,fp8,fp8,16,1024,1024,at-interactivity,,,,,tokens_per_s_per_user,40,tokens/s,",
+        ]);
+        let catalog = Catalog::builtin().unwrap();
+        let p = predict(&c, &catalog).unwrap();
+        let ch = &p.chosen;
+        assert!(ch.batch <= 16, "{ch:?}");
+        assert_eq!(ch.instances, 1);
+        assert_eq!(ch.gpus, ch.tp.max(ch.ep) * ch.pp);
+        let (_, _, total, scored) = &p.values[0];
+        assert!(*scored);
+        let (_, target, per_user, scored) = &p.values[1];
+        assert!(!scored && per_user >= target, "{per_user}");
+        // The total rate is the instance's output rate x (1 + ISL/OSL) over its GPUs. Decoding,
+        // it emits batch / TPOT tokens/s: batch x tokens/s/user x 2 over the instance's GPUs;
+        // each request's TTFT (well under a second for 1,024 prompt tokens) comes on top of its
+        // 1,024 x TPOT (over 10 s at 40-100 tokens/s), which takes a few percent off.
+        let decoding = f64::from(ch.batch) * per_user * 2.0 / f64::from(ch.gpus);
+        assert!(
+            *total < decoding && *total > 0.95 * decoding,
+            "{total} vs {decoding}"
+        );
+    }
 }
