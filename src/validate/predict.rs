@@ -5,9 +5,10 @@
 //!
 //! - `offline`, `max-throughput`: the highest output throughput at full batch;
 //! - `server`, `interactive`: the highest throughput whose predicted p99 TTFT and TPOT meet the
-//!   case's limits (serving model), latencies then predicted at the measured load;
+//!   case's limits (serving model), latencies predicted at that operating point;
 //! - `at-interactivity`: the highest tokens/s/GPU at or above the measured tokens/s/user;
-//! - `min-latency`: the lowest time per output token.
+//! - `min-latency`: the lowest time per output token;
+//! - `training`: the training model (`validate::train`).
 
 use crate::catalog::{Catalog, Rack};
 use crate::grid::{Grid, Platform};
