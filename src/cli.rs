@@ -58,9 +58,10 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Predict published hardware measurements and report the error per case and per metric.
     ///
-    /// Reads the format of shared/reference/measurements-calibration.csv. Each case is rebuilt
-    /// and predicted with the same grid and model as `run`; blank configuration columns are
-    /// swept and the case's scenario picks the configuration (docs/validation.md).
+    /// Reads the format of shared/reference/measurements-calibration.csv. Each inference case is
+    /// rebuilt and predicted with the same grid and model as `run`, each training case with the
+    /// training model; blank configuration columns are swept and the case's scenario picks the
+    /// configuration (docs/validation.md).
     Validate(ValidateArgs),
 }
 
