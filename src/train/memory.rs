@@ -82,11 +82,12 @@ pub fn state_bytes(shard: &ShardParams, l: &Layout) -> f64 {
             Precision::Fp8 => FP8_WEIGHT_COPY_BYTES,
             Precision::Bf16 => 0.0,
         };
-        copy + match l.zero_stage {
-            0 => w + g + o,
-            1 => w + g + o / replicas,
-            2 => w + (g + o) / replicas,
-            _ => (w + g + o) / replicas,
+        match l.zero_stage {
+            0 => w + copy + g + o,
+            1 => w + copy + g + o / replicas,
+            2 => w + copy + (g + o) / replicas,
+            // ZeRO-3 shards the weights, and with them their fp8 copies.
+            _ => (w + copy + g + o) / replicas,
         }
     };
     shard.dense * per_param(replicas_dense) + shard.expert * per_param(replicas_expert)

@@ -452,6 +452,19 @@ mod tests {
                 "ZeRO-{stage}"
             );
         }
+        // FP8 adds a 1-byte weight copy, sharded with the weights under ZeRO-3.
+        for (stage, per_param) in [(1, 5.0 + 16.0 / d), (3, 21.0 / d)] {
+            let l = Layout {
+                zero_stage: stage,
+                precision: Precision::Fp8,
+                ..base
+            };
+            let bytes = memory::state_bytes(&shard, &l);
+            assert!(
+                (bytes / (shard.dense * per_param) - 1.0).abs() < 1e-12,
+                "fp8 ZeRO-{stage}"
+            );
+        }
     }
 
     /// Splits that cannot run are reasons, not numbers.
