@@ -59,7 +59,8 @@ const METRICS: &[&str] = &[
 /// pareto.parquet).
 const FRONTIER_ROWS: usize = 50;
 
-/// The charts: objective pairs drawn per hardware, with the column that must be present.
+/// The charts: a title and the two objectives (x, then y) drawn per hardware. A chart whose
+/// columns no admitted configuration has is named and not drawn.
 const TRADES: [(&str, &str, &str); 3] = [
     (
         "Throughput against interactivity",
@@ -92,6 +93,15 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     let sweep_text = std::fs::read_to_string(dir.sweep())
         .with_context(|| format!("reading {}", dir.sweep().display()))?;
     let objectives = parse_all(&manifest.objectives, Objective::parse)?;
+    if objectives.is_empty() {
+        return Err(
+            UserError::new(format!("{} names no objectives", dir.manifest().display()))
+                .with_hint(
+                    "every run has at least one; run the sweep again to rewrite its manifest",
+                )
+                .into(),
+        );
+    }
     let constraints = parse_all(&manifest.constraints, Constraint::parse)?;
     let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
 
