@@ -284,19 +284,26 @@ const BOTTOM: f64 = 58.0;
 
 impl Chart {
     pub fn render(&self) -> String {
-        let all = || {
+        // The axes fit the frontiers, which are what the chart is about; sampled points
+        // beyond them are clipped to the plot (they only give context). Without frontiers the
+        // axes fit the sample.
+        let frontiers = || {
             self.series
                 .iter()
-                .flat_map(|s| {
-                    s.frontier
-                        .iter()
-                        .map(|p| (p.x, p.y))
-                        .chain(s.cloud.iter().copied())
-                })
+                .flat_map(|s| s.frontier.iter().map(|p| (p.x, p.y)))
                 .chain(self.global.iter().map(|p| (p.x, p.y)))
         };
-        let xa = Axis::fit(all().map(|p| p.0));
-        let ya = Axis::fit(all().map(|p| p.1));
+        let cloud = || self.series.iter().flat_map(|s| s.cloud.iter().copied());
+        let has_frontier = frontiers().next().is_some();
+        let fit = |axis: fn((f64, f64)) -> f64| {
+            if has_frontier {
+                Axis::fit(frontiers().map(axis))
+            } else {
+                Axis::fit(cloud().map(axis))
+            }
+        };
+        let xa = fit(|p| p.0);
+        let ya = fit(|p| p.1);
         let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
         let px = |x: f64| LEFT + xa.fraction(x) * pw;
         let py = |y: f64| TOP + (1.0 - ya.fraction(y)) * ph;
@@ -360,7 +367,11 @@ impl Chart {
             log_note(&ya)
         );
         // Sampled points, faint, then the global frontier as a band, then each frontier.
-        s.push_str(r#"<g class="cloud" fill-opacity="0.22">"#);
+        let clip = format!("plot-{:016x}", fingerprint(&self.title));
+        let _ = write!(
+            s,
+            r#"<clipPath id="{clip}"><rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}"/></clipPath><g class="cloud" fill-opacity="0.22" clip-path="url(#{clip})">"#
+        );
         for series in &self.series {
             for &(x, y) in &series.cloud {
                 let _ = write!(
@@ -452,6 +463,14 @@ impl Chart {
         s.push_str("</svg>");
         s
     }
+}
+
+/// A stable id for a chart (FNV-1a of its title), so several charts on one page keep their
+/// clip paths apart.
+fn fingerprint(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn dash(style: Style) -> &'static str {
@@ -553,6 +572,12 @@ mod tests {
         assert!(svg.contains("x (ms)") && svg.contains("y (tokens/s)"));
         // Two frontier markers, one global marker, one sampled point, three legend marks.
         assert_eq!(svg.matches("<circle").count(), 2 + 1 + 1 + 3);
+        // The axes fit the frontiers: a far sampled point is clipped, not given the scale.
+        let mut far = chart.clone();
+        far.series[0].cloud.push((1.5, 1000.0));
+        let svg = far.render();
+        assert!(svg.contains(">10</text>") && !svg.contains(">1k</text>"));
+        assert!(svg.contains(r#"<g class="cloud" fill-opacity="0.22" clip-path="url(#plot-"#));
     }
 
     #[test]
