@@ -60,15 +60,14 @@ fn the_reports_answers_are_those_of_brute_force() {
         x: objective("max tokens_per_s_per_user"),
         y: objective("max tokens_per_s_per_gpu"),
     }];
-    let d = digest::digest(
-        &dir,
-        &constraints,
-        &rankings,
-        &trades,
-        &["config_id", "hardware"],
-        &[],
-    )
-    .unwrap();
+    let ask = digest::Ask {
+        constraints: &constraints,
+        rankings: &rankings,
+        trades: &trades,
+        shown: &["config_id", "hardware"],
+        extra_ids: &[],
+    };
+    let d = digest::digest(&dir, &ask).unwrap();
 
     let rows = read_configs(&dir);
     let ids = column_u64(&rows, "config_id");

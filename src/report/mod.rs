@@ -109,11 +109,13 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     let shown = shown_columns(&objectives, &constraints);
     let digest = digest::digest(
         run_dir,
-        &constraints,
-        &q.rankings,
-        &q.trades,
-        &shown,
-        &frontier_ids,
+        &digest::Ask {
+            constraints: &constraints,
+            rankings: &q.rankings,
+            trades: &q.trades,
+            shown: &shown,
+            extra_ids: &frontier_ids,
+        },
     )?;
     let doc = build(
         &manifest,
