@@ -8,8 +8,8 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 use common::{
-    column_f64, column_flags, column_labels, column_u64, read_configs, read_parquet, run, stderr,
-    stdout,
+    best_ids, column_f64, column_flags, column_labels, column_u64, read_configs, read_parquet, run,
+    stderr, stdout,
 };
 
 /// A finished quickstart run in a temporary directory.
@@ -180,13 +180,11 @@ fn top_ranks_admitted_rows() {
         rows.f64("ttft_ms"),
         rows.feasible(),
     );
-    let mut admitted: Vec<(f64, u64)> = (0..rows.ids.len())
+    let admitted: Vec<(f64, u64)> = (0..rows.ids.len())
         .filter(|&i| ok[i] && ttft[i].is_some_and(|t| t <= 1000.0))
         .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
         .collect();
-    admitted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let expected: Vec<u64> = admitted.iter().take(5).map(|&(_, id)| id).collect();
-    assert_eq!(printed, expected);
+    assert_eq!(printed, best_ids(admitted, 5, true));
 
     // "min" ranks lowest first.
     let o = run(&[
@@ -199,19 +197,11 @@ fn top_ranks_admitted_rows() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let printed = printed_ids(&stdout(&o));
-    let mut fastest: Vec<(f64, u64)> = (0..rows.ids.len())
+    let fastest: Vec<(f64, u64)> = (0..rows.ids.len())
         .filter(|&i| ok[i])
         .filter_map(|i| Some((ttft[i]?, rows.ids[i])))
         .collect();
-    fastest.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    assert_eq!(
-        printed,
-        fastest
-            .iter()
-            .take(3)
-            .map(|&(_, id)| id)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(printed, best_ids(fastest, 3, false));
 }
 
 #[test]
@@ -297,12 +287,10 @@ fn top_filters_on_labels() {
         rows.feasible(),
     );
     let (hw, weights) = (rows.label("hardware"), rows.label("weight_dtype"));
-    let mut admitted: Vec<(f64, u64)> = (0..rows.ids.len())
+    let admitted: Vec<(f64, u64)> = (0..rows.ids.len())
         .filter(|&i| ok[i] && ttft[i].is_some_and(|t| t <= 1000.0))
         .filter(|&i| hw[i] == "h100-sxm" && weights[i] != "fp8")
         .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
         .collect();
-    admitted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let expected: Vec<u64> = admitted.iter().take(4).map(|&(_, id)| id).collect();
-    assert_eq!(printed, expected);
+    assert_eq!(printed, best_ids(admitted, 4, true));
 }

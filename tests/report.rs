@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::{
-    assert_snapshot, column_f64, column_flags, column_labels, column_u64, read_configs, root, run,
-    stderr,
+    assert_snapshot, best_ids, column_f64, column_flags, column_labels, column_u64, read_configs,
+    root, run, stderr,
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns;
@@ -130,12 +130,15 @@ fn the_reports_answers_are_those_of_brute_force() {
     assert_eq!(got.len(), 4, "every hardware of the quickstart runs");
 
     // Top 7 by lowest TPOT.
-    let mut by_tpot: Vec<(f64, u64)> = admitted
+    let by_tpot: Vec<(f64, u64)> = admitted
         .iter()
         .map(|&i| (tpot[i].unwrap(), ids[i]))
         .collect();
-    by_tpot.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let want: Vec<(u64, f64)> = by_tpot.iter().take(7).map(|&(v, id)| (id, v)).collect();
+    let tpot_of: BTreeMap<u64, f64> = by_tpot.iter().map(|&(v, id)| (id, v)).collect();
+    let want: Vec<(u64, f64)> = best_ids(by_tpot, 7, false)
+        .into_iter()
+        .map(|id| (id, tpot_of[&id]))
+        .collect();
     assert_eq!(d.ranked[1], vec![(None, want)]);
 
     // Per-hardware frontiers and the global one.

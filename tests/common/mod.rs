@@ -72,75 +72,81 @@ pub fn read_parquet(path: &Path) -> (Vec<RecordBatch>, Vec<(String, String)>) {
     (batches, metadata)
 }
 
-/// A u64 column of `batches`, concatenated.
-pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
-    use arrow_array::cast::AsArray;
+/// Column `name` of every batch, each turned into values by `read`, concatenated.
+fn column<T>(
+    batches: &[RecordBatch],
+    name: &str,
+    read: impl Fn(&arrow_array::ArrayRef) -> Vec<T>,
+) -> Vec<T> {
     batches
         .iter()
         .flat_map(|b| {
-            b.column_by_name(name)
-                .unwrap_or_else(|| panic!("column {name}"))
-                .as_primitive::<arrow_array::types::UInt64Type>()
-                .values()
-                .to_vec()
+            read(
+                b.column_by_name(name)
+                    .unwrap_or_else(|| panic!("column {name}")),
+            )
         })
         .collect()
+}
+
+/// A u64 column of `batches`, concatenated.
+pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
+    use arrow_array::cast::AsArray;
+    column(batches, name, |c| {
+        c.as_primitive::<arrow_array::types::UInt64Type>()
+            .values()
+            .to_vec()
+    })
 }
 
 /// A float64 column of `batches`, concatenated, nulls as `None`.
 pub fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
-    batches
-        .iter()
-        .flat_map(|b| {
-            let c = b
-                .column_by_name(name)
-                .unwrap_or_else(|| panic!("column {name}"))
-                .as_primitive::<arrow_array::types::Float64Type>();
-            (0..c.len())
-                .map(|i| c.is_valid(i).then(|| c.value(i)))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    column(batches, name, |c| {
+        let c = c.as_primitive::<arrow_array::types::Float64Type>();
+        (0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i)))
+            .collect()
+    })
 }
 
 /// A boolean column of `batches`, concatenated, nulls as false.
 pub fn column_flags(batches: &[RecordBatch], name: &str) -> Vec<bool> {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
-    batches
-        .iter()
-        .flat_map(|b| {
-            let c = b
-                .column_by_name(name)
-                .unwrap_or_else(|| panic!("column {name}"))
-                .as_boolean();
-            (0..c.len())
-                .map(|i| c.is_valid(i) && c.value(i))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    column(batches, name, |c| {
+        let c = c.as_boolean();
+        (0..c.len()).map(|i| c.is_valid(i) && c.value(i)).collect()
+    })
 }
 
 /// A label (dictionary) column of `batches` as text, concatenated.
 pub fn column_labels(batches: &[RecordBatch], name: &str) -> Vec<String> {
     use arrow_array::cast::AsArray;
-    batches
-        .iter()
-        .flat_map(|b| {
-            let d = b
-                .column_by_name(name)
-                .unwrap_or_else(|| panic!("column {name}"))
-                .as_dictionary::<arrow_array::types::UInt16Type>();
-            let values = d.values().as_string::<i32>();
-            d.keys()
-                .values()
-                .iter()
-                .map(|&k| values.value(k as usize).to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    column(batches, name, |c| {
+        let d = c.as_dictionary::<arrow_array::types::UInt16Type>();
+        let values = d.values().as_string::<i32>();
+        d.keys()
+            .values()
+            .iter()
+            .map(|&k| values.value(k as usize).to_string())
+            .collect()
+    })
+}
+
+/// The config_ids of the `n` best `(value, config_id)` pairs, highest first when `maximize`,
+/// ties broken by the lower config_id (the ranking `top` and the report use).
+pub fn best_ids(mut rows: Vec<(f64, u64)>, n: usize, maximize: bool) -> Vec<u64> {
+    rows.sort_by(|a, b| {
+        let by_value = if maximize {
+            b.0.total_cmp(&a.0)
+        } else {
+            a.0.total_cmp(&b.0)
+        };
+        by_value.then(a.1.cmp(&b.1))
+    });
+    rows.into_iter().take(n).map(|(_, id)| id).collect()
 }
 
 /// The rows of a run directory: every `configs/part-K-of-N.parquet`, in part order.
