@@ -1,5 +1,6 @@
-//! Alpha-beta cost of the collectives an inference step issues: all-reduce (tensor parallelism),
-//! all-to-all (expert parallelism) and point-to-point (pipeline stages).
+//! Alpha-beta cost of the collectives a step issues: all-reduce (tensor parallelism),
+//! reduce-scatter and all-gather (sharded data parallelism in training), all-to-all (expert
+//! parallelism) and point-to-point (pipeline stages).
 //!
 //! Cost model of Thakur, Rabenseifner and Gropp 2005 ("Optimization of Collective Communication
 //! Operations in MPICH"): a step costs `alpha + bytes / bandwidth`, plus a fixed launch cost per
@@ -26,6 +27,17 @@ pub fn all_reduce_s(n: u32, bytes: f64, tier: Tier, one_shot: bool) -> f64 {
     } else {
         ring
     }
+}
+
+/// Seconds for a ring reduce-scatter of `bytes` (the whole buffer) across `n` GPUs on `tier`:
+/// the first half of the ring all-reduce, `n - 1` steps moving `(n-1)/n` of the buffer. A ring
+/// all-gather of the same buffer costs the same (Thakur et al. 2005).
+pub fn reduce_scatter_s(n: u32, bytes: f64, tier: Tier) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    let n = f64::from(n);
+    tier.launch_s + (n - 1.0) * tier.alpha_s + (n - 1.0) / n * bytes / tier.bytes_per_s
 }
 
 /// Seconds for an all-to-all in which each GPU sends `bytes` spread evenly over all `n` GPUs of
@@ -74,6 +86,14 @@ mod tests {
         assert!((t - (5e-6 + 14e-6 + 1.75e9 / 400e9)).abs() < 1e-12, "{t}");
         // One-shot would read 7 GB: the ring wins for big messages.
         assert_eq!(all_reduce_s(8, 1e9, NVLINK, true), t);
+    }
+
+    /// Reduce-scatter is the ring all-reduce's first half: 1 GB over 8 GPUs moves 7/8 GB.
+    #[test]
+    fn reduce_scatter_is_half_a_ring() {
+        let t = reduce_scatter_s(8, 1e9, NVLINK);
+        assert!((t - (5e-6 + 7e-6 + 0.875e9 / 400e9)).abs() < 1e-12, "{t}");
+        assert_eq!(reduce_scatter_s(1, 1e9, NVLINK), 0.0);
     }
 
     /// A decode-sized message (8 tokens x 8192 x 2 B = 128 KiB) takes the one-shot path.

@@ -4,7 +4,7 @@
 //! Collectives use the alpha-beta costs of `perf::comm` on the tier each group spans.
 
 use crate::catalog::Model;
-use crate::perf::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
+use crate::perf::comm::{all_reduce_s, all_to_all_s, point_to_point_s, reduce_scatter_s};
 use crate::perf::layout::Tier;
 
 use super::flops::ForwardFlops;
@@ -79,16 +79,6 @@ pub struct StepTime {
     pub dp_exposed_s: f64,
     pub optimizer_s: f64,
     pub step_s: f64,
-}
-
-/// Seconds for a ring reduce-scatter or all-gather of `bytes` (the whole buffer) over `n`
-/// GPUs: half a ring all-reduce (Thakur et al. 2005).
-fn half_ring_s(n: u32, bytes: f64, tier: Tier) -> f64 {
-    if n <= 1 {
-        return 0.0;
-    }
-    let n_f = f64::from(n);
-    tier.launch_s + (n_f - 1.0) * tier.alpha_s + (n_f - 1.0) / n_f * bytes / tier.bytes_per_s
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -230,7 +220,7 @@ pub fn step_time(
             if all {
                 all_reduce_s(n, params * bytes_per_param, dp_tier, false)
             } else {
-                half_ring_s(n, params * bytes_per_param, dp_tier)
+                reduce_scatter_s(n, params * bytes_per_param, dp_tier)
             }
         };
         f(replicas, shard.dense) + f(expert_replicas, shard.expert)

@@ -59,7 +59,7 @@ const KV_FORMATS: [&str; 2] = ["bf16", "fp8"];
 /// sequences; vLLM's default max_num_seqs is far lower).
 const MAX_BATCH: u32 = 8192;
 
-fn powers_of_two(max: u32) -> Vec<u32> {
+pub(super) fn powers_of_two(max: u32) -> Vec<u32> {
     (0..32)
         .map(|i| 1u32 << i)
         .take_while(|&v| v <= max)

@@ -7,7 +7,7 @@ use crate::catalog::Catalog;
 use crate::train::{self, Job, Layout, Precision, Recompute, System};
 
 use super::cases::Case;
-use super::predict::{Chosen, Prediction};
+use super::predict::{Chosen, Prediction, powers_of_two};
 
 /// Metrics a training case can be scored on.
 pub const METRICS: [&str; 8] = [
@@ -26,13 +26,6 @@ const MICROBATCHES: [u32; 3] = [1, 2, 4];
 const MAX_VIRTUAL_STAGES: u32 = 24;
 const ZERO_STAGES: [u8; 2] = [1, 3];
 const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
-
-fn powers_of_two(max: u32) -> Vec<u32> {
-    (0..32)
-        .map(|i| 1u32 << i)
-        .take_while(|&v| v <= max)
-        .collect()
-}
 
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let s = &case.setup;
