@@ -16,7 +16,9 @@ fn main() {
         &root.join("scripts/bench/bench-10m.toml"),
         spec::DEFAULT_MAX_CONFIGS,
     )
-    .expect("bench sweep loads");
+    .expect("bench sweep loads")
+    .into_inference()
+    .expect("an inference sweep");
     let ctx = spec.context();
     let n = spec.grid.len();
 

@@ -14,12 +14,10 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::columns::{LabelValues, Row};
-use crate::grid::Grid;
+use crate::columns::{LabelValues, Record};
 use crate::output::columnar::Columns;
 use crate::output::parquet::ParquetSink;
 use crate::pareto::{Candidates, Frontier};
-use crate::perf::{self, Context, Placements, Reason};
 
 /// Grid points evaluated per chunk: one row group when every row is written. (Smaller chunks
 /// whose buffers stay in the last-level cache measured slower: more, smaller encoder calls.)
@@ -33,24 +31,62 @@ pub const ROW_GROUP_ROWS: usize = 131_072;
 /// stays in the core's cache while it is written out column by column).
 const BLOCK_ROWS: usize = 2048;
 
+/// A sweep's design space and its model: what the engine evaluates. Implementations decode
+/// grid indices and evaluate them without allocating (`crate::space`).
+pub trait Space: Sync {
+    type Row: Record;
+    /// Per-task working memory, reused from row to row.
+    type Scratch: Default + Send;
+
+    /// Configurations in the grid.
+    fn len(&self) -> u64;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Evaluates grid indices `start..end` in order into `row`, calling `each` after each one.
+    fn for_each(
+        &self,
+        start: u64,
+        end: u64,
+        scratch: &mut Self::Scratch,
+        row: &mut Self::Row,
+        each: impl FnMut(&Self::Row),
+    );
+
+    /// Evaluates one configuration.
+    fn evaluate(&self, config_id: u64) -> Self::Row {
+        let mut row = Self::Row::default();
+        self.for_each(
+            config_id,
+            config_id + 1,
+            &mut Self::Scratch::default(),
+            &mut row,
+            |_| (),
+        );
+        row
+    }
+}
+
 /// What a slice of the grid produced.
 #[derive(Debug, Clone)]
-pub struct Tally {
+pub struct Tally<R> {
     pub evaluated: u64,
     pub written: u64,
     pub feasible: u64,
-    /// Configurations per infeasible reason, indexed like [`Reason::ALL`].
-    pub infeasible: [u64; Reason::ALL.len()],
-    pub frontier: Frontier,
+    /// Configurations per infeasible reason, indexed like [`Record::reason`].
+    pub infeasible: Vec<u64>,
+    pub frontier: Frontier<R>,
 }
 
-impl Tally {
-    pub fn new(frontier: Frontier) -> Tally {
+impl<R: Record> Tally<R> {
+    pub fn new(frontier: Frontier<R>) -> Tally<R> {
         Tally {
             evaluated: 0,
             written: 0,
             feasible: 0,
-            infeasible: [0; Reason::ALL.len()],
+            infeasible: vec![0; R::REASONS],
             frontier,
         }
     }
@@ -58,26 +94,34 @@ impl Tally {
 
 /// Counts of one block, and its own frontier.
 #[derive(Debug, Clone)]
-struct BlockCounts {
+struct BlockCounts<R> {
     /// Rows written to the block's columns.
     written: usize,
     feasible: u64,
-    infeasible: [u64; Reason::ALL.len()],
-    frontier: Vec<Row>,
+    infeasible: Vec<u64>,
+    frontier: Vec<R>,
 }
 
 /// One chunk's evaluation: its table and its blocks' counts. Reused.
-#[derive(Default)]
-struct Chunk {
-    columns: Columns,
-    blocks: Vec<BlockCounts>,
+struct Chunk<R: Record> {
+    columns: Columns<R>,
+    blocks: Vec<BlockCounts<R>>,
     evaluated: u64,
 }
 
+impl<R: Record> Default for Chunk<R> {
+    fn default() -> Self {
+        Chunk {
+            columns: Columns::default(),
+            blocks: Vec::new(),
+            evaluated: 0,
+        }
+    }
+}
+
 /// What the engine needs besides the grid.
-pub struct Job<'a> {
-    pub ctx: &'a Context,
-    pub grid: &'a Grid,
+pub struct Job<'a, S> {
+    pub space: &'a S,
     pub labels: &'a LabelValues,
     /// Write only feasible rows (counts and the frontier still cover all).
     pub feasible_only: bool,
@@ -85,9 +129,9 @@ pub struct Job<'a> {
     pub stop: &'a AtomicUsize,
 }
 
-impl Job<'_> {
+impl<S: Space> Job<'_, S> {
     /// Evaluates grid indices `range` into `chunk`.
-    fn evaluate(&self, range: Range<u64>, frontier: &Frontier, chunk: &mut Chunk) {
+    fn evaluate(&self, range: Range<u64>, frontier: &Frontier<S::Row>, chunk: &mut Chunk<S::Row>) {
         let n = (range.end - range.start) as usize;
         chunk.columns.reserve(n);
         let mut blocks = chunk.columns.blocks(BLOCK_ROWS);
@@ -98,45 +142,35 @@ impl Job<'_> {
             .into_par_iter()
             .enumerate()
             .map_init(
-                || (Candidates::default(), Placements::default()),
-                |(candidates, placements), (b, mut columns)| {
+                || (Candidates::default(), S::Scratch::default()),
+                |(candidates, scratch), (b, mut columns)| {
                     let start = range.start + (b * BLOCK_ROWS) as u64;
                     let end = (start + BLOCK_ROWS as u64).min(range.end);
                     let mut counts = BlockCounts {
                         written: 0,
                         feasible: 0,
-                        infeasible: [0; Reason::ALL.len()],
+                        infeasible: vec![0; S::Row::REASONS],
                         frontier: Vec::new(),
                     };
                     // One row, overwritten in place for each point.
-                    let mut row = Row::default();
-                    for (config_id, point) in self.grid.range(start, end) {
-                        row.config_id = config_id;
-                        row.point = point;
-                        perf::evaluate_into(self.ctx, &point, placements, &mut row.estimate);
-                        match row.estimate.reason {
+                    let mut row = S::Row::default();
+                    self.space.for_each(start, end, scratch, &mut row, |row| {
+                        match row.reason() {
                             None => counts.feasible += 1,
-                            Some(r) => counts.infeasible[r as usize] += 1,
+                            Some(r) => counts.infeasible[r] += 1,
                         }
-                        if !self.feasible_only || row.estimate.feasible() {
-                            columns.set(counts.written, &row, self.labels);
+                        if !self.feasible_only || row.feasible() {
+                            columns.set(counts.written, row, self.labels);
                             counts.written += 1;
                         }
-                        frontier.offer(&row, candidates);
-                    }
+                        frontier.offer(row, candidates);
+                    });
                     // The evaluation is pure: the few survivors are evaluated again rather than
                     // every candidate row being kept.
                     counts.frontier = frontier
                         .survivors(candidates)
                         .into_iter()
-                        .map(|config_id| {
-                            let point = self.grid.point(config_id);
-                            Row {
-                                config_id,
-                                point,
-                                estimate: perf::evaluate(self.ctx, &point),
-                            }
-                        })
+                        .map(|config_id| self.space.evaluate(config_id))
                         .collect();
                     counts
                 },
@@ -153,10 +187,10 @@ impl Job<'_> {
     pub fn run(
         &self,
         range: Range<u64>,
-        frontier: Frontier,
-        sink: &mut ParquetSink,
+        frontier: Frontier<S::Row>,
+        sink: &mut ParquetSink<S::Row>,
         progress: &ProgressBar,
-    ) -> Result<Option<Tally>> {
+    ) -> Result<Option<Tally<S::Row>>> {
         let mut tally = Tally::new(frontier);
         let mut current = Chunk::default();
         let mut next = Chunk::default();
@@ -208,14 +242,14 @@ impl Job<'_> {
     }
 }
 
-impl Tally {
-    fn absorb(&mut self, chunk: &Chunk) {
+impl<R: Record> Tally<R> {
+    fn absorb(&mut self, chunk: &Chunk<R>) {
         self.evaluated += chunk.evaluated;
         let mut survivors = Vec::new();
         for counts in &chunk.blocks {
             self.written += counts.written as u64;
             self.feasible += counts.feasible;
-            for (a, n) in self.infeasible.iter_mut().zip(counts.infeasible) {
+            for (a, n) in self.infeasible.iter_mut().zip(&counts.infeasible) {
                 *a += n;
             }
             survivors.extend_from_slice(&counts.frontier);

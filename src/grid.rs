@@ -108,14 +108,8 @@ impl Grid {
     }
 
     /// Axis digits of configuration `index` (least significant = batch).
-    fn digits(&self, mut index: u64) -> [u32; AXES] {
-        let radices = self.radices();
-        let mut digits = [0u32; AXES];
-        for axis in (0..AXES).rev() {
-            digits[axis] = (index % radices[axis]) as u32;
-            index /= radices[axis];
-        }
-        digits
+    fn digits(&self, index: u64) -> [u32; AXES] {
+        mixed_radix::digits(&self.radices(), index)
     }
 
     /// Sets the field of axis `axis` of `p` to the axis's value number `digit`.
@@ -161,11 +155,11 @@ impl Grid {
     /// Index of a point produced by this grid (the inverse of [`Grid::point`]). Numeric axes are
     /// looked up by value, so axes must not repeat a value (spec validation ensures it).
     pub fn index_of(&self, p: &Point) -> Option<u64> {
-        let pos = |axis: &[u32], v: u32| axis.iter().position(|&x| x == v).map(|i| i as u64);
+        let pos = |axis: &[u32], v: u32| axis.iter().position(|&x| x == v).map(|i| i as u32);
         let digits = [
-            u64::from(p.platform),
-            u64::from(p.weight_dtype),
-            u64::from(p.kv_dtype),
+            p.platform,
+            p.weight_dtype,
+            p.kv_dtype,
             pos(&self.racks, p.racks)?,
             pos(&self.tp, p.tp)?,
             pos(&self.pp, p.pp)?,
@@ -173,17 +167,9 @@ impl Grid {
             pos(&self.disagg_prefill_pct, p.disagg_prefill_pct)?,
             pos(&self.spec_tokens, p.spec_tokens)?,
             pos(&self.batch, p.batch)?,
-            u64::from(p.ownership),
+            p.ownership,
         ];
-        let radices = self.radices();
-        let mut index = 0u64;
-        for axis in 0..AXES {
-            if digits[axis] >= radices[axis] {
-                return None;
-            }
-            index = index * radices[axis] + digits[axis];
-        }
-        Some(index)
+        mixed_radix::index(&self.radices(), &digits)
     }
 
     /// Points `start..end` in index order, by incrementing a mixed-radix counter (no division per
@@ -250,6 +236,44 @@ impl Iterator for Points<'_> {
 }
 
 impl ExactSizeIterator for Points<'_> {}
+
+/// Mixed-radix arithmetic over axis digits (most significant first), shared by the inference
+/// and training grids.
+pub mod mixed_radix {
+    /// Digits of `index`.
+    pub fn digits<const N: usize>(radices: &[u64; N], mut index: u64) -> [u32; N] {
+        let mut digits = [0u32; N];
+        for axis in (0..N).rev() {
+            digits[axis] = (index % radices[axis]) as u32;
+            index /= radices[axis];
+        }
+        digits
+    }
+
+    /// The index of `digits`, `None` if a digit is out of its axis.
+    pub fn index<const N: usize>(radices: &[u64; N], digits: &[u32; N]) -> Option<u64> {
+        let mut index = 0u64;
+        for axis in 0..N {
+            let d = u64::from(digits[axis]);
+            if d >= radices[axis] {
+                return None;
+            }
+            index = index * radices[axis] + d;
+        }
+        Some(index)
+    }
+
+    /// Adds one to `digits`, wrapping (the last index wraps to zero).
+    pub fn increment<const N: usize>(radices: &[u64; N], digits: &mut [u32; N]) {
+        for axis in (0..N).rev() {
+            digits[axis] += 1;
+            if u64::from(digits[axis]) < radices[axis] {
+                return;
+            }
+            digits[axis] = 0;
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ pub mod pareto;
 pub mod perf;
 pub mod report;
 pub mod shard;
+pub mod space;
 pub mod spec;
 pub mod suggest;
 pub mod train;

@@ -6,13 +6,14 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::columns::{self, COLUMNS, Row};
+use crate::columns::{Record, Schema};
 use crate::suggest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Objective {
-    /// Index into [`COLUMNS`].
+    /// Index into the run's [`Schema`] columns.
     pub column: usize,
+    pub name: &'static str,
     pub maximize: bool,
 }
 
@@ -39,7 +40,9 @@ impl Op {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Constraint {
+    /// Index into the run's [`Schema`] columns.
     pub column: usize,
+    pub name: &'static str,
     pub op: Op,
     pub value: f64,
 }
@@ -47,31 +50,34 @@ pub struct Constraint {
 /// A parse failure: the message, and a hint when there is one.
 pub type ParseError = (String, Option<String>);
 
-fn numeric_column(name: &str) -> Result<usize, ParseError> {
-    match columns::find(name) {
-        Some(i) if COLUMNS[i].is_numeric() => Ok(i),
+fn numeric_column(name: &str, schema: &Schema) -> Result<(usize, &'static str), ParseError> {
+    match schema.find(name) {
+        Some(i) if schema.columns[i].is_numeric() => Ok((i, schema.columns[i].name)),
         Some(_) => Err((
             format!("column \"{name}\" is not numeric"),
-            Some(numeric_hint()),
+            Some(numeric_hint(schema)),
         )),
         None => {
-            let hint = match suggest::did_you_mean(name, columns::numeric_names()) {
-                Some(s) => format!("{s} {}", numeric_hint()),
-                None => numeric_hint(),
+            let hint = match suggest::did_you_mean(name, schema.numeric_names()) {
+                Some(s) => format!("{s} {}", numeric_hint(schema)),
+                None => numeric_hint(schema),
             };
-            Err((format!("unknown column \"{name}\""), Some(hint)))
+            Err((
+                format!("unknown {} column \"{name}\"", schema.mode.as_str()),
+                Some(hint),
+            ))
         }
     }
 }
 
-fn numeric_hint() -> String {
-    let names: Vec<_> = columns::numeric_names().collect();
+fn numeric_hint(schema: &Schema) -> String {
+    let names: Vec<_> = schema.numeric_names().collect();
     format!("numeric columns: {}", names.join(", "))
 }
 
 impl Objective {
-    /// Parses `"max <column>"` or `"min <column>"`.
-    pub fn parse(text: &str) -> Result<Objective, ParseError> {
+    /// Parses `"max <column>"` or `"min <column>"`, a column of `schema`.
+    pub fn parse(text: &str, schema: &Schema) -> Result<Objective, ParseError> {
         let mut words = text.split_whitespace();
         let (Some(direction), Some(name), None) = (words.next(), words.next(), words.next()) else {
             return Err((
@@ -92,15 +98,17 @@ impl Objective {
                 ));
             }
         };
+        let (column, name) = numeric_column(name, schema)?;
         Ok(Objective {
-            column: numeric_column(name)?,
+            column,
+            name,
             maximize,
         })
     }
 
     /// The objective's value oriented so that larger is better; `None` if null or not finite.
-    fn key(&self, row: &Row) -> Option<f64> {
-        let v = COLUMNS[self.column].number(row)?;
+    fn key<R: Record>(&self, row: &R) -> Option<f64> {
+        let v = R::columns()[self.column].number(row)?;
         if !v.is_finite() {
             return None;
         }
@@ -114,14 +122,15 @@ impl fmt::Display for Objective {
             f,
             "{} {}",
             if self.maximize { "max" } else { "min" },
-            COLUMNS[self.column].name
+            self.name
         )
     }
 }
 
 impl Constraint {
-    /// Parses `"<column> <op> <number>"` with op one of `<=`, `<`, `>=`, `>`, `==`.
-    pub fn parse(text: &str) -> Result<Constraint, ParseError> {
+    /// Parses `"<column> <op> <number>"` with op one of `<=`, `<`, `>=`, `>`, `==`, a column of
+    /// `schema`.
+    pub fn parse(text: &str, schema: &Schema) -> Result<Constraint, ParseError> {
         for (wrong, right) in [("=<", "<="), ("=>", ">=")] {
             if text.contains(wrong) {
                 return Err((
@@ -152,16 +161,21 @@ impl Constraint {
         if name.is_empty() || number.is_empty() {
             return Err((format!("\"{text}\" is not a constraint"), hint()));
         }
-        let column = numeric_column(name)?;
+        let (column, name) = numeric_column(name, schema)?;
         let value: f64 = match number.parse() {
             Ok(v) if f64::is_finite(v) => v,
             _ => return Err((format!("\"{number}\" is not a finite number"), hint())),
         };
-        Ok(Constraint { column, op, value })
+        Ok(Constraint {
+            column,
+            name,
+            op,
+            value,
+        })
     }
 
-    pub fn holds(&self, row: &Row) -> bool {
-        let Some(v) = COLUMNS[self.column].number(row) else {
+    pub fn holds<R: Record>(&self, row: &R) -> bool {
+        let Some(v) = R::columns()[self.column].number(row) else {
             return false;
         };
         match self.op {
@@ -176,13 +190,7 @@ impl Constraint {
 
 impl fmt::Display for Constraint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} {}",
-            COLUMNS[self.column].name,
-            self.op.as_str(),
-            self.value
-        )
+        write!(f, "{} {} {}", self.name, self.op.as_str(), self.value)
     }
 }
 
@@ -209,10 +217,10 @@ pub fn describe_constraints(constraints: &[Constraint]) -> String {
 
 /// The non-dominated rows seen so far.
 #[derive(Debug, Clone)]
-pub struct Frontier {
+pub struct Frontier<R> {
     objectives: Vec<Objective>,
     constraints: Vec<Constraint>,
-    rows: Vec<Row>,
+    rows: Vec<R>,
     /// Candidates of the current merge, reused so that streaming allocates nothing per chunk.
     scratch: Vec<Keyed>,
 }
@@ -233,8 +241,8 @@ pub struct Candidates(Vec<Keyed>);
 /// Objectives a frontier supports at once.
 pub const MAX_OBJECTIVES: usize = 8;
 
-impl Frontier {
-    pub fn new(objectives: Vec<Objective>, constraints: Vec<Constraint>) -> Frontier {
+impl<R: Record> Frontier<R> {
+    pub fn new(objectives: Vec<Objective>, constraints: Vec<Constraint>) -> Frontier<R> {
         assert!(!objectives.is_empty() && objectives.len() <= MAX_OBJECTIVES);
         Frontier {
             objectives,
@@ -246,13 +254,8 @@ impl Frontier {
 
     /// The oriented objective keys of a row that may enter: feasible, the demand and the SLOs
     /// met where the sweep sets them, every constraint holds, every objective is a number.
-    fn keys(&self, row: &Row) -> Option<[f64; MAX_OBJECTIVES]> {
-        let e = &row.estimate;
-        if !e.feasible()
-            || e.demand_met == Some(false)
-            || e.meets_slo == Some(false)
-            || !self.constraints.iter().all(|c| c.holds(row))
-        {
+    fn keys(&self, row: &R) -> Option<[f64; MAX_OBJECTIVES]> {
+        if !row.admitted() || !self.constraints.iter().all(|c| c.holds(row)) {
             return None;
         }
         let mut keys = [0.0; MAX_OBJECTIVES];
@@ -263,7 +266,7 @@ impl Frontier {
     }
 
     /// Adds a batch of rows, keeping only the non-dominated ones of frontier and batch together.
-    pub fn extend(&mut self, incoming: &[Row]) {
+    pub fn extend(&mut self, incoming: &[R]) {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         scratch.extend(incoming.iter().enumerate().filter_map(|(index, r)| {
@@ -281,7 +284,7 @@ impl Frontier {
                 })
             }));
             let kept = non_dominated(&mut scratch, self.objectives.len());
-            let mut rows: Vec<Row> = scratch[..kept]
+            let mut rows: Vec<R> = scratch[..kept]
                 .iter()
                 .map(|k| {
                     if k.index < n {
@@ -299,15 +302,15 @@ impl Frontier {
 
     /// Records `row` in `candidates` (its keys and config_id) if it may enter.
     #[inline]
-    pub fn offer(&self, row: &Row, candidates: &mut Candidates) {
+    pub fn offer(&self, row: &R, candidates: &mut Candidates) {
         // Most rows of a large sweep cannot run: turn them away before the full check.
-        if !row.estimate.feasible() {
+        if !row.feasible() {
             return;
         }
         if let Some(keys) = self.keys(row) {
             candidates.0.push(Keyed {
                 keys,
-                index: row.config_id as usize,
+                index: row.config_id() as usize,
             });
         }
     }
@@ -316,49 +319,16 @@ impl Frontier {
     /// every evaluation task shrink its block to its own frontier, keeping only keys and ids
     /// (not whole rows), before the sequential merge.
     pub fn survivors(&self, candidates: &mut Candidates) -> Vec<u64> {
-        let c = &mut candidates.0;
-        let kept = if c.is_empty() {
-            0
-        } else {
-            non_dominated(c, self.objectives.len())
-        };
-        let mut ids: Vec<u64> = c[..kept].iter().map(|k| k.index as u64).collect();
-        ids.sort_unstable();
-        c.clear();
-        ids
-    }
-
-    /// The ids of the non-dominated points among `(id, values)`, ascending; `values` are raw
-    /// column values in objective order. A point with a value that is not a finite number
-    /// never enters; ties are kept, as everywhere else.
-    pub fn non_dominated<V: AsRef<[f64]>>(
-        &self,
-        points: impl IntoIterator<Item = (u64, V)>,
-    ) -> Vec<u64> {
-        let mut candidates = Candidates::default();
-        'points: for (id, values) in points {
-            let mut keys = [0.0; MAX_OBJECTIVES];
-            for ((k, o), &v) in keys.iter_mut().zip(&self.objectives).zip(values.as_ref()) {
-                if !v.is_finite() {
-                    continue 'points;
-                }
-                *k = if o.maximize { v } else { -v };
-            }
-            candidates.0.push(Keyed {
-                keys,
-                index: id as usize,
-            });
-        }
-        self.survivors(&mut candidates)
+        survivors(candidates, self.objectives.len())
     }
 
     /// Merges another frontier over the same objectives (shards, chunks).
-    pub fn merge(&mut self, other: &Frontier) {
+    pub fn merge(&mut self, other: &Frontier<R>) {
         self.extend(&other.rows);
     }
 
     /// Rows sorted by the first objective (best first), then the next ones, then config_id.
-    pub fn rows(&self) -> &[Row] {
+    pub fn rows(&self) -> &[R] {
         &self.rows
     }
 
@@ -370,7 +340,7 @@ impl Frontier {
         &self.constraints
     }
 
-    fn order(&self, a: &Row, b: &Row) -> Ordering {
+    fn order(&self, a: &R, b: &R) -> Ordering {
         for o in &self.objectives {
             let (ka, kb) = (
                 o.key(a).unwrap_or(f64::NEG_INFINITY),
@@ -381,8 +351,46 @@ impl Frontier {
                 other => return other,
             }
         }
-        a.config_id.cmp(&b.config_id)
+        a.config_id().cmp(&b.config_id())
     }
+}
+
+/// The ids of the non-dominated points among `(id, values)` under `objectives`, ascending;
+/// `values` are raw column values in objective order. A point with a value that is not a finite
+/// number never enters; ties are kept, as everywhere else.
+pub fn non_dominated_ids<V: AsRef<[f64]>>(
+    objectives: &[Objective],
+    points: impl IntoIterator<Item = (u64, V)>,
+) -> Vec<u64> {
+    let mut candidates = Candidates::default();
+    'points: for (id, values) in points {
+        let mut keys = [0.0; MAX_OBJECTIVES];
+        for ((k, o), &v) in keys.iter_mut().zip(objectives).zip(values.as_ref()) {
+            if !v.is_finite() {
+                continue 'points;
+            }
+            *k = if o.maximize { v } else { -v };
+        }
+        candidates.0.push(Keyed {
+            keys,
+            index: id as usize,
+        });
+    }
+    survivors(&mut candidates, objectives.len())
+}
+
+/// The config_ids of the non-dominated candidates, ascending; empties `candidates`.
+fn survivors(candidates: &mut Candidates, objectives: usize) -> Vec<u64> {
+    let c = &mut candidates.0;
+    let kept = if c.is_empty() {
+        0
+    } else {
+        non_dominated(c, objectives)
+    };
+    let mut ids: Vec<u64> = c[..kept].iter().map(|k| k.index as u64).collect();
+    ids.sort_unstable();
+    c.clear();
+    ids
 }
 
 /// `a` dominates `b`: at least as good in every key and better in one.
@@ -456,9 +464,14 @@ fn non_dominated(c: &mut [Keyed], n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::{Mode, Row};
     use crate::grid::Point;
     use crate::perf::Estimate;
     use proptest::prelude::*;
+
+    fn inference() -> &'static Schema {
+        Schema::get(Mode::Inference)
+    }
 
     fn row(id: u64, gpu: f64, user: f64) -> Row {
         let mut estimate = Estimate {
@@ -501,46 +514,53 @@ mod tests {
     }
 
     fn objectives(spec: &[&str]) -> Vec<Objective> {
-        spec.iter().map(|s| Objective::parse(s).unwrap()).collect()
+        spec.iter()
+            .map(|s| Objective::parse(s, inference()).unwrap())
+            .collect()
     }
 
     #[test]
     fn parses_objectives_and_constraints() {
-        let o = Objective::parse("max tokens_per_s_per_gpu").unwrap();
+        let o = Objective::parse("max tokens_per_s_per_gpu", inference()).unwrap();
         assert!(o.maximize);
         assert_eq!(o.to_string(), "max tokens_per_s_per_gpu");
-        let c = Constraint::parse("ttft_ms<=2000").unwrap();
+        let c = Constraint::parse("ttft_ms<=2000", inference()).unwrap();
         assert_eq!((c.op, c.value), (Op::Le, 2000.0));
         assert_eq!(
-            Constraint::parse("tokens_per_s_per_user >= 20").unwrap().op,
+            Constraint::parse("tokens_per_s_per_user >= 20", inference())
+                .unwrap()
+                .op,
             Op::Ge
         );
-        assert_eq!(Constraint::parse("tp < 8").unwrap().op, Op::Lt);
-        let (msg, hint) = Objective::parse("max tokens_per_gpu").unwrap_err();
-        assert_eq!(msg, "unknown column \"tokens_per_gpu\"");
+        assert_eq!(Constraint::parse("tp < 8", inference()).unwrap().op, Op::Lt);
+        let (msg, hint) = Objective::parse("max tokens_per_gpu", inference()).unwrap_err();
+        assert_eq!(msg, "unknown inference column \"tokens_per_gpu\"");
         assert!(
             hint.unwrap()
                 .starts_with("did you mean \"tokens_per_s_per_gpu\"?")
         );
-        assert!(Objective::parse("maximize ttft_ms").is_err());
+        assert!(Objective::parse("maximize ttft_ms", inference()).is_err());
         assert!(
-            Objective::parse("max hardware")
+            Objective::parse("max hardware", inference())
                 .unwrap_err()
                 .0
                 .contains("not numeric")
         );
-        assert!(Constraint::parse("ttft_ms <= fast").is_err());
-        assert!(Constraint::parse("ttft_ms <= inf").is_err());
-        assert!(Constraint::parse("ttft_ms 2000").is_err());
+        assert!(Constraint::parse("ttft_ms <= fast", inference()).is_err());
+        assert!(Constraint::parse("ttft_ms <= inf", inference()).is_err());
+        assert!(Constraint::parse("ttft_ms 2000", inference()).is_err());
         assert_eq!(
-            Constraint::parse("ttft_ms =< 2000").unwrap_err().1.unwrap(),
+            Constraint::parse("ttft_ms =< 2000", inference())
+                .unwrap_err()
+                .1
+                .unwrap(),
             "write \"<=\""
         );
     }
 
     #[test]
     fn two_objective_frontier_keeps_ties_and_drops_dominated() {
-        let mut f = Frontier::new(
+        let mut f = Frontier::<Row>::new(
             objectives(&["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"]),
             vec![],
         );
@@ -560,8 +580,8 @@ mod tests {
 
     #[test]
     fn infeasible_nan_and_constrained_rows_never_enter() {
-        let c = vec![Constraint::parse("ttft_ms <= 2").unwrap()];
-        let mut f = Frontier::new(objectives(&["max tokens_per_s_per_gpu"]), c);
+        let c = vec![Constraint::parse("ttft_ms <= 2", inference()).unwrap()];
+        let mut f = Frontier::<Row>::new(objectives(&["max tokens_per_s_per_gpu"]), c);
         let mut infeasible = row(0, 100.0, 1.0);
         infeasible.estimate.reason = Some(crate::perf::Reason::DoesNotFit);
         let nan = row(1, f64::NAN, 1.0);
@@ -592,12 +612,12 @@ mod tests {
                 r
             }).collect();
             let objs = objectives(spec);
-            let mut f = Frontier::new(objs.clone(), vec![]);
+            let mut f = Frontier::<Row>::new(objs.clone(), vec![]);
             // Half the chunks through a whole frontier, half through the engine's per-block
             // candidates (keys and ids only).
             let mut candidates = Candidates::default();
             for (k, c) in rows.chunks(chunk).enumerate() {
-                let mut part = Frontier::new(objs.clone(), vec![]);
+                let mut part = Frontier::<Row>::new(objs.clone(), vec![]);
                 if k % 2 == 0 {
                     part.extend(c);
                 } else {

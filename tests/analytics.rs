@@ -211,7 +211,7 @@ fn analytics_errors_name_the_flag_and_value() {
     for (args, needle) in [
         (
             vec!["top", d, "--by", "tokens_per_gpu"],
-            "--by \"tokens_per_gpu\": unknown column",
+            "--by \"tokens_per_gpu\": unknown inference column",
         ),
         (vec!["top", d, "--by", "hardware"], "is not numeric"),
         (

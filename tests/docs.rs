@@ -11,7 +11,8 @@ const START: &str = "| column | unit | meaning |";
 fn readme_column_table_matches_the_schema() {
     let path = root().join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
-    let table = racksweep::columns::markdown_table();
+    let table =
+        racksweep::columns::Schema::get(racksweep::columns::Mode::Inference).markdown_table();
     let (before, rest) = readme
         .split_once(START)
         .expect("README.md has a column table");
@@ -69,20 +70,33 @@ fn validation_doc_matches_the_model() {
     );
 }
 
-/// docs/schema.md's column table is the Parquet schema (`RACKSWEEP_BLESS=1` rewrites it).
+/// docs/schema.md's column tables are the Parquet schemas of both modes (`RACKSWEEP_BLESS=1`
+/// rewrites them).
 #[test]
 fn schema_doc_matches_the_writer() {
+    use racksweep::columns::Mode;
     let path = root().join("docs/schema.md");
     let doc = std::fs::read_to_string(&path).unwrap();
-    let (start, end) = ("<!-- generated:start -->\n", "<!-- generated:end -->");
-    let (before, rest) = doc.split_once(start).expect("docs/schema.md has markers");
-    let (_, after) = rest
-        .split_once(end)
-        .expect("docs/schema.md has an end marker");
-    let expected = format!(
-        "{before}{start}{}{end}{after}",
-        racksweep::output::parquet::schema_markdown()
-    );
+    let mut expected = doc.clone();
+    for (mode, marker) in [
+        (Mode::Inference, "generated"),
+        (Mode::Training, "generated:training"),
+    ] {
+        let (start, end) = (
+            format!("<!-- {marker}:start -->\n"),
+            format!("<!-- {marker}:end -->"),
+        );
+        let (before, rest) = expected
+            .split_once(&start)
+            .unwrap_or_else(|| panic!("docs/schema.md has {start}"));
+        let (_, after) = rest
+            .split_once(&end)
+            .unwrap_or_else(|| panic!("docs/schema.md has {end}"));
+        expected = format!(
+            "{before}{start}{}{end}{after}",
+            racksweep::output::parquet::schema_markdown(mode)
+        );
+    }
     if std::env::var_os("RACKSWEEP_BLESS").is_some() {
         std::fs::write(&path, &expected).unwrap();
         return;

@@ -11,7 +11,7 @@ use common::{
     root, run, stderr,
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
-use racksweep::columns;
+use racksweep::columns::{Mode, Schema};
 use racksweep::pareto::{Constraint, Objective};
 
 fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
@@ -38,12 +38,13 @@ fn brute_frontier(points: &[(u64, f64, f64)]) -> BTreeSet<u64> {
 fn the_reports_answers_are_those_of_brute_force() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_sweep("sweeps/quickstart.toml", tmp.path());
-    let objective = |t: &str| Objective::parse(t).unwrap();
+    let schema = Schema::get(Mode::Inference);
+    let objective = |t: &str| Objective::parse(t, schema).unwrap();
     let constraints = [
-        Constraint::parse("ttft_ms <= 2000").unwrap(),
-        Constraint::parse("tokens_per_s_per_user >= 10").unwrap(),
+        Constraint::parse("ttft_ms <= 2000", schema).unwrap(),
+        Constraint::parse("tokens_per_s_per_user >= 10", schema).unwrap(),
     ];
-    let hardware = columns::find("hardware").unwrap();
+    let hardware = schema.find("hardware").unwrap();
     let rankings = [
         Ranking {
             objective: objective("max tokens_per_s_per_gpu"),
@@ -61,6 +62,7 @@ fn the_reports_answers_are_those_of_brute_force() {
         y: objective("max tokens_per_s_per_gpu"),
     }];
     let ask = digest::Ask {
+        schema,
         constraints: &constraints,
         rankings: &rankings,
         trades: &trades,

@@ -9,15 +9,15 @@ use std::path::Path;
 use anyhow::Result;
 use polars::prelude::*;
 
-use super::{admitted, for_each_slice, name, predicate, scan, select, table};
-use crate::columns::{COLUMNS, Kind};
-use crate::pareto::{Constraint, Frontier, Objective};
+use super::{admitted, for_each_slice, predicate, scan, select, table};
+use crate::columns::{Mode, Schema, Type};
+use crate::pareto::{Constraint, Objective, non_dominated_ids};
 
 /// The best `n` admitted rows by `objective`, per value of the `group` column (or overall).
 #[derive(Debug, Clone, Copy)]
 pub struct Ranking {
     pub objective: Objective,
-    /// Index into [`COLUMNS`] of the column whose values split the rows.
+    /// Index into the run's [`Schema`] columns of the column whose values split the rows.
     pub group: Option<usize>,
     pub n: usize,
 }
@@ -105,6 +105,8 @@ const SAMPLE_POINTS: u64 = 1500;
 /// `constraints`, and the `shown` columns (which must include config_id) of every row the
 /// answers name and of `extra_ids`.
 pub struct Ask<'a> {
+    /// The run's columns.
+    pub schema: &'static Schema,
     pub constraints: &'a [Constraint],
     pub rankings: &'a [Ranking],
     pub trades: &'a [Trade],
@@ -124,10 +126,11 @@ enum Values {
 }
 
 impl Values {
-    fn read(df: &DataFrame, column: usize) -> Result<Values> {
-        let c = df.column(name(column))?;
-        Ok(match COLUMNS[column].kind {
-            Kind::Label(_) => Values::Label(c.str()?.clone()),
+    fn read(df: &DataFrame, schema: &Schema, column: usize) -> Result<Values> {
+        let info = &schema.columns[column];
+        let c = df.column(info.name)?;
+        Ok(match info.ty {
+            Type::Label(_) => Values::Label(c.str()?.clone()),
             _ => Values::Number(c.f64()?.clone()),
         })
     }
@@ -165,6 +168,7 @@ fn keep_best(list: &mut Vec<(f64, u64)>, n: usize) {
 
 fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let Ask {
+        schema,
         constraints,
         rankings,
         trades,
@@ -172,7 +176,12 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         extra_ids,
     } = *ask;
     let lf = scan(run_dir)?;
-    let hardware = crate::columns::find("hardware").expect("hardware is a column");
+    let hardware = schema.find("hardware").expect("hardware is a column");
+    // Only inference rows have a demand and SLOs to miss.
+    let missed = |column: &str| match schema.mode {
+        Mode::Inference => col(column).eq(lit(false)),
+        Mode::Training => lit(false),
+    };
     // Every column a question reads, once.
     let mut needed: BTreeSet<usize> = BTreeSet::from([hardware]);
     for r in rankings {
@@ -199,14 +208,8 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         let mut counts = vec![
             len().cast(DataType::UInt64).alias("rows"),
             count(feasible.clone(), "feasible".into()),
-            count(
-                feasible.clone().and(col("demand_met").eq(lit(false))),
-                "t0".into(),
-            ),
-            count(
-                feasible.clone().and(col("meets_slo").eq(lit(false))),
-                "t1".into(),
-            ),
+            count(feasible.clone().and(missed("demand_met")), "t0".into()),
+            count(feasible.clone().and(missed("meets_slo")), "t1".into()),
         ];
         for (i, c) in constraints.iter().enumerate() {
             let fails = predicate(c).fill_null(lit(false)).not();
@@ -221,21 +224,24 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         }
 
         let mut keys = vec![col("config_id")];
-        keys.extend(needed.iter().map(|&c| match COLUMNS[c].kind {
-            Kind::Label(_) => col(name(c)).cast(DataType::String),
-            _ => col(name(c)).cast(DataType::Float64),
+        keys.extend(needed.iter().map(|&c| {
+            let info = &schema.columns[c];
+            match info.ty {
+                Type::Label(_) => col(info.name).cast(DataType::String),
+                _ => col(info.name).cast(DataType::Float64),
+            }
         }));
         let wheres: Vec<super::Where> = constraints
             .iter()
             .copied()
             .map(super::Where::Number)
             .collect();
-        let df = admitted(slice, &wheres).select(keys).collect()?;
+        let df = admitted(slice, &wheres, schema).select(keys).collect()?;
         admission.admitted += df.height() as u64;
         let ids = df.column("config_id")?.u64()?.clone();
         let values: BTreeMap<usize, Values> = needed
             .iter()
-            .map(|&c| Ok((c, Values::read(&df, c)?)))
+            .map(|&c| Ok((c, Values::read(&df, schema, c)?)))
             .collect::<Result<_>>()?;
         let Values::Label(hw) = &values[&hardware] else {
             unreachable!("hardware is a label")
@@ -275,7 +281,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
 
         for ((t, front), sample) in trades.iter().zip(&mut fronts).zip(&mut samples) {
             let (x, y) = (&values[&t.x.column], &values[&t.y.column]);
-            let rule = Frontier::new(vec![t.x, t.y], Vec::new());
+            let rule = [t.x, t.y];
             let mut slice_points: BTreeMap<&str, Vec<(u64, [f64; 2])>> = BTreeMap::new();
             for i in 0..df.height() {
                 let (Some(id), Some(h), Some(xv), Some(yv)) =
@@ -291,7 +297,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
             for (h, points) in slice_points {
                 let kept = front.entry(h.to_string()).or_default();
                 kept.extend(points);
-                let on = rule.non_dominated(kept.iter().copied());
+                let on = non_dominated_ids(&rule, kept.iter().copied());
                 kept.retain(|(id, _)| on.binary_search(id).is_ok());
             }
         }
@@ -324,9 +330,8 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         .zip(fronts)
         .zip(samples)
         .map(|((t, front), sample)| {
-            let rule = Frontier::new(vec![t.x, t.y], Vec::new());
             let all: Vec<(u64, [f64; 2])> = front.values().flatten().copied().collect();
-            let on = rule.non_dominated(all.iter().copied());
+            let on = non_dominated_ids(&[t.x, t.y], all.iter().copied());
             let points = |list: &[(u64, [f64; 2])]| -> Vec<TradePoint> {
                 let mut sorted = list.to_vec();
                 sorted.sort_by(|(a, u), (b, v)| {
@@ -375,6 +380,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         lf.filter(col("config_id").is_in(lit(ids).implode(false), false))
             .sort(["config_id"], SortMultipleOptions::default()),
         shown,
+        schema,
     )
     .collect()?;
     let t = table(&df)?;
@@ -411,9 +417,10 @@ mod tests {
     #[test]
     fn slices_do_not_change_the_digest() {
         let (_tmp, dir) = super::super::quickstart_run();
-        let objective = |t: &str| Objective::parse(t).unwrap();
-        let column = |n: &str| crate::columns::find(n).unwrap();
-        let constraints = [Constraint::parse("ttft_ms <= 2000").unwrap()];
+        let schema = Schema::get(Mode::Inference);
+        let objective = |t: &str| Objective::parse(t, schema).unwrap();
+        let column = |n: &str| schema.find(n).unwrap();
+        let constraints = [Constraint::parse("ttft_ms <= 2000", schema).unwrap()];
         let rankings = [
             Ranking {
                 objective: objective("max tokens_per_s_per_gpu"),
@@ -432,6 +439,7 @@ mod tests {
         }];
         let shown = ["config_id", "hardware", "batch"];
         let ask = Ask {
+            schema,
             constraints: &constraints,
             rankings: &rankings,
             trades: &trades,

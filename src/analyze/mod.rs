@@ -9,16 +9,16 @@ use anyhow::{Context as _, Result};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
-use crate::columns::{COLUMNS, Kind};
+use crate::columns::{Mode, Schema, Type};
 use crate::error::UserError;
 use crate::output::markdown::number;
-use crate::pareto::{Constraint, Frontier, Objective, Op};
+use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
 use filter::Where;
 
 pub mod digest;
 pub mod filter;
 
-/// Columns every result table shows, before the ones a query names.
+/// Columns every result table of an inference run shows, before the ones a query names.
 const SHOWN: &[&str] = &[
     "config_id",
     "hardware",
@@ -29,6 +29,23 @@ const SHOWN: &[&str] = &[
     "batch",
     "weight_dtype",
     "kv_dtype",
+];
+
+/// The same for a training run.
+const TRAINING_SHOWN: &[&str] = &[
+    "config_id",
+    "hardware",
+    "gpus",
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "microbatch",
+    "virtual_stages",
+    "zero_stage",
+    "recompute",
+    "precision",
 ];
 
 /// A result: column names and formatted cells, ready for `commands::table::render`.
@@ -63,13 +80,42 @@ fn scan(run_dir: &Path) -> Result<LazyFrame> {
     )?)
 }
 
-fn name(column: usize) -> &'static str {
-    COLUMNS[column].name
+/// The schema of a run's rows, from the `racksweep.mode` key of its part files (a run without
+/// the key is an inference run).
+pub fn schema(run_dir: &Path) -> Result<&'static Schema> {
+    let configs = run_dir.join("configs");
+    let part = std::fs::read_dir(&configs)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        })
+        .ok_or_else(|| {
+            UserError::new(format!(
+                "{} is not a racksweep run directory (no configs/*.parquet)",
+                run_dir.display()
+            ))
+            .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
+        })?;
+    let file = std::fs::File::open(&part).with_context(|| format!("opening {}", part.display()))?;
+    let reader =
+        SerializedFileReader::new(file).with_context(|| format!("reading {}", part.display()))?;
+    let mode = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == "racksweep.mode"))
+        .and_then(|k| k.value.as_deref())
+        .map_or(Some(Mode::Inference), Mode::parse)
+        .with_context(|| format!("{}: unknown racksweep.mode", part.display()))?;
+    Ok(Schema::get(mode))
 }
 
 /// `c` as a polars predicate (numbers compared as f64, like the engine's constraints).
 fn predicate(c: &Constraint) -> Expr {
-    let v = col(name(c.column)).cast(DataType::Float64);
+    let v = col(c.name).cast(DataType::Float64);
     let x = lit(c.value);
     match c.op {
         Op::Le => v.lt_eq(x),
@@ -82,40 +128,43 @@ fn predicate(c: &Constraint) -> Expr {
 
 /// Rows a ranking may use: feasible, demand and SLOs not missed where the sweep set them, and
 /// every `wheres` filter holds (the engine's rule for its frontier).
-fn admitted(lf: LazyFrame, wheres: &[Where]) -> LazyFrame {
-    let mut lf = lf.filter(
-        col("feasible")
-            .eq(lit(true))
+fn admitted(lf: LazyFrame, wheres: &[Where], schema: &Schema) -> LazyFrame {
+    let mut rule = col("feasible").eq(lit(true));
+    if schema.mode == Mode::Inference {
+        rule = rule
             .and(col("demand_met").fill_null(lit(true)))
-            .and(col("meets_slo").fill_null(lit(true))),
-    );
+            .and(col("meets_slo").fill_null(lit(true)));
+    }
+    let mut lf = lf.filter(rule);
     for w in wheres {
         lf = lf.filter(w.predicate());
     }
     lf
 }
 
-/// The shown columns, then `extra` (deduplicated), labels cast to text.
-fn shown(extra: impl IntoIterator<Item = usize>) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = SHOWN.to_vec();
+/// The shown columns, then `extra` (deduplicated).
+fn shown(schema: &Schema, extra: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = match schema.mode {
+        Mode::Inference => SHOWN.to_vec(),
+        Mode::Training => TRAINING_SHOWN.to_vec(),
+    };
     for c in extra {
-        if !names.contains(&name(c)) {
-            names.push(name(c));
+        if !names.contains(&c) {
+            names.push(c);
         }
     }
     names
 }
 
-fn select(lf: LazyFrame, names: &[&'static str]) -> LazyFrame {
+/// The columns `names`, labels cast to text.
+fn select(lf: LazyFrame, names: &[&'static str], schema: &Schema) -> LazyFrame {
     lf.select(
         names
             .iter()
-            .map(
-                |&n| match crate::columns::find(n).map(|i| COLUMNS[i].kind) {
-                    Some(Kind::Label(_)) => col(n).cast(DataType::String),
-                    _ => col(n),
-                },
-            )
+            .map(|&n| match schema.find(n).map(|i| schema.columns[i].ty) {
+                Some(Type::Label(_)) => col(n).cast(DataType::String),
+                _ => col(n),
+            })
             .collect::<Vec<_>>(),
     )
 }
@@ -203,6 +252,7 @@ fn fetch(
     lf: LazyFrame,
     ids: Vec<u64>,
     names: &[&'static str],
+    schema: &Schema,
     mut by: Vec<&'static str>,
     mut descending: Vec<bool>,
 ) -> Result<Table> {
@@ -216,6 +266,7 @@ fn fetch(
                 SortMultipleOptions::default().with_order_descending_multi(descending),
             ),
         names,
+        schema,
     )
     .collect()?;
     table(&df)
@@ -236,7 +287,8 @@ fn top_sliced(
     slice_rows: u32,
 ) -> Result<Table> {
     let lf = scan(run_dir)?;
-    let column = name(by.column);
+    let schema = schema(run_dir)?;
+    let column = by.name;
     let order = |best: &mut Vec<(f64, u64)>| {
         best.sort_by(|a, b| {
             let o = if by.maximize {
@@ -250,7 +302,7 @@ fn top_sliced(
     };
     let mut best: Vec<(f64, u64)> = Vec::new();
     for_each_slice(run_dir, &lf, slice_rows, |slice| {
-        let df = admitted(slice, wheres)
+        let df = admitted(slice, wheres, schema)
             .filter(col(column).is_not_null())
             .select([col("config_id"), col(column).cast(DataType::Float64)])
             .collect()?;
@@ -259,9 +311,12 @@ fn top_sliced(
         order(&mut best);
         Ok(())
     })?;
-    let names = shown(std::iter::once(by.column).chain(wheres.iter().map(Where::column)));
+    let names = shown(
+        schema,
+        std::iter::once(by.name).chain(wheres.iter().map(Where::name)),
+    );
     let ids = best.iter().map(|&(_, id)| id).collect();
-    fetch(lf, ids, &names, vec![column], vec![by.maximize])
+    fetch(lf, ids, &names, schema, vec![column], vec![by.maximize])
 }
 
 /// The Pareto frontier of the admitted rows under `objectives`, best first by the first
@@ -280,20 +335,20 @@ fn frontier_sliced(
     slice_rows: u32,
 ) -> Result<Table> {
     let lf = scan(run_dir)?;
-    let rule = Frontier::new(objectives.to_vec(), Vec::new());
+    let schema = schema(run_dir)?;
     let mut survivors: Vec<(u64, Vec<f64>)> = Vec::new();
     for_each_slice(run_dir, &lf, slice_rows, |slice| {
         let mut keys = vec![col("config_id")];
         keys.extend(
             objectives
                 .iter()
-                .map(|o| col(name(o.column)).cast(DataType::Float64)),
+                .map(|o| col(o.name).cast(DataType::Float64)),
         );
-        let df = admitted(slice, wheres).select(keys).collect()?;
+        let df = admitted(slice, wheres, schema).select(keys).collect()?;
         let ids = df.column("config_id")?.u64()?.clone();
         let values: Vec<Float64Chunked> = objectives
             .iter()
-            .map(|o| Ok(df.column(name(o.column))?.f64()?.clone()))
+            .map(|o| Ok(df.column(o.name)?.f64()?.clone()))
             .collect::<Result<_>>()?;
         let points = (0..df.height()).filter_map(|i| {
             let v: Option<Vec<f64>> = values.iter().map(|c| c.get(i)).collect();
@@ -301,7 +356,7 @@ fn frontier_sliced(
         });
         let mut all: Vec<(u64, Vec<f64>)> = std::mem::take(&mut survivors);
         all.extend(points);
-        let on = rule.non_dominated(all.iter().cloned());
+        let on = non_dominated_ids(objectives, all.iter().cloned());
         survivors = all
             .into_iter()
             .filter(|(id, _)| on.binary_search(id).is_ok())
@@ -309,17 +364,19 @@ fn frontier_sliced(
         Ok(())
     })?;
     let names = shown(
+        schema,
         objectives
             .iter()
-            .map(|o| o.column)
-            .chain(wheres.iter().map(Where::column)),
+            .map(|o| o.name)
+            .chain(wheres.iter().map(Where::name)),
     );
     let ids = survivors.into_iter().map(|(id, _)| id).collect();
     fetch(
         lf,
         ids,
         &names,
-        objectives.iter().map(|o| name(o.column)).collect(),
+        schema,
+        objectives.iter().map(|o| o.name).collect(),
         objectives.iter().map(|o| o.maximize).collect(),
     )
 }
@@ -356,10 +413,11 @@ mod tests {
     #[test]
     fn slices_do_not_change_the_answer() {
         let (_tmp, dir) = quickstart_run();
-        let objective = |t: &str| Objective::parse(t).unwrap();
+        let inference = Schema::get(Mode::Inference);
+        let objective = |t: &str| Objective::parse(t, inference).unwrap();
         let wheres = [
-            Where::parse("ttft_ms <= 2000").unwrap(),
-            Where::parse("hardware != h100-sxm").unwrap(),
+            Where::parse("ttft_ms <= 2000", inference).unwrap(),
+            Where::parse("hardware != h100-sxm", inference).unwrap(),
         ];
         let objectives = [
             objective("max tokens_per_s_per_gpu"),

@@ -6,13 +6,15 @@ use anyhow::Result;
 use crate::analyze::filter::Where;
 use crate::analyze::{self, Table};
 use crate::cli::{ParetoArgs, TopArgs};
+use crate::columns::Schema;
 use crate::commands::table;
 use crate::error::UserError;
 use crate::pareto::{MAX_OBJECTIVES, Objective};
 
 pub fn top(args: TopArgs) -> Result<String> {
-    let by = parse_by(&args.by)?;
-    let wheres = parse_wheres(&args.wheres)?;
+    let schema = analyze::schema(&args.run_dir)?;
+    let by = parse_by(&args.by, schema)?;
+    let wheres = parse_wheres(&args.wheres, schema)?;
     let t = analyze::top(&args.run_dir, by, args.n, &wheres)?;
     Ok(render(&t))
 }
@@ -28,30 +30,31 @@ pub fn pareto(args: ParetoArgs) -> Result<String> {
         ))
         .into());
     }
+    let schema = analyze::schema(&args.run_dir)?;
     let objectives = args
         .objectives
         .iter()
-        .map(|o| Objective::parse(o).map_err(|e| flag_error("--objective", o, e)))
+        .map(|o| Objective::parse(o, schema).map_err(|e| flag_error("--objective", o, e)))
         .collect::<Result<Vec<_>, _>>()?;
-    let wheres = parse_wheres(&args.wheres)?;
+    let wheres = parse_wheres(&args.wheres, schema)?;
     let t = analyze::frontier(&args.run_dir, &objectives, &wheres)?;
     Ok(render(&t))
 }
 
 /// `--by COLUMN` ranks highest first; `--by "min COLUMN"` or `"max COLUMN"` says which way.
-fn parse_by(text: &str) -> Result<Objective, UserError> {
+fn parse_by(text: &str, schema: &Schema) -> Result<Objective, UserError> {
     let spec = if text.split_whitespace().count() == 1 {
         format!("max {text}")
     } else {
         text.to_string()
     };
-    Objective::parse(&spec).map_err(|e| flag_error("--by", text, e))
+    Objective::parse(&spec, schema).map_err(|e| flag_error("--by", text, e))
 }
 
-fn parse_wheres(texts: &[String]) -> Result<Vec<Where>, UserError> {
+fn parse_wheres(texts: &[String], schema: &Schema) -> Result<Vec<Where>, UserError> {
     texts
         .iter()
-        .map(|t| Where::parse(t).map_err(|e| flag_error("--where", t, e)))
+        .map(|t| Where::parse(t, schema).map_err(|e| flag_error("--where", t, e)))
         .collect()
 }
 

@@ -8,10 +8,18 @@ use super::table;
 use crate::cli::CheckArgs;
 use crate::grid::{AXES, AXIS_NAMES};
 use crate::pareto::{describe_constraints, describe_objectives};
-use crate::spec::{self, Spec};
+use crate::spec::{self, Spec, Sweep, TrainingSpec};
+use crate::train::grid::AXES as TRAINING_AXES;
 
 /// Each axis with its size and values, one line per axis, then `configurations: N`.
-pub fn render(spec: &Spec) -> String {
+pub fn render(sweep: &Sweep) -> String {
+    match sweep {
+        Sweep::Inference(spec) => render_inference(spec),
+        Sweep::Training(spec) => render_training(spec),
+    }
+}
+
+fn render_inference(spec: &Spec) -> String {
     let c = &spec.catalog;
     let g = &spec.grid;
     let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
@@ -105,6 +113,66 @@ fn tokens(v: f64) -> String {
     } else {
         v.to_string()
     }
+}
+
+fn render_training(spec: &TrainingSpec) -> String {
+    let c = &spec.catalog;
+    let g = &spec.grid;
+    let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
+    let names = |v: Vec<&str>| v.join(", ");
+    let platforms = g
+        .platforms
+        .iter()
+        .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let values: [String; TRAINING_AXES] = [
+        platforms,
+        join(&g.sizes),
+        join(&g.tp),
+        join(&g.pp),
+        join(&g.cp),
+        join(&g.ep),
+        join(&g.microbatch),
+        join(&g.virtual_stages),
+        join(&g.zero_stage),
+        names(g.recompute.iter().map(|r| r.as_str()).collect()),
+        names(g.precision.iter().map(|p| p.as_str()).collect()),
+        names(g.ownership.iter().map(|o| o.as_str()).collect()),
+    ];
+    let rows: Vec<Vec<String>> = g
+        .axis_names()
+        .iter()
+        .zip(g.radices())
+        .zip(values)
+        .map(|((name, size), values)| vec![name.to_string(), size.to_string(), values])
+        .collect();
+    let j = &spec.job;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sweep: {} ({}), training",
+        spec.name,
+        spec.path.display()
+    );
+    let _ = writeln!(
+        out,
+        "workload: {}, {} tokens to train, global batch {} x {} tokens",
+        c.models[spec.model].id,
+        tokens(j.train_tokens),
+        tokens(f64::from(j.global_batch_seqs)),
+        tokens(f64::from(j.seq_len))
+    );
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
+    let _ = writeln!(
+        out,
+        "constraints: {}",
+        describe_constraints(&spec.constraints)
+    );
+    out.push('\n');
+    out.push_str(&table::render(&["axis", "size", "values"], &rows));
+    let _ = writeln!(out, "\nconfigurations: {}", g.len());
+    out
 }
 
 pub fn run(args: CheckArgs) -> Result<String> {

@@ -9,18 +9,16 @@ use std::time::{Instant, SystemTime};
 use anyhow::Result;
 
 use crate::cli::MergeArgs;
-use crate::columns::Row;
-use crate::commands::run::{file_metadata, labels};
+use crate::engine::Space;
 use crate::error::UserError;
-use crate::grid::AXIS_NAMES;
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::{self, Totals};
 use crate::output::parquet::ParquetSink;
 use crate::output::run_dir::{self, PartRecord, RunDir};
 use crate::pareto::Frontier;
-use crate::perf;
 use crate::shard::Shard;
-use crate::spec::{self, Spec, thousands};
+use crate::space;
+use crate::spec::{self, Sweep, thousands};
 
 pub fn run(args: MergeArgs) -> Result<Option<String>> {
     let started_at = SystemTime::now();
@@ -53,7 +51,7 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
             index,
             count: parts,
         };
-        match dir.committed(s, &spec.sha256) {
+        match dir.committed(s, spec.header().sha256) {
             Some(r) => records.push(r),
             None => missing.push(index.to_string()),
         }
@@ -107,17 +105,44 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
 /// Writes the frontier of the committed `records` (every part of the run) and the complete
 /// manifest, each file atomically and the manifest last.
 pub fn finish(
-    spec: &Spec,
+    spec: &Sweep,
     dir: &RunDir,
     records: &[PartRecord],
     parts: u64,
     started_at: SystemTime,
     clock: Instant,
 ) -> Result<Manifest> {
-    let frontier = frontier(spec, records);
-    let labels = labels(spec);
+    let size = match spec {
+        Sweep::Inference(inference) => {
+            let ctx = inference.context();
+            let space = space::Inference {
+                ctx: &ctx,
+                grid: &inference.grid,
+            };
+            write_frontier(spec, &space, dir, records)?
+        }
+        Sweep::Training(training) => {
+            write_frontier(spec, &space::Training::new(training), dir, records)?
+        }
+    };
+    let feasible_only = records.first().is_some_and(|r| r.feasible_only);
+    let mut m = manifest(spec, records, parts, feasible_only, true, started_at, clock);
+    m.frontier_size = size;
+    run_dir::write_atomic(&dir.manifest(), json(&m)?.as_bytes())?;
+    Ok(m)
+}
+
+/// Writes `pareto.parquet` and `pareto.md`; returns the frontier's size.
+fn write_frontier<S: Space>(
+    spec: &Sweep,
+    space: &S,
+    dir: &RunDir,
+    records: &[PartRecord],
+) -> Result<u64> {
+    let frontier = frontier(spec, space, records);
+    let labels = spec.labels();
     let tmp = run_dir::tmp_path(&dir.pareto_parquet());
-    let mut pareto = ParquetSink::create(&tmp, labels.clone(), file_metadata(spec))?;
+    let mut pareto = ParquetSink::create(&tmp, labels.clone(), spec.file_metadata())?;
     pareto.write_rows(frontier.rows())?;
     pareto.finish()?;
     run_dir::rename(&tmp, &dir.pareto_parquet())?;
@@ -127,30 +152,19 @@ pub fn finish(
     };
     let md = markdown::render(spec, &frontier, &labels, &totals);
     run_dir::write_atomic(&dir.pareto_md(), md.as_bytes())?;
-    let feasible_only = records.first().is_some_and(|r| r.feasible_only);
-    let mut m = manifest(spec, records, parts, feasible_only, true, started_at, clock);
-    m.frontier_size = frontier.rows().len() as u64;
-    run_dir::write_atomic(&dir.manifest(), json(&m)?.as_bytes())?;
-    Ok(m)
+    Ok(frontier.rows().len() as u64)
 }
 
 /// The frontier of the parts' frontiers (the frontier of a union is the frontier of the union
 /// of frontiers). Their rows are evaluated again from their config_ids: the model is pure.
-fn frontier(spec: &Spec, records: &[PartRecord]) -> Frontier {
-    let ctx = spec.context();
-    let rows: Vec<Row> = records
+fn frontier<S: Space>(spec: &Sweep, space: &S, records: &[PartRecord]) -> Frontier<S::Row> {
+    let rows: Vec<S::Row> = records
         .iter()
         .flat_map(|r| &r.frontier_config_ids)
-        .map(|&config_id| {
-            let point = spec.grid.point(config_id);
-            Row {
-                config_id,
-                point,
-                estimate: perf::evaluate(&ctx, &point),
-            }
-        })
+        .map(|&config_id| space.evaluate(config_id))
         .collect();
-    let mut frontier = Frontier::new(spec.objectives.clone(), spec.constraints.clone());
+    let h = spec.header();
+    let mut frontier = Frontier::new(h.objectives.to_vec(), h.constraints.to_vec());
     frontier.extend(&rows);
     frontier
 }
@@ -160,7 +174,7 @@ fn frontier(spec: &Spec, records: &[PartRecord]) -> Frontier {
 /// process's time for a single uninterrupted run, the evaluation time of a sharded or resumed
 /// one, so that `configs_per_s` is an evaluation rate either way.
 pub fn manifest(
-    spec: &Spec,
+    spec: &Sweep,
     records: &[PartRecord],
     parts: u64,
     feasible_only: bool,
@@ -168,11 +182,12 @@ pub fn manifest(
     started_at: SystemTime,
     clock: Instant,
 ) -> Manifest {
-    let axes: BTreeMap<String, u64> = AXIS_NAMES
-        .iter()
-        .map(|a| a.to_string())
-        .zip(spec.grid.radices())
+    let axes: BTreeMap<String, u64> = spec
+        .axes()
+        .into_iter()
+        .map(|(a, n)| (a.to_string(), n))
         .collect();
+    let h = spec.header();
     let mut infeasible: BTreeMap<String, u64> = BTreeMap::new();
     for (reason, n) in records.iter().flat_map(|r| &r.infeasible) {
         *infeasible.entry(reason.clone()).or_default() += n;
@@ -182,16 +197,18 @@ pub fn manifest(
     let wall_time_s = parts_s.max(clock.elapsed().as_secs_f64());
     Manifest {
         racksweep_version: env!("CARGO_PKG_VERSION").into(),
-        sweep_name: spec.name.clone(),
+        mode: spec.mode(),
+        sweep_name: h.name.to_string(),
         sweep_file: records
             .first()
-            .map_or_else(|| spec.path.display().to_string(), |r| r.sweep_file.clone()),
-        sweep_sha256: spec.sha256.clone(),
-        model: spec.catalog.models[spec.model].id.clone(),
-        input_tokens: spec.input_tokens,
-        output_tokens: spec.output_tokens,
-        spec_acceptance: spec.spec_acceptance,
-        spec_draft_layers: spec.spec_draft_layers,
+            .map_or_else(|| h.path.display().to_string(), |r| r.sweep_file.clone()),
+        sweep_sha256: h.sha256.to_string(),
+        model: h.model.to_string(),
+        workload: spec
+            .workload()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
         configurations,
         axes,
         parts,
@@ -200,8 +217,8 @@ pub fn manifest(
         feasible: records.iter().map(|r| r.feasible).sum(),
         infeasible,
         frontier_size: 0,
-        objectives: spec.objectives.iter().map(|o| o.to_string()).collect(),
-        constraints: spec.constraints.iter().map(|c| c.to_string()).collect(),
+        objectives: h.objectives.iter().map(|o| o.to_string()).collect(),
+        constraints: h.constraints.iter().map(|c| c.to_string()).collect(),
         feasible_only,
         threads: records.iter().map(|r| r.threads).max().unwrap_or(0),
         started_at: rfc3339(started_at),

@@ -17,17 +17,17 @@ use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::RunArgs;
-use crate::columns::LabelValues;
+use crate::columns::Record;
 use crate::commands::merge;
-use crate::engine::Job;
+use crate::engine::{Job, Space};
 use crate::error::{Interrupted, UserError};
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::parquet::ParquetSink;
 use crate::output::run_dir::{self, PartRecord, RunDir};
 use crate::pareto::Frontier;
-use crate::perf::Reason;
 use crate::shard::Shard;
-use crate::spec::{self, Spec, thousands};
+use crate::space;
+use crate::spec::{self, Sweep, thousands};
 
 /// What a finished `run` reports.
 pub enum Outcome {
@@ -129,56 +129,9 @@ fn stop_on_signals() -> Result<Arc<AtomicUsize>> {
     Ok(stop)
 }
 
-/// Label dictionaries of a sweep: hardware and rack ids (deduplicated), model and formats.
-pub fn labels(spec: &Spec) -> LabelValues {
-    let c = &spec.catalog;
-    let mut hardware: Vec<String> = Vec::new();
-    let mut rack: Vec<String> = Vec::new();
-    let key = |values: &mut Vec<String>, id: &str| -> u16 {
-        match values.iter().position(|v| v == id) {
-            Some(i) => i as u16,
-            None => {
-                values.push(id.to_string());
-                (values.len() - 1) as u16
-            }
-        }
-    };
-    let mut hardware_key = Vec::new();
-    let mut rack_key = Vec::new();
-    for p in &spec.grid.platforms {
-        hardware_key.push(key(&mut hardware, &c.gpus[p.gpu].id));
-        rack_key.push(key(&mut rack, &c.racks[p.rack].id));
-    }
-    let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
-    LabelValues {
-        hardware,
-        hardware_key,
-        rack,
-        rack_key,
-        model: c.models[spec.model].id.clone(),
-        weight_dtype: dtypes(&spec.grid.weight_dtypes),
-        kv_dtype: dtypes(&spec.grid.kv_dtypes),
-        ownership: spec
-            .grid
-            .ownership
-            .iter()
-            .map(|o| o.as_str().to_string())
-            .collect(),
-    }
-}
-
-/// Key/value metadata stored in every Parquet file of the run.
-pub fn file_metadata(spec: &Spec) -> Vec<(String, String)> {
-    vec![
-        ("racksweep.version".into(), env!("CARGO_PKG_VERSION").into()),
-        ("racksweep.sweep_toml".into(), spec.text.clone()),
-        ("racksweep.sweep_sha256".into(), spec.sha256.clone()),
-    ]
-}
-
 /// A single process: every part in turn, then the merge.
-fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> Result<Outcome> {
-    let dir = RunDir::new(args.out.join(&spec.name));
+fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> Result<Outcome> {
+    let dir = RunDir::new(args.out.join(spec.header().name));
     let started_at = SystemTime::now();
     let clock = Instant::now();
     if dir.root.exists() {
@@ -195,8 +148,8 @@ fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
             );
         }
     }
-    dir.create(&spec.text)?;
-    let total = spec.grid.len();
+    dir.create(spec.header().text)?;
+    let total = spec.len();
     let parts = match dir.part_counts()?.as_slice() {
         [] => Shard::count_for(total, args.part_rows),
         [n] => *n,
@@ -209,7 +162,7 @@ fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
             index,
             count: parts,
         };
-        if let Some(record) = dir.committed(s, &spec.sha256) {
+        if let Some(record) = dir.committed(s, spec.header().sha256) {
             check_same_flags(&dir, &record, args)?;
             progress.inc(record.configurations());
             records.push(record);
@@ -243,20 +196,20 @@ fn execute(spec: &Spec, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
 
 /// One shard of a run that `racksweep merge` completes.
 fn execute_shard(
-    spec: &Spec,
+    spec: &Sweep,
     args: &RunArgs,
     s: Shard,
     threads: usize,
     stop: &AtomicUsize,
 ) -> Result<Outcome> {
-    let dir = RunDir::new(args.out.join(&spec.name));
+    let dir = RunDir::new(args.out.join(spec.header().name));
     // Shards start together: each creates what is missing, then checks it is its sweep.
-    dir.create(&spec.text)?;
+    dir.create(spec.header().text)?;
     check_same_sweep(&dir, spec)?;
     if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
         return Err(dir.mixed_part_counts(&[other, s.count]).into());
     }
-    if let Some(record) = dir.committed(s, &spec.sha256) {
+    if let Some(record) = dir.committed(s, spec.header().sha256) {
         if args.resume {
             check_same_flags(&dir, &record, args)?;
             return Ok(Outcome::Shard {
@@ -274,7 +227,7 @@ fn execute_shard(
             .into());
         }
     }
-    let progress = progress_bar(s.range(spec.grid.len()).count() as u64, args.quiet);
+    let progress = progress_bar(s.range(spec.len()).count() as u64, args.quiet);
     let record = write_part(spec, args, &dir, s, threads, stop, &progress)?;
     progress.finish_and_clear();
     match record {
@@ -290,7 +243,7 @@ fn execute_shard(
 /// Evaluates part `s` and commits it: rows, then its frontier, then its record. Returns `None`
 /// if a signal stopped it (its temporary files are removed).
 fn write_part(
-    spec: &Spec,
+    spec: &Sweep,
     args: &RunArgs,
     dir: &RunDir,
     s: Shard,
@@ -298,66 +251,116 @@ fn write_part(
     stop: &AtomicUsize,
     progress: &ProgressBar,
 ) -> Result<Option<PartRecord>> {
-    dir.remove_part(s)?;
-    let clock = Instant::now();
-    let ctx = spec.context();
-    let labels = labels(spec);
-    let metadata = file_metadata(spec);
-    let range = s.range(spec.grid.len());
-    let configs = dir.configs(s);
-    let configs_tmp = run_dir::tmp_path(&configs);
-    let mut sink = ParquetSink::create(&configs_tmp, labels.clone(), metadata.clone())?;
-    let job = Job {
-        ctx: &ctx,
-        grid: &spec.grid,
-        labels: &labels,
-        feasible_only: args.feasible_only,
-        stop,
-    };
-    let frontier = Frontier::new(spec.objectives.clone(), spec.constraints.clone());
-    let Some(tally) = job.run(range.clone(), frontier, &mut sink, progress)? else {
-        drop(sink);
-        dir.remove_part(s)?;
-        return Ok(None);
-    };
-    sink.finish()?;
-    let pareto = dir.part_pareto(s);
-    let pareto_tmp = run_dir::tmp_path(&pareto);
-    let mut sink = ParquetSink::create(&pareto_tmp, labels, metadata)?;
-    sink.write_rows(tally.frontier.rows())?;
-    sink.finish()?;
-    run_dir::rename(&configs_tmp, &configs)?;
-    run_dir::rename(&pareto_tmp, &pareto)?;
-    let record = PartRecord {
-        racksweep_version: env!("CARGO_PKG_VERSION").into(),
-        sweep_sha256: spec.sha256.clone(),
-        sweep_file: spec.path.display().to_string(),
-        part: s.index,
-        parts: s.count,
-        first_config_id: range.start,
-        end_config_id: range.end,
-        rows_written: tally.written,
-        feasible: tally.feasible,
-        infeasible: Reason::ALL
-            .iter()
-            .zip(tally.infeasible)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (r.as_str().to_string(), n))
-            .collect(),
-        feasible_only: args.feasible_only,
-        frontier_config_ids: tally.frontier.rows().iter().map(|r| r.config_id).collect(),
-        configs_bytes: fs::metadata(&configs)?.len(),
+    let part = Part {
+        spec,
+        args,
+        dir,
+        s,
         threads,
-        wall_time_s: clock.elapsed().as_secs_f64(),
-        finished_at: rfc3339(SystemTime::now()),
+        stop,
+        progress,
     };
-    let json = serde_json::to_string_pretty(&record)? + "\n";
-    run_dir::write_atomic(&dir.record(s), json.as_bytes())?;
-    Ok(Some(record))
+    match spec {
+        Sweep::Inference(inference) => {
+            let ctx = inference.context();
+            part.write(&space::Inference {
+                ctx: &ctx,
+                grid: &inference.grid,
+            })
+        }
+        Sweep::Training(training) => part.write(&space::Training::new(training)),
+    }
+}
+
+/// One part to write, and where.
+struct Part<'a> {
+    spec: &'a Sweep,
+    args: &'a RunArgs,
+    dir: &'a RunDir,
+    s: Shard,
+    threads: usize,
+    stop: &'a AtomicUsize,
+    progress: &'a ProgressBar,
+}
+
+impl Part<'_> {
+    fn write<S: Space>(&self, space: &S) -> Result<Option<PartRecord>> {
+        let Part {
+            spec,
+            args,
+            dir,
+            s,
+            threads,
+            stop,
+            progress,
+        } = *self;
+        dir.remove_part(s)?;
+        let clock = Instant::now();
+        let header = spec.header();
+        let labels = spec.labels();
+        let metadata = spec.file_metadata();
+        let range = s.range(space.len());
+        let configs = dir.configs(s);
+        let configs_tmp = run_dir::tmp_path(&configs);
+        let mut sink = ParquetSink::create(&configs_tmp, labels.clone(), metadata.clone())?;
+        let job = Job {
+            space,
+            labels: &labels,
+            feasible_only: args.feasible_only,
+            stop,
+        };
+        let frontier = Frontier::new(header.objectives.to_vec(), header.constraints.to_vec());
+        let Some(tally) = job.run(range.clone(), frontier, &mut sink, progress)? else {
+            drop(sink);
+            dir.remove_part(s)?;
+            return Ok(None);
+        };
+        sink.finish()?;
+        let pareto = dir.part_pareto(s);
+        let pareto_tmp = run_dir::tmp_path(&pareto);
+        let mut sink = ParquetSink::create(&pareto_tmp, labels, metadata)?;
+        sink.write_rows(tally.frontier.rows())?;
+        sink.finish()?;
+        run_dir::rename(&configs_tmp, &configs)?;
+        run_dir::rename(&pareto_tmp, &pareto)?;
+        let record = PartRecord {
+            racksweep_version: env!("CARGO_PKG_VERSION").into(),
+            sweep_sha256: header.sha256.to_string(),
+            sweep_file: header.path.display().to_string(),
+            part: s.index,
+            parts: s.count,
+            first_config_id: range.start,
+            end_config_id: range.end,
+            rows_written: tally.written,
+            feasible: tally.feasible,
+            infeasible: tally
+                .infeasible
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(r, &n)| (S::Row::reason_name(r).to_string(), n))
+                .collect(),
+            feasible_only: args.feasible_only,
+            frontier_config_ids: tally
+                .frontier
+                .rows()
+                .iter()
+                .map(|r| r.config_id())
+                .collect(),
+            configs_bytes: fs::metadata(&configs)?.len(),
+            threads,
+            wall_time_s: clock.elapsed().as_secs_f64(),
+            finished_at: rfc3339(SystemTime::now()),
+        };
+        let json = serde_json::to_string_pretty(&record)? + "\n";
+        run_dir::write_atomic(&dir.record(s), json.as_bytes())?;
+        Ok(Some(record))
+    }
 }
 
 /// The run directory's `sweep.toml` must be this sweep, byte for byte.
-fn check_same_sweep(dir: &RunDir, spec: &Spec) -> Result<()> {
+fn check_same_sweep(dir: &RunDir, spec: &Sweep) -> Result<()> {
+    let spec = spec.header();
     let text = fs::read_to_string(dir.sweep()).map_err(|e| {
         UserError::new(format!(
             "{} is not a racksweep run directory (cannot read sweep.toml: {e})",

@@ -18,13 +18,13 @@ use arrow_array::{
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use rayon::prelude::*;
 
-use crate::columns::{COLUMNS, Kind, LabelValues, Labels, Row};
+use crate::columns::{Kind, LabelValues, Labels, Record};
 
 const NULL_KEY: u16 = u16::MAX;
 const NULL_COUNT: u32 = u32::MAX;
 const NULL_FLAG: u8 = 2;
 
-/// Storage of one column, indexed like [`COLUMNS`].
+/// Storage of one column, indexed like the row type's columns.
 #[derive(Debug)]
 enum Buf {
     Id(Vec<u64>),
@@ -36,36 +36,44 @@ enum Buf {
 
 /// Column buffers for up to `capacity` rows; the first `len` rows are the table.
 #[derive(Debug)]
-pub struct Columns {
+pub struct Columns<R> {
     bufs: Vec<Buf>,
     len: usize,
+    rows: std::marker::PhantomData<fn(&R)>,
 }
 
 /// Every column of one block of rows, written by one task: each column's slice with its
 /// accessor, grouped by type so that writing a row is five tight loops.
-#[derive(Default)]
-pub struct Block<'a> {
-    ids: Vec<(&'a mut [u64], IdOf)>,
+#[allow(clippy::type_complexity)]
+pub struct Block<'a, R> {
+    ids: Vec<(&'a mut [u64], fn(&R) -> u64)>,
     labels: Vec<(&'a mut [u16], Labels)>,
-    counts: Vec<(&'a mut [u32], CountOf)>,
-    metrics: Vec<(&'a mut [f64], MetricOf)>,
-    flags: Vec<(&'a mut [u8], FlagOf)>,
+    counts: Vec<(&'a mut [u32], fn(&R) -> Option<u32>)>,
+    metrics: Vec<(&'a mut [f64], fn(&R) -> Option<f64>)>,
+    flags: Vec<(&'a mut [u8], fn(&R) -> Option<bool>)>,
 }
 
-type IdOf = fn(&Row) -> u64;
-type CountOf = fn(&Row) -> Option<u32>;
-type MetricOf = fn(&Row) -> Option<f64>;
-type FlagOf = fn(&Row) -> Option<bool>;
+impl<R> Default for Block<'_, R> {
+    fn default() -> Self {
+        Block {
+            ids: Vec::new(),
+            labels: Vec::new(),
+            counts: Vec::new(),
+            metrics: Vec::new(),
+            flags: Vec::new(),
+        }
+    }
+}
 
-impl Default for Columns {
+impl<R: Record> Default for Columns<R> {
     fn default() -> Self {
         Columns::new()
     }
 }
 
-impl Columns {
-    pub fn new() -> Columns {
-        let bufs = COLUMNS
+impl<R: Record> Columns<R> {
+    pub fn new() -> Columns<R> {
+        let bufs = R::columns()
             .iter()
             .map(|c| match c.kind {
                 Kind::Id(_) => Buf::Id(Vec::new()),
@@ -75,11 +83,15 @@ impl Columns {
                 Kind::Flag(_) => Buf::Flag(Vec::new()),
             })
             .collect();
-        Columns { bufs, len: 0 }
+        Columns {
+            bufs,
+            len: 0,
+            rows: std::marker::PhantomData,
+        }
     }
 
     /// The table of `rows`, in order.
-    pub fn from_rows(rows: &[Row], labels: &LabelValues) -> Columns {
+    pub fn from_rows(rows: &[R], labels: &LabelValues) -> Columns<R> {
         let mut columns = Columns::new();
         columns.reserve(rows.len());
         if let Some(mut block) = columns.blocks(rows.len().max(1)).into_iter().next() {
@@ -115,12 +127,12 @@ impl Columns {
     }
 
     /// Splits the buffers into consecutive blocks of `block_rows` rows, one writer each.
-    pub fn blocks(&mut self, block_rows: usize) -> Vec<Block<'_>> {
+    pub fn blocks(&mut self, block_rows: usize) -> Vec<Block<'_, R>> {
         let capacity = self.capacity();
-        let mut blocks: Vec<Block> = (0..capacity.div_ceil(block_rows))
+        let mut blocks: Vec<Block<R>> = (0..capacity.div_ceil(block_rows))
             .map(|_| Block::default())
             .collect();
-        for (buf, column) in self.bufs.iter_mut().zip(COLUMNS) {
+        for (buf, column) in self.bufs.iter_mut().zip(R::columns()) {
             match (buf, column.kind) {
                 (Buf::Id(v), Kind::Id(f)) => {
                     split(v, block_rows, &mut blocks, |b, s| b.ids.push((s, f)));
@@ -137,7 +149,7 @@ impl Columns {
                 (Buf::Flag(v), Kind::Flag(f)) => {
                     split(v, block_rows, &mut blocks, |b, s| b.flags.push((s, f)));
                 }
-                _ => unreachable!("buffers are built from COLUMNS"),
+                _ => unreachable!("buffers are built from the columns"),
             }
         }
         blocks
@@ -193,14 +205,14 @@ impl Columns {
     }
 }
 
-impl Block<'_> {
+impl<R: Record> Block<'_, R> {
     /// Writes `row` at position `at` of the block.
-    pub fn set(&mut self, at: usize, row: &Row, labels: &LabelValues) {
+    pub fn set(&mut self, at: usize, row: &R, labels: &LabelValues) {
         for (s, f) in &mut self.ids {
             s[at] = f(row);
         }
         for (s, l) in &mut self.labels {
-            s[at] = labels.key(*l, row).unwrap_or(NULL_KEY);
+            s[at] = row.label_key(*l, labels).unwrap_or(NULL_KEY);
         }
         for (s, f) in &mut self.counts {
             s[at] = f(row).unwrap_or(NULL_COUNT);
@@ -222,11 +234,11 @@ fn grow<T: Copy>(v: &mut Vec<T>, rows: usize, fill: T) {
 
 /// Hands block `b` rows `b * block_rows ..` of `v` (every block gets every column: `v` holds at
 /// least as many rows as there are blocks).
-fn split<'a, T>(
+fn split<'a, T, R>(
     v: &'a mut [T],
     block_rows: usize,
-    blocks: &mut [Block<'a>],
-    push: impl Fn(&mut Block<'a>, &'a mut [T]),
+    blocks: &mut [Block<'a, R>],
+    push: impl Fn(&mut Block<'a, R>, &'a mut [T]),
 ) {
     for (block, part) in blocks.iter_mut().zip(v.chunks_mut(block_rows)) {
         push(block, part);
@@ -330,10 +342,11 @@ fn validity<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Option<NullBuff
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::{COLUMNS, Row};
 
     #[test]
     fn buffers_come_back_whole_after_encoding() {
-        let mut columns = Columns::new();
+        let mut columns = Columns::<Row>::new();
         columns.reserve(100);
         columns.len = 10;
         let dictionaries: Vec<Option<ArrayRef>> = COLUMNS

@@ -5,18 +5,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::columns::Mode;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub racksweep_version: String,
+    /// What the sweep evaluates, and so the columns of its rows.
+    pub mode: Mode,
     pub sweep_name: String,
     pub sweep_file: String,
     pub sweep_sha256: String,
     pub model: String,
-    pub input_tokens: f64,
-    pub output_tokens: f64,
-    /// Speculative-decoding parameters used where `spec_tokens` > 0.
-    pub spec_acceptance: f64,
-    pub spec_draft_layers: f64,
+    /// The workload's numbers: input and output tokens and the speculative-decoding
+    /// parameters of an inference sweep; sequence length, global batch and tokens to train of
+    /// a training sweep.
+    pub workload: BTreeMap<String, f64>,
     /// Configurations evaluated (the whole grid once complete).
     pub configurations: u64,
     /// Axis name -> number of values.

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::columns::{self, COLUMNS, Kind, LabelValues, Row};
+use crate::columns::{Kind, LabelValues, Record, Schema};
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
-use crate::spec::{Spec, thousands};
+use crate::spec::{Sweep, thousands};
 
 /// Columns every frontier table shows, with their review-friendly headers.
 const KEY_COLUMNS: &[(&str, &str)] = &[
@@ -28,26 +28,65 @@ const KEY_COLUMNS: &[(&str, &str)] = &[
     ("limit", "limit"),
 ];
 
+/// The same for training runs.
+const TRAINING_KEY_COLUMNS: &[(&str, &str)] = &[
+    ("hardware", "hardware"),
+    ("rack", "rack"),
+    ("racks", "racks"),
+    ("gpus", "GPUs"),
+    ("tp", "tp"),
+    ("pp", "pp"),
+    ("dp", "dp"),
+    ("cp", "cp"),
+    ("ep", "ep"),
+    ("microbatch", "microbatch"),
+    ("virtual_stages", "virtual stages"),
+    ("zero_stage", "ZeRO"),
+    ("recompute", "recompute"),
+    ("precision", "precision"),
+    ("step_time_s", "step (s)"),
+    ("mfu_pct", "MFU (%)"),
+    ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
+    ("effective_time_to_train_days", "days (with failures)"),
+    ("usd_per_run", "USD/run"),
+    ("mwh_per_run", "MWh/run"),
+];
+
 /// Counts the review needs besides the table.
 pub struct Totals {
     pub configurations: u64,
     pub feasible: u64,
 }
 
-pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &Totals) -> String {
-    let model = &spec.catalog.models[spec.model];
+pub fn render<R: Record>(
+    spec: &Sweep,
+    frontier: &Frontier<R>,
+    labels: &LabelValues,
+    totals: &Totals,
+) -> String {
+    let h = spec.header();
     let mut out = String::new();
-    let _ = writeln!(out, "# Pareto frontier: {}\n", spec.name);
-    if !spec.description.trim().is_empty() {
-        let _ = writeln!(out, "{}\n", spec.description.trim());
+    let _ = writeln!(out, "# Pareto frontier: {}\n", h.name);
+    if !h.description.trim().is_empty() {
+        let _ = writeln!(out, "{}\n", h.description.trim());
     }
-    let _ = writeln!(
-        out,
-        "- model: {}, {} input / {} output tokens",
-        model.id,
-        number(spec.input_tokens),
-        number(spec.output_tokens)
-    );
+    let _ = match spec {
+        Sweep::Inference(s) => writeln!(
+            out,
+            "- model: {}, {} input / {} output tokens",
+            h.model,
+            number(s.input_tokens),
+            number(s.output_tokens)
+        ),
+        Sweep::Training(s) => writeln!(
+            out,
+            "- model: {}, trained on {} tokens in steps of {} sequences of {} tokens",
+            h.model,
+            number(s.job.train_tokens),
+            number(f64::from(s.job.global_batch_seqs)),
+            number(f64::from(s.job.seq_len))
+        ),
+    };
     let _ = writeln!(
         out,
         "- objectives: {}",
@@ -70,51 +109,16 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
         return out;
     }
 
-    let mut shown: Vec<(usize, String)> = KEY_COLUMNS
-        .iter()
-        .map(|&(name, header)| {
+    let schema = Schema::get(R::MODE);
+    let mut shown: Vec<(usize, String)> = key_columns(spec)
+        .into_iter()
+        .map(|(name, header)| {
             (
-                columns::find(name).expect("key columns exist"),
+                schema.find(name).expect("key columns exist"),
                 header.to_string(),
             )
         })
         .collect();
-    // Serving-mode axes appear only when the sweep varies them, after the batch column.
-    let after_batch = shown
-        .iter()
-        .position(|(_, h)| h == "batch")
-        .map_or(shown.len(), |i| i + 1);
-    let mut modes = Vec::new();
-    if spec.grid.spec_tokens.iter().any(|&d| d > 0) {
-        modes.push(("spec_tokens", "drafts"));
-    }
-    if spec.grid.disagg_prefill_pct.iter().any(|&p| p > 0) {
-        modes.push(("disagg_prefill_pct", "prefill %"));
-        modes.push(("prefill_instances", "prefill instances"));
-    }
-    if spec.grid.ownership.len() > 1 {
-        modes.push(("ownership", "ownership"));
-    }
-    for (k, (name, header)) in modes.into_iter().enumerate() {
-        let column = columns::find(name).expect("mode columns exist");
-        shown.insert(after_batch + k, (column, header.to_string()));
-    }
-    // Sized runs: the load, the latency at that load and the bill.
-    if spec.plan.demand {
-        for (name, header) in [
-            ("utilization", "utilization"),
-            ("ttft_p99_ms", "TTFT p99 (ms)"),
-            ("tpot_p99_ms", "TPOT p99 (ms)"),
-            ("power_kw", "IT power (kW)"),
-            ("usd_per_month", "USD/month"),
-            ("usd_per_mtok", "USD/Mtok"),
-        ] {
-            shown.push((
-                columns::find(name).expect("sizing columns exist"),
-                header.to_string(),
-            ));
-        }
-    }
     let extra = frontier
         .objectives()
         .iter()
@@ -122,7 +126,7 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
         .chain(frontier.constraints().iter().map(|c| c.column));
     for c in extra {
         if !shown.iter().any(|(i, _)| *i == c) {
-            let col = &COLUMNS[c];
+            let col = &schema.columns[c];
             let header = if col.unit.is_empty() {
                 col.name.to_string()
             } else {
@@ -136,7 +140,7 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
     let aligns: Vec<&str> = shown
         .iter()
         .map(|&(i, _)| {
-            if COLUMNS[i].is_numeric() {
+            if schema.columns[i].is_numeric() {
                 "---:"
             } else {
                 "---"
@@ -151,8 +155,63 @@ pub fn render(spec: &Spec, frontier: &Frontier, labels: &LabelValues, totals: &T
     out
 }
 
-fn cell(i: usize, row: &Row, labels: &LabelValues) -> String {
-    let c = &COLUMNS[i];
+/// The columns the frontier table shows before the objectives and constraints, with their
+/// review-friendly headers.
+fn key_columns(spec: &Sweep) -> Vec<(&'static str, &'static str)> {
+    match spec {
+        Sweep::Inference(s) => {
+            let mut shown = KEY_COLUMNS.to_vec();
+            // Serving-mode axes appear only when the sweep varies them, after the batch
+            // column.
+            let after_batch = shown
+                .iter()
+                .position(|&(name, _)| name == "batch")
+                .map_or(shown.len(), |i| i + 1);
+            let mut modes = Vec::new();
+            if s.grid.spec_tokens.iter().any(|&d| d > 0) {
+                modes.push(("spec_tokens", "drafts"));
+            }
+            if s.grid.disagg_prefill_pct.iter().any(|&p| p > 0) {
+                modes.push(("disagg_prefill_pct", "prefill %"));
+                modes.push(("prefill_instances", "prefill instances"));
+            }
+            if s.grid.ownership.len() > 1 {
+                modes.push(("ownership", "ownership"));
+            }
+            for (k, m) in modes.into_iter().enumerate() {
+                shown.insert(after_batch + k, m);
+            }
+            // Sized runs: the load, the latency at that load and the bill.
+            if s.plan.demand {
+                shown.extend([
+                    ("utilization", "utilization"),
+                    ("ttft_p99_ms", "TTFT p99 (ms)"),
+                    ("tpot_p99_ms", "TPOT p99 (ms)"),
+                    ("power_kw", "IT power (kW)"),
+                    ("usd_per_month", "USD/month"),
+                    ("usd_per_mtok", "USD/Mtok"),
+                ]);
+            }
+            shown
+        }
+        Sweep::Training(s) => {
+            let mut shown = TRAINING_KEY_COLUMNS.to_vec();
+            if s.grid.ownership.len() > 1 {
+                shown.insert(
+                    shown
+                        .iter()
+                        .position(|&(name, _)| name == "precision")
+                        .map_or(shown.len(), |i| i + 1),
+                    ("ownership", "ownership"),
+                );
+            }
+            shown
+        }
+    }
+}
+
+fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
+    let c = &R::columns()[i];
     match c.kind {
         Kind::Label(l) => labels.text(l, row),
         Kind::Flag(f) => match f(row) {

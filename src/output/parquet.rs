@@ -22,54 +22,47 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 
-use crate::columns::{COLUMNS, Column, Kind, LabelValues, Labels, Row};
+use crate::columns::{Info, LabelValues, Mode, Record, Schema as Table, Type};
 use crate::output::columnar::Columns;
 
-fn data_type(c: &Column) -> DataType {
-    match c.kind {
-        Kind::Id(_) => DataType::UInt64,
-        Kind::Label(_) => {
+fn data_type(c: &Info) -> DataType {
+    match c.ty {
+        Type::Id => DataType::UInt64,
+        Type::Label(_) => {
             DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8))
         }
-        Kind::Count(_) => DataType::UInt32,
-        Kind::Metric(_) => DataType::Float64,
-        Kind::Flag(_) => DataType::Boolean,
+        Type::Count => DataType::UInt32,
+        Type::Metric => DataType::Float64,
+        Type::Flag => DataType::Boolean,
     }
 }
 
-fn nullable(c: &Column) -> bool {
-    match c.kind {
-        Kind::Id(_) => false,
-        Kind::Label(l) => matches!(l, Labels::Reason | Labels::Limit | Labels::Risk),
-        Kind::Count(_) | Kind::Metric(_) | Kind::Flag(_) => true,
-    }
-}
-
-/// The Arrow schema of every racksweep output table.
-pub fn schema() -> SchemaRef {
+/// The Arrow schema of a mode's output tables.
+pub fn schema(mode: Mode) -> SchemaRef {
     Arc::new(Schema::new(
-        COLUMNS
+        Table::get(mode)
+            .columns
             .iter()
-            .map(|c| Field::new(c.name, data_type(c), nullable(c)))
+            .map(|c| Field::new(c.name, data_type(c), c.nullable()))
             .collect::<Vec<_>>(),
     ))
 }
 
-/// The schema as a Markdown table (docs/schema.md): name, Arrow type, nullability, unit and
-/// meaning of every column, in file order.
-pub fn schema_markdown() -> String {
+/// A mode's schema as a Markdown table (docs/schema.md): name, Arrow type, nullability, unit
+/// and meaning of every column, in file order.
+pub fn schema_markdown(mode: Mode) -> String {
     let mut out = String::from(
         "| # | column | type | null when | unit | meaning |\n|---:|---|---|---|---|---|\n",
     );
-    for (i, c) in COLUMNS.iter().enumerate() {
-        let ty = match c.kind {
-            Kind::Id(_) => "uint64",
-            Kind::Label(_) => "string (dictionary)",
-            Kind::Count(_) => "uint32",
-            Kind::Metric(_) => "float64",
-            Kind::Flag(_) => "bool",
+    for (i, c) in Table::get(mode).columns.iter().enumerate() {
+        let ty = match c.ty {
+            Type::Id => "uint64",
+            Type::Label(_) => "string (dictionary)",
+            Type::Count => "uint32",
+            Type::Metric => "float64",
+            Type::Flag => "bool",
         };
-        let null = if nullable(c) {
+        let null = if c.nullable() {
             "does not apply"
         } else {
             "never"
@@ -96,24 +89,25 @@ impl RowGroup {
     }
 }
 
-/// Streams row groups into one Parquet file.
-pub struct ParquetSink {
+/// Streams row groups of `R` rows into one Parquet file.
+pub struct ParquetSink<R> {
     writer: SerializedFileWriter<BufWriter<File>>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
     labels: LabelValues,
     dictionaries: Vec<Option<ArrayRef>>,
     row_groups: usize,
+    rows: std::marker::PhantomData<fn(&R)>,
 }
 
-impl ParquetSink {
+impl<R: Record> ParquetSink<R> {
     /// Creates `path` with the given file metadata (`racksweep.*` keys).
     pub fn create(
         path: &Path,
         labels: LabelValues,
         metadata: Vec<(String, String)>,
-    ) -> Result<ParquetSink> {
-        let schema = schema();
+    ) -> Result<ParquetSink<R>> {
+        let schema = schema(R::MODE);
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
@@ -131,18 +125,18 @@ impl ParquetSink {
                     .map(|(k, v)| KeyValue::new(k, v))
                     .collect(),
             ));
-        for c in COLUMNS {
-            match c.kind {
+        for c in &Table::get(R::MODE).columns {
+            match c.ty {
                 // Small integers repeat in long runs that zstd packs as well as a dictionary
                 // would, without hashing every value (measured: 3 % faster, 3 % smaller).
                 // Floats are high-entropy: a dictionary only loses. Labels keep theirs, which
                 // readers use to filter and to decode without hashing strings.
-                Kind::Count(_) | Kind::Metric(_) => {
+                Type::Count | Type::Metric => {
                     props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), false);
                 }
                 // Grid indices ascend by one within a chunk: delta encoding stores them in a few
                 // bits each, where a dictionary would hash every (unique) value first.
-                Kind::Id(_) => {
+                Type::Id => {
                     props = props
                         .set_column_dictionary_enabled(ColumnPath::from(c.name), false)
                         .set_column_encoding(
@@ -161,10 +155,11 @@ impl ParquetSink {
             options,
         )?;
         let (writer, factory) = writer.into_serialized_writer()?;
-        let dictionaries = COLUMNS
+        let dictionaries = Table::get(R::MODE)
+            .columns
             .iter()
-            .map(|c| match c.kind {
-                Kind::Label(l) => Some(Arc::new(StringArray::from(labels.values(l))) as ArrayRef),
+            .map(|c| match c.ty {
+                Type::Label(l) => Some(Arc::new(StringArray::from(labels.values(l))) as ArrayRef),
                 _ => None,
             })
             .collect();
@@ -175,6 +170,7 @@ impl ParquetSink {
             labels,
             dictionaries,
             row_groups: 0,
+            rows: std::marker::PhantomData,
         })
     }
 
@@ -189,7 +185,7 @@ impl ParquetSink {
 
     /// Encodes the table in `columns` into `group`, every column on its own rayon task. Takes
     /// `&self` so it can run while the next chunk is being evaluated.
-    pub fn encode(&self, group: &mut RowGroup, columns: &mut Columns) -> Result<()> {
+    pub fn encode(&self, group: &mut RowGroup, columns: &mut Columns<R>) -> Result<()> {
         let writers: Vec<&mut ArrowColumnWriter> = group.writers.iter_mut().collect();
         columns
             .par_map(&self.dictionaries, writers, |i, writer, array| {
@@ -221,7 +217,7 @@ impl ParquetSink {
     }
 
     /// Encodes and appends rows in one call (small tables such as the frontier).
-    pub fn write_rows(&mut self, rows: &[Row]) -> Result<()> {
+    pub fn write_rows(&mut self, rows: &[R]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }

@@ -372,7 +372,10 @@ batch = [4, 32, 256]
 ownership = ["cloud", "owned"]
 "#
         );
-        parse(Path::new("t.toml"), &text, 1_000_000).expect("test sweep parses")
+        parse(Path::new("t.toml"), &text, 1_000_000)
+            .expect("test sweep parses")
+            .into_inference()
+            .expect("an inference sweep")
     }
 
     /// The smallest rack count meeting the demand (and the SLOs, when any count does), by
@@ -469,7 +472,10 @@ tp = [1]
 batch = [64]
 "#
             );
-            let spec = parse(Path::new("t.toml"), &text, 1000).unwrap();
+            let spec = parse(Path::new("t.toml"), &text, 1000)
+                .unwrap()
+                .into_inference()
+                .unwrap();
             let ctx = spec.context();
             evaluate(&ctx, &spec.grid.point(0))
         };
@@ -511,7 +517,10 @@ racks = "auto"
 tp = [8]
 batch = [64]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1000).unwrap();
+        let spec = parse(Path::new("t.toml"), text, 1000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
         let ctx = spec.context();
         let e = evaluate(&ctx, &spec.grid.point(0));
         assert!(e.feasible(), "{e:?}");

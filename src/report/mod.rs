@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use anyhow::{Context as _, Result};
 
 use crate::analyze::digest::{self, Digest, Ranking, Trade, TradePoint, Traded};
-use crate::columns::{self, COLUMNS};
+use crate::columns::{Mode, Schema};
 use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::number;
@@ -24,60 +24,146 @@ use crate::pareto::{Constraint, Objective, describe_constraints, describe_object
 use document::{Block, Document};
 use svg::{Chart, Point, Series, Style};
 
-/// Layout and format columns a report table may show; those with one value in every row
-/// shown are folded into a sentence instead.
-const LAYOUT: &[&str] = &[
-    "config_id",
-    "hardware",
-    "rack",
-    "racks",
-    "gpus",
-    "tp",
-    "pp",
-    "ep",
-    "attention_dp",
-    "disagg_prefill_pct",
-    "spec_tokens",
-    "batch",
-    "weight_dtype",
-    "kv_dtype",
-    "ownership",
-];
+/// What a report shows of a run of one mode.
+struct Profile {
+    /// Layout and format columns a report table may show; those with one value in every row
+    /// shown are folded into a sentence instead.
+    layout: &'static [&'static str],
+    /// Metrics every report table shows after the objectives and constraints.
+    metrics: &'static [&'static str],
+    /// The charts: a title and the two objectives (x, then y) drawn per hardware. A chart
+    /// whose columns no admitted configuration has is named and not drawn.
+    trades: &'static [(&'static str, &'static str, &'static str)],
+    /// Columns whose best value the report follows, after the per-objective tables, and what
+    /// they are called.
+    moves: &'static [(&'static str, &'static str)],
+    /// The axes `moves` are, in words.
+    moves_are: &'static str,
+    /// What every admitted configuration does, to follow "configurations that".
+    admitted: &'static str,
+}
 
-/// Metrics every report table shows after the objectives and constraints.
-const METRICS: &[&str] = &[
-    "tokens_per_s_per_gpu",
-    "tokens_per_s_per_user",
-    "ttft_p99_ms",
-    "tpot_p99_ms",
-    "usd_per_mtok",
-    "users_supported",
-    "power_kw",
-];
+const INFERENCE: Profile = Profile {
+    layout: &[
+        "config_id",
+        "hardware",
+        "rack",
+        "racks",
+        "gpus",
+        "tp",
+        "pp",
+        "ep",
+        "attention_dp",
+        "disagg_prefill_pct",
+        "spec_tokens",
+        "batch",
+        "weight_dtype",
+        "kv_dtype",
+        "ownership",
+    ],
+    metrics: &[
+        "tokens_per_s_per_gpu",
+        "tokens_per_s_per_user",
+        "ttft_p99_ms",
+        "tpot_p99_ms",
+        "usd_per_mtok",
+        "users_supported",
+        "power_kw",
+    ],
+    trades: &[
+        (
+            "Throughput against interactivity",
+            "max tokens_per_s_per_user",
+            "max tokens_per_s_per_gpu",
+        ),
+        (
+            "Cost against time to first token",
+            "min ttft_p99_ms",
+            "min usd_per_mtok",
+        ),
+        (
+            "Racks against users served",
+            "max users_supported",
+            "min racks",
+        ),
+    ],
+    moves: &[
+        ("batch", "batch size"),
+        ("weight_dtype", "weight format"),
+        ("kv_dtype", "KV-cache format"),
+    ],
+    moves_are: "a batch or format axis",
+    admitted: "run, meet the demand and SLOs where the sweep sets them",
+};
+
+const TRAINING: Profile = Profile {
+    layout: &[
+        "config_id",
+        "hardware",
+        "rack",
+        "racks",
+        "gpus",
+        "tp",
+        "pp",
+        "dp",
+        "cp",
+        "ep",
+        "microbatch",
+        "virtual_stages",
+        "zero_stage",
+        "recompute",
+        "precision",
+        "ownership",
+    ],
+    metrics: &[
+        "step_time_s",
+        "mfu_pct",
+        "training_tokens_per_s",
+        "hbm_used_gb_per_gpu",
+        "goodput_pct",
+        "effective_time_to_train_days",
+        "usd_per_run",
+        "mwh_per_run",
+    ],
+    trades: &[
+        (
+            "Time against cost",
+            "min usd_per_run",
+            "min effective_time_to_train_days",
+        ),
+        (
+            "Time against cluster size",
+            "min gpus",
+            "min effective_time_to_train_days",
+        ),
+        (
+            "Energy against time",
+            "min effective_time_to_train_days",
+            "min mwh_per_run",
+        ),
+    ],
+    moves: &[
+        ("gpus", "cluster size"),
+        ("tp", "tensor parallelism"),
+        ("pp", "pipeline stages"),
+        ("zero_stage", "ZeRO stage"),
+        ("recompute", "recomputation"),
+        ("precision", "precision"),
+    ],
+    moves_are: "a size, layout or precision axis",
+    admitted: "can train (a valid split that fits in memory)",
+};
+
+fn profile(mode: Mode) -> &'static Profile {
+    match mode {
+        Mode::Inference => &INFERENCE,
+        Mode::Training => &TRAINING,
+    }
+}
 
 /// Frontier rows listed in the report at most (all of them are in pareto.md and
 /// pareto.parquet).
 const FRONTIER_ROWS: usize = 50;
-
-/// The charts: a title and the two objectives (x, then y) drawn per hardware. A chart whose
-/// columns no admitted configuration has is named and not drawn.
-const TRADES: [(&str, &str, &str); 3] = [
-    (
-        "Throughput against interactivity",
-        "max tokens_per_s_per_user",
-        "max tokens_per_s_per_gpu",
-    ),
-    (
-        "Cost against time to first token",
-        "min ttft_p99_ms",
-        "min usd_per_mtok",
-    ),
-    (
-        "Racks against users served",
-        "max users_supported",
-        "min racks",
-    ),
-];
 
 /// The files a report wrote.
 pub struct Written {
@@ -92,7 +178,9 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     let manifest = read_manifest(&dir)?;
     let sweep_text = std::fs::read_to_string(dir.sweep())
         .with_context(|| format!("reading {}", dir.sweep().display()))?;
-    let objectives = parse_all(&manifest.objectives, Objective::parse)?;
+    let schema = Schema::get(manifest.mode);
+    let p = profile(manifest.mode);
+    let objectives = parse_all(&manifest.objectives, schema, Objective::parse)?;
     if objectives.is_empty() {
         return Err(
             UserError::new(format!("{} names no objectives", dir.manifest().display()))
@@ -102,14 +190,15 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
                 .into(),
         );
     }
-    let constraints = parse_all(&manifest.constraints, Constraint::parse)?;
+    let constraints = parse_all(&manifest.constraints, schema, Constraint::parse)?;
     let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
 
-    let q = Questions::new(&objectives, top);
-    let shown = shown_columns(&objectives, &constraints);
+    let q = Questions::new(&objectives, top, schema, p);
+    let shown = shown_columns(&objectives, &constraints, p);
     let digest = digest::digest(
         run_dir,
         &digest::Ask {
+            schema,
             constraints: &constraints,
             rankings: &q.rankings,
             trades: &q.trades,
@@ -118,10 +207,14 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
         },
     )?;
     let doc = build(
-        &manifest,
-        &sweep_text,
-        &objectives,
-        &constraints,
+        &Context {
+            m: &manifest,
+            schema,
+            profile: p,
+            sweep_text: &sweep_text,
+            objectives: &objectives,
+            constraints: &constraints,
+        },
         &q,
         &digest,
         &frontier_ids,
@@ -172,12 +265,13 @@ fn read_manifest(dir: &RunDir) -> Result<Manifest> {
 
 fn parse_all<T>(
     texts: &[String],
-    parse: fn(&str) -> Result<T, crate::pareto::ParseError>,
+    schema: &Schema,
+    parse: fn(&str, &Schema) -> Result<T, crate::pareto::ParseError>,
 ) -> Result<Vec<T>> {
     texts
         .iter()
         .map(|t| {
-            parse(t).map_err(|(message, _)| {
+            parse(t, schema).map_err(|(message, _)| {
                 UserError::new(format!("manifest.json: \"{t}\": {message}"))
                     .with_hint("the run may come from another racksweep version; run it again")
                     .into()
@@ -194,17 +288,10 @@ struct Questions {
     trades: Vec<Trade>,
 }
 
-/// Columns whose best value the report follows, after the per-objective tables.
-const MOVES: [(&str, &str); 3] = [
-    ("batch", "batch size"),
-    ("weight_dtype", "weight format"),
-    ("kv_dtype", "KV-cache format"),
-];
-
 impl Questions {
-    fn new(objectives: &[Objective], top: usize) -> Questions {
-        let column = |n: &str| columns::find(n).expect("a column of the schema");
-        let objective = |t: &str| Objective::parse(t).expect("a valid objective");
+    fn new(objectives: &[Objective], top: usize, schema: &Schema, p: &Profile) -> Questions {
+        let column = |n: &str| schema.find(n).expect("a column of the schema");
+        let objective = |t: &str| Objective::parse(t, schema).expect("a valid objective");
         let primary = objectives[0];
         let mut rankings = vec![Ranking {
             objective: primary,
@@ -216,12 +303,13 @@ impl Questions {
             group: None,
             n: top,
         }));
-        rankings.extend(MOVES.iter().map(|(c, _)| Ranking {
+        rankings.extend(p.moves.iter().map(|(c, _)| Ranking {
             objective: primary,
             group: Some(column(c)),
             n: 1,
         }));
-        let trades = TRADES
+        let trades = p
+            .trades
             .iter()
             .map(|(_, x, y)| Trade {
                 x: objective(x),
@@ -232,13 +320,17 @@ impl Questions {
     }
 }
 
-fn shown_columns(objectives: &[Objective], constraints: &[Constraint]) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = LAYOUT.to_vec();
+fn shown_columns(
+    objectives: &[Objective],
+    constraints: &[Constraint],
+    p: &Profile,
+) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = p.layout.to_vec();
     let extra = objectives
         .iter()
-        .map(|o| COLUMNS[o.column].name)
-        .chain(constraints.iter().map(|c| COLUMNS[c.column].name))
-        .chain(METRICS.iter().copied());
+        .map(|o| o.name)
+        .chain(constraints.iter().map(|c| c.name))
+        .chain(p.metrics.iter().copied());
     for n in extra {
         if !names.contains(&n) {
             names.push(n);
@@ -269,6 +361,8 @@ fn varying(d: &Digest) -> (Vec<usize>, Vec<(String, String)>) {
 struct Tables<'a> {
     digest: &'a Digest,
     kept: Vec<usize>,
+    schema: &'a Schema,
+    profile: &'a Profile,
 }
 
 impl Tables<'_> {
@@ -290,7 +384,9 @@ impl Tables<'_> {
             .kept
             .iter()
             .map(|&i| {
-                columns::find(&self.digest.header[i]).is_some_and(|c| COLUMNS[c].is_numeric())
+                self.schema
+                    .find(&self.digest.header[i])
+                    .is_some_and(|c| self.schema.columns[c].is_numeric())
             })
             .collect();
         Block::Table {
@@ -308,7 +404,11 @@ impl Tables<'_> {
         let parts: Vec<String> = self
             .kept
             .iter()
-            .filter(|&&i| LAYOUT.contains(&self.digest.header[i].as_str()))
+            .filter(|&&i| {
+                self.profile
+                    .layout
+                    .contains(&self.digest.header[i].as_str())
+            })
             .map(|&i| format!("{} {}", self.digest.header[i], row[i]))
             .collect();
         parts.join(", ")
@@ -324,18 +424,33 @@ fn count_share(n: u64, of: u64) -> Vec<String> {
     vec![number(n as f64), format!("{pct:.1} %")]
 }
 
-fn build(
-    m: &Manifest,
-    sweep_text: &str,
-    objectives: &[Objective],
-    constraints: &[Constraint],
-    q: &Questions,
-    d: &Digest,
-    frontier_ids: &[u64],
-) -> Document {
+/// What the report is about: the run, its columns, and what the sweep asked.
+struct Context<'a> {
+    m: &'a Manifest,
+    schema: &'static Schema,
+    profile: &'static Profile,
+    sweep_text: &'a str,
+    objectives: &'a [Objective],
+    constraints: &'a [Constraint],
+}
+
+fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Document {
+    let Context {
+        m,
+        schema,
+        profile: p,
+        sweep_text,
+        objectives,
+        constraints,
+    } = *c;
     let (kept, fixed) = varying(d);
-    let t = Tables { digest: d, kept };
-    let rule = admission_rule(constraints);
+    let t = Tables {
+        digest: d,
+        kept,
+        schema,
+        profile: p,
+    };
+    let rule = admission_rule(p, constraints);
     let description = toml::from_str::<toml::Table>(sweep_text)
         .ok()
         .and_then(|t| {
@@ -355,14 +470,7 @@ fn build(
     }
     let mut facts = vec![
         ("model".to_string(), m.model.clone()),
-        (
-            "workload".into(),
-            format!(
-                "{} input tokens, {} output tokens per request",
-                number(m.input_tokens),
-                number(m.output_tokens)
-            ),
-        ),
+        ("workload".into(), workload(m)),
         ("configurations".into(), number(m.configurations as f64)),
         (
             "run".into(),
@@ -424,29 +532,29 @@ fn build(
         .map(|(i, h)| (h, Style::nth(i)))
         .collect();
     let mut omitted = Vec::new();
-    for ((title, x, y), traded) in TRADES.iter().zip(&d.traded) {
+    for ((title, x, y), traded) in p.trades.iter().zip(&d.traded) {
         let (xo, yo) = (
-            Objective::parse(x).expect("valid"),
-            Objective::parse(y).expect("valid"),
+            Objective::parse(x, schema).expect("valid"),
+            Objective::parse(y, schema).expect("valid"),
         );
         if traded.per_hardware.iter().all(|(_, p)| p.is_empty()) {
             omitted.push(format!(
                 "{} (no admitted configuration has both {} and {})",
                 title.to_lowercase(),
-                COLUMNS[xo.column].name,
-                COLUMNS[yo.column].name
+                xo.name,
+                yo.name
             ));
             continue;
         }
-        let chart = chart(title, xo, yo, traded, &t, &styles);
+        let chart = chart(title, [xo, yo], traded, &t, &styles);
         let caption = format!(
             "Each line is one hardware's frontier: the configurations no other configuration on \
              that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
              the frontier over all hardware. Faint dots are a sample of {} admitted \
              configurations. Hover a point for its configuration.",
-            COLUMNS[xo.column].name,
+            xo.name,
             direction(xo),
-            COLUMNS[yo.column].name,
+            yo.name,
             direction(yo),
             number(traded.sample.len() as f64),
         );
@@ -564,10 +672,11 @@ fn build(
         title: "How the best configuration moves".into(),
     });
     blocks.push(Block::Paragraph(format!(
-        "The best configuration by {primary} at each value of a batch or format axis, among \
-         the admitted ones."
+        "The best configuration by {primary} at each value of {}, among \
+         the admitted ones.",
+        p.moves_are
     )));
-    for ((ranked, _), (_, label)) in r.zip(MOVES) {
+    for ((ranked, _), (_, label)) in r.zip(p.moves) {
         if ranked.len() < 2 {
             continue;
         }
@@ -591,9 +700,27 @@ fn build(
     }
 }
 
+/// The workload in words.
+fn workload(m: &Manifest) -> String {
+    let w = |k: &str| number(m.workload.get(k).copied().unwrap_or(f64::NAN));
+    match m.mode {
+        Mode::Inference => format!(
+            "{} input tokens, {} output tokens per request",
+            w("input_tokens"),
+            w("output_tokens")
+        ),
+        Mode::Training => format!(
+            "{} tokens to train, in steps of {} sequences of {} tokens",
+            w("train_tokens"),
+            w("global_batch_seqs"),
+            w("seq_len")
+        ),
+    }
+}
+
 /// The admission rule in words, to follow "configurations that".
-fn admission_rule(constraints: &[Constraint]) -> String {
-    let mut s = "run, meet the demand and SLOs where the sweep sets them".to_string();
+fn admission_rule(p: &Profile, constraints: &[Constraint]) -> String {
+    let mut s = p.admitted.to_string();
     if !constraints.is_empty() {
         s.push_str(&format!(
             " and satisfy {}",
@@ -620,15 +747,14 @@ fn slug(title: &str) -> String {
         .join("-")
 }
 
-fn axis_label(o: Objective) -> String {
-    let c = &COLUMNS[o.column];
+fn axis_label(o: Objective, schema: &Schema) -> String {
+    let c = &schema.columns[o.column];
     format!("{} ({}, {})", c.name, c.unit, direction(o))
 }
 
 fn chart(
     title: &str,
-    x: Objective,
-    y: Objective,
+    [x, y]: [Objective; 2],
     traded: &Traded,
     t: &Tables,
     styles: &BTreeMap<String, Style>,
@@ -648,9 +774,9 @@ fn chart(
             tip: format!(
                 "{}: {} = {}, {} = {}{ties}",
                 t.describe(p.id),
-                COLUMNS[x.column].name,
+                x.name,
                 number(p.x),
-                COLUMNS[y.column].name,
+                y.name,
                 number(p.y)
             ),
         }
@@ -673,8 +799,8 @@ fn chart(
         .collect();
     Chart {
         title: title.to_string(),
-        x_label: axis_label(x),
-        y_label: axis_label(y),
+        x_label: axis_label(x, t.schema),
+        y_label: axis_label(y, t.schema),
         series,
         global: traded.global.iter().map(point).collect(),
     }

@@ -4,6 +4,7 @@
 
 mod plan;
 mod raw;
+mod training;
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -13,11 +14,14 @@ use sha2::{Digest, Sha256};
 use toml::Spanned;
 
 use crate::catalog::{self, Catalog};
+use crate::columns::{LabelValues, Mode, Schema};
 use crate::error::UserError;
 use crate::grid::{Grid, Platform};
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
-use raw::{IntAxis, Names, RawSpec};
+use raw::{IntAxis, Names, RawModeProbe, RawSpec, RawTrainingSpec};
+
+pub use training::{DEFAULT_TRAINING_OBJECTIVES, TrainingSpec};
 
 /// Grid size `check` and `run` accept without `--max-configs` (documented in docs/sweep-format.md).
 pub const DEFAULT_MAX_CONFIGS: u64 = 1_000_000_000;
@@ -100,8 +104,171 @@ impl Spec {
     }
 }
 
+/// A validated sweep file of either mode.
+#[derive(Debug, Clone)]
+pub enum Sweep {
+    Inference(Box<Spec>),
+    Training(Box<TrainingSpec>),
+}
+
+impl Sweep {
+    pub fn mode(&self) -> Mode {
+        match self {
+            Sweep::Inference(_) => Mode::Inference,
+            Sweep::Training(_) => Mode::Training,
+        }
+    }
+
+    /// The inference sweep, if this is one.
+    pub fn into_inference(self) -> Option<Spec> {
+        match self {
+            Sweep::Inference(s) => Some(*s),
+            Sweep::Training(_) => None,
+        }
+    }
+
+    /// What both modes have: the file, its name and its goals.
+    pub fn header(&self) -> Header<'_> {
+        macro_rules! header {
+            ($s:expr) => {
+                Header {
+                    path: &$s.path,
+                    text: &$s.text,
+                    sha256: &$s.sha256,
+                    name: &$s.name,
+                    description: &$s.description,
+                    objectives: &$s.objectives,
+                    constraints: &$s.constraints,
+                    catalog: &$s.catalog,
+                    model: &$s.catalog.models[$s.model].id,
+                }
+            };
+        }
+        match self {
+            Sweep::Inference(s) => header!(s),
+            Sweep::Training(s) => header!(s),
+        }
+    }
+
+    /// Configurations in the grid.
+    pub fn len(&self) -> u64 {
+        match self {
+            Sweep::Inference(s) => s.grid.len(),
+            Sweep::Training(s) => s.grid.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Axis names and their number of values, in grid order.
+    pub fn axes(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            Sweep::Inference(s) => crate::grid::AXIS_NAMES
+                .into_iter()
+                .zip(s.grid.radices())
+                .collect(),
+            Sweep::Training(s) => s
+                .grid
+                .axis_names()
+                .into_iter()
+                .zip(s.grid.radices())
+                .collect(),
+        }
+    }
+
+    /// The workload's numbers, by key, for the manifest and the reports.
+    pub fn workload(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Sweep::Inference(s) => vec![
+                ("input_tokens", s.input_tokens),
+                ("output_tokens", s.output_tokens),
+                ("spec_acceptance", s.spec_acceptance),
+                ("spec_draft_layers", s.spec_draft_layers),
+            ],
+            Sweep::Training(s) => vec![
+                ("seq_len", f64::from(s.job.seq_len)),
+                ("global_batch_seqs", f64::from(s.job.global_batch_seqs)),
+                (
+                    "global_batch_tokens",
+                    f64::from(s.job.global_batch_seqs) * f64::from(s.job.seq_len),
+                ),
+                ("train_tokens", s.job.train_tokens),
+            ],
+        }
+    }
+
+    /// Label dictionaries of the sweep: hardware and rack ids (deduplicated), model and
+    /// formats.
+    pub fn labels(&self) -> LabelValues {
+        let (platforms, ownership, c) = match self {
+            Sweep::Inference(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
+            Sweep::Training(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
+        };
+        let mut hardware: Vec<String> = Vec::new();
+        let mut rack: Vec<String> = Vec::new();
+        let key = |values: &mut Vec<String>, id: &str| -> u16 {
+            match values.iter().position(|v| v == id) {
+                Some(i) => i as u16,
+                None => {
+                    values.push(id.to_string());
+                    (values.len() - 1) as u16
+                }
+            }
+        };
+        let mut hardware_key = Vec::new();
+        let mut rack_key = Vec::new();
+        for p in platforms {
+            hardware_key.push(key(&mut hardware, &c.gpus[p.gpu].id));
+            rack_key.push(key(&mut rack, &c.racks[p.rack].id));
+        }
+        let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
+        let (weight_dtype, kv_dtype) = match self {
+            Sweep::Inference(s) => (dtypes(&s.grid.weight_dtypes), dtypes(&s.grid.kv_dtypes)),
+            Sweep::Training(_) => (Vec::new(), Vec::new()),
+        };
+        LabelValues {
+            hardware,
+            hardware_key,
+            rack,
+            rack_key,
+            model: self.header().model.to_string(),
+            weight_dtype,
+            kv_dtype,
+            ownership: ownership.iter().map(|o| o.as_str().to_string()).collect(),
+        }
+    }
+
+    /// Key/value metadata stored in every Parquet file of the run.
+    pub fn file_metadata(&self) -> Vec<(String, String)> {
+        let h = self.header();
+        vec![
+            ("racksweep.version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("racksweep.mode".into(), self.mode().as_str().into()),
+            ("racksweep.sweep_toml".into(), h.text.to_string()),
+            ("racksweep.sweep_sha256".into(), h.sha256.to_string()),
+        ]
+    }
+}
+
+/// The parts of a sweep both modes share.
+#[derive(Debug, Clone, Copy)]
+pub struct Header<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub sha256: &'a str,
+    pub name: &'a str,
+    pub description: &'a str,
+    pub objectives: &'a [Objective],
+    pub constraints: &'a [Constraint],
+    pub catalog: &'a Catalog,
+    /// The model's preset id.
+    pub model: &'a str,
+}
+
 /// Reads and validates a sweep file.
-pub fn load(path: &Path, max_configs: u64) -> Result<Spec, UserError> {
+pub fn load(path: &Path, max_configs: u64) -> Result<Sweep, UserError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         UserError::new(format!("cannot read sweep file {}: {e}", path.display()))
             .with_hint("pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml")
@@ -110,17 +277,27 @@ pub fn load(path: &Path, max_configs: u64) -> Result<Spec, UserError> {
 }
 
 /// Validates sweep text; `path` is used in messages only.
-pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Spec, UserError> {
+pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Sweep, UserError> {
     let loader = Loader { path, text };
-    let raw: RawSpec = toml::from_str(text).map_err(|e| {
-        let message = e.message().trim_end().replace('\n', " ");
-        let error = match e.span() {
-            Some(span) => loader.at(span, message),
-            None => UserError::new(format!("{}: {message}", path.display())),
-        };
-        error.with_hint("docs/sweep-format.md describes every key")
-    })?;
-    loader.spec(raw, max_configs)
+    let probe: RawModeProbe = loader.toml()?;
+    let mode = match probe.sweep.and_then(|s| s.mode) {
+        None => Mode::Inference,
+        Some(m) => Mode::parse(m.get_ref()).ok_or_else(|| {
+            loader
+                .at(
+                    m.span(),
+                    format!("sweep.mode: unknown mode \"{}\"", m.get_ref()),
+                )
+                .with_hint("use \"inference\" (the default) or \"training\"")
+        })?,
+    };
+    Ok(match mode {
+        Mode::Inference => Sweep::Inference(Box::new(loader.spec(loader.toml()?, max_configs)?)),
+        Mode::Training => {
+            let raw: RawTrainingSpec = loader.toml()?;
+            Sweep::Training(Box::new(loader.training_spec(raw, max_configs)?))
+        }
+    })
 }
 
 struct Loader<'a> {
@@ -129,6 +306,18 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
+    /// The sweep text parsed as `T`, unknown keys and type errors pointing into the file.
+    fn toml<T: serde::de::DeserializeOwned>(&self) -> Result<T, UserError> {
+        toml::from_str(self.text).map_err(|e| {
+            let message = e.message().trim_end().replace('\n', " ");
+            let error = match e.span() {
+                Some(span) => self.at(span, message),
+                None => UserError::new(format!("{}: {message}", self.path.display())),
+            };
+            error.with_hint("docs/sweep-format.md describes every key")
+        })
+    }
+
     /// `file:line:col: message` for a byte span of the sweep text.
     fn at(&self, span: Range<usize>, message: impl AsRef<str>) -> UserError {
         let before = &self.text[..span.start.min(self.text.len())];
@@ -159,29 +348,16 @@ impl Loader<'_> {
 
         // Pass 2: the [sweep] table.
         let name = self.sweep_name(&sweep.name)?;
-        let (objectives, constraints) = self.goals(sweep.objectives, &sweep.constraints)?;
+        let (objectives, constraints) = self.goals(
+            sweep.objectives,
+            &sweep.constraints,
+            Schema::get(Mode::Inference),
+            &DEFAULT_OBJECTIVES,
+        )?;
 
         // Pass 3: the [workload] table.
         let model_id = workload.model.get_ref();
-        let model = catalog
-            .models
-            .iter()
-            .position(|m| &m.id == model_id)
-            .ok_or_else(|| {
-                let ids = catalog.models.iter().map(|m| m.id.as_str());
-                self.unknown(
-                    &workload.model,
-                    "workload.model",
-                    "model",
-                    ids,
-                    "racksweep catalog models",
-                )
-            })?;
-        if catalog.models[model].vocab.is_none() {
-            return Err(self
-                .at(workload.model.span(), format!("workload.model: \"{model_id}\" has no vocabulary size in the catalog, so its embeddings cannot be sized"))
-                .with_hint("define the model inline with a [[model]] table that sets vocab (and a new id)"));
-        }
+        let model = self.model(&catalog, &workload.model)?;
         let input_tokens = self.tokens(&workload.input_tokens, "workload.input_tokens")?;
         let output_tokens = self.tokens(&workload.output_tokens, "workload.output_tokens")?;
         if output_tokens < 1.0 {
@@ -253,15 +429,7 @@ impl Loader<'_> {
             ))
             .with_hint("narrow one of the axes")
         })?;
-        if len > max_configs {
-            return Err(UserError::new(format!(
-                "{}: the grid has {} configurations, more than the cap of {}",
-                self.path.display(),
-                thousands(len),
-                thousands(max_configs)
-            ))
-            .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
-        }
+        self.within_cap(len, max_configs)?;
 
         Ok(Spec {
             path: self.path.to_path_buf(),
@@ -360,15 +528,43 @@ impl Loader<'_> {
         }
     }
 
+    /// `workload.model`: a catalog model with a vocabulary (its embeddings must be sized).
+    fn model(&self, catalog: &Catalog, name: &Spanned<String>) -> Result<usize, UserError> {
+        let model_id = name.get_ref();
+        let model = catalog
+            .models
+            .iter()
+            .position(|m| &m.id == model_id)
+            .ok_or_else(|| {
+                let ids = catalog.models.iter().map(|m| m.id.as_str());
+                self.unknown(
+                    name,
+                    "workload.model",
+                    "model",
+                    ids,
+                    "racksweep catalog models",
+                )
+            })?;
+        if catalog.models[model].vocab.is_none() {
+            return Err(self
+                .at(name.span(), format!("workload.model: \"{model_id}\" has no vocabulary size in the catalog, so its embeddings cannot be sized"))
+                .with_hint("define the model inline with a [[model]] table that sets vocab (and a new id)"));
+        }
+        Ok(model)
+    }
+
+    /// `sweep.objectives` (or `defaults`) and `sweep.constraints`, over the columns of `schema`.
     fn goals(
         &self,
         objectives: Option<Spanned<Vec<Spanned<String>>>>,
         constraints: &[Spanned<String>],
+        schema: &Schema,
+        defaults: &[&str],
     ) -> Result<(Vec<Objective>, Vec<Constraint>), UserError> {
         let parsed = match objectives {
-            None => DEFAULT_OBJECTIVES
+            None => defaults
                 .iter()
-                .map(|s| Objective::parse(s).expect("default objectives parse"))
+                .map(|s| Objective::parse(s, schema).expect("default objectives parse"))
                 .collect(),
             Some(list) => {
                 if list.get_ref().is_empty() {
@@ -387,7 +583,7 @@ impl Loader<'_> {
                 }
                 let mut out: Vec<Objective> = Vec::new();
                 for (i, o) in list.get_ref().iter().enumerate() {
-                    let parsed = Objective::parse(o.get_ref()).map_err(|(m, h)| {
+                    let parsed = Objective::parse(o.get_ref(), schema).map_err(|(m, h)| {
                         self.hinted(o.span(), format!("sweep.objectives[{i}]: {m}"), h)
                     })?;
                     if out.iter().any(|p| p.column == parsed.column) {
@@ -406,7 +602,7 @@ impl Loader<'_> {
         };
         let mut cons = Vec::new();
         for (i, c) in constraints.iter().enumerate() {
-            cons.push(Constraint::parse(c.get_ref()).map_err(|(m, h)| {
+            cons.push(Constraint::parse(c.get_ref(), schema).map_err(|(m, h)| {
                 self.hinted(c.span(), format!("sweep.constraints[{i}]: {m}"), h)
             })?);
         }
@@ -510,7 +706,52 @@ impl Loader<'_> {
                 .at(r.span(), "grid.racks: \"auto\" sizes the cluster to [workload.demand], which this sweep does not set")
                 .with_hint("add a [workload.demand] table (e.g. concurrent_users = 1000), or list rack counts"));
         }
-        let ownership = match &ownership {
+        let ownership = self.ownership(&ownership)?;
+        let platforms = self.platforms(catalog, &hardware, &rack)?;
+        let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
+        let dtypes = |names: &Option<Names>, key: &str| -> Result<Vec<usize>, UserError> {
+            match names {
+                None => Ok(vec![
+                    catalog
+                        .dtype_index(DEFAULT_DTYPE)
+                        .expect("bf16 is built in"),
+                ]),
+                Some(n) => self.names(
+                    n,
+                    key,
+                    "number format",
+                    |id| catalog.dtype_index(id),
+                    &dtype_ids,
+                    "racksweep catalog dtypes",
+                ),
+            }
+        };
+        Ok(Grid {
+            platforms,
+            weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
+            kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
+            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, COUNT)?,
+            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, COUNT)?,
+            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, COUNT)?,
+            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, COUNT)?,
+            disagg_prefill_pct: self.int_axis(
+                &disagg_prefill_pct,
+                "grid.disagg_prefill_pct",
+                &[0],
+                PERCENT,
+            )?,
+            spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
+            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
+            ownership,
+        })
+    }
+
+    /// `grid.ownership`: how the hardware is paid for (default cloud).
+    fn ownership(
+        &self,
+        ownership: &Option<Names>,
+    ) -> Result<Vec<crate::perf::cost::Ownership>, UserError> {
+        Ok(match ownership {
             None => vec![crate::perf::cost::Ownership::Cloud],
             Some(names) => {
                 if names.get_ref().is_empty() {
@@ -534,20 +775,28 @@ impl Loader<'_> {
                 }
                 out
             }
-        };
+        })
+    }
+
+    /// `grid.hardware` and `grid.rack`: each GPU with the listed racks that host it, or with
+    /// its default rack.
+    fn platforms(
+        &self,
+        catalog: &Catalog,
+        hardware: &Names,
+        rack: &Option<Names>,
+    ) -> Result<Vec<Platform>, UserError> {
         let gpu_ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
-        let rack_ids: Vec<&str> = catalog.racks.iter().map(|r| r.id.as_str()).collect();
-        let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
         let gpus = self.names(
-            &hardware,
+            hardware,
             "grid.hardware",
             "GPU",
             |id| catalog.gpu_index(id),
             &gpu_ids,
             "racksweep catalog gpus",
         )?;
-
-        let platforms = match &rack {
+        let rack_ids: Vec<&str> = catalog.racks.iter().map(|r| r.id.as_str()).collect();
+        Ok(match rack {
             None => gpus
                 .iter()
                 .map(|&g| Platform {
@@ -593,42 +842,6 @@ impl Loader<'_> {
                 }
                 platforms
             }
-        };
-
-        let dtypes = |names: &Option<Names>, key: &str| -> Result<Vec<usize>, UserError> {
-            match names {
-                None => Ok(vec![
-                    catalog
-                        .dtype_index(DEFAULT_DTYPE)
-                        .expect("bf16 is built in"),
-                ]),
-                Some(n) => self.names(
-                    n,
-                    key,
-                    "number format",
-                    |id| catalog.dtype_index(id),
-                    &dtype_ids,
-                    "racksweep catalog dtypes",
-                ),
-            }
-        };
-        Ok(Grid {
-            platforms,
-            weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
-            kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
-            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, COUNT)?,
-            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, COUNT)?,
-            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, COUNT)?,
-            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, COUNT)?,
-            disagg_prefill_pct: self.int_axis(
-                &disagg_prefill_pct,
-                "grid.disagg_prefill_pct",
-                &[0],
-                PERCENT,
-            )?,
-            spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
-            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
-            ownership,
         })
     }
 
@@ -785,6 +998,7 @@ hardware = ["h100-sxm", "b200"]
 
     fn spec(text: &str) -> Result<Spec, UserError> {
         parse(Path::new("t.toml"), text, DEFAULT_MAX_CONFIGS)
+            .map(|s| s.into_inference().expect("an inference sweep"))
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct WorkloadShape<'a> {
 
 impl Loader<'_> {
     /// A number that must satisfy `ok`, else an error naming the key and stating `rule`.
-    fn number(
+    pub(super) fn number(
         &self,
         v: &Spanned<f64>,
         key: &str,
@@ -388,7 +388,7 @@ impl Loader<'_> {
     }
 
     /// Applies `[cost]` to the catalog; returns the API prices.
-    fn costs(
+    pub(super) fn costs(
         &self,
         catalog: &mut Catalog,
         cost: &Option<RawCost>,

@@ -28,6 +28,10 @@ pub struct RawSpec {
 #[serde(deny_unknown_fields)]
 pub struct RawSweep {
     pub name: Spanned<String>,
+    /// `"inference"` (the default) or `"training"`; read (and checked) first, by
+    /// [`RawModeProbe`].
+    #[serde(rename = "mode")]
+    pub _mode: Option<Spanned<String>>,
     #[serde(default)]
     pub description: String,
     pub objectives: Option<Spanned<Vec<Spanned<String>>>>,
@@ -249,4 +253,61 @@ impl<'de> Deserialize<'de> for IntAxis {
 
         deserializer.deserialize_any(AxisVisitor)
     }
+}
+
+/// Just `[sweep] mode`, read first to pick the schema the rest is parsed with.
+#[derive(Debug, Deserialize)]
+pub struct RawModeProbe {
+    pub sweep: Option<RawModeOnly>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RawModeOnly {
+    pub mode: Option<Spanned<String>>,
+}
+
+/// A training sweep (`[sweep] mode = "training"`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrainingSpec {
+    pub sweep: RawSweep,
+    pub workload: RawTrainingWorkload,
+    pub grid: RawTrainingGrid,
+    #[serde(default)]
+    pub gpu: Vec<Spanned<Gpu>>,
+    #[serde(default)]
+    pub rack: Vec<Spanned<Rack>>,
+    #[serde(default)]
+    pub model: Vec<Spanned<Model>>,
+    pub cost: Option<RawCost>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrainingWorkload {
+    pub model: Spanned<String>,
+    pub seq_len: Spanned<i64>,
+    pub global_batch_tokens: Option<Spanned<f64>>,
+    pub global_batch_seqs: Option<Spanned<i64>>,
+    pub train_tokens: Spanned<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrainingGrid {
+    pub hardware: Names,
+    pub rack: Option<Names>,
+    pub racks: Option<Spanned<IntAxis>>,
+    pub gpus: Option<Spanned<IntAxis>>,
+    pub dp: Option<Spanned<IntAxis>>,
+    pub tp: Option<Spanned<IntAxis>>,
+    pub pp: Option<Spanned<IntAxis>>,
+    pub cp: Option<Spanned<IntAxis>>,
+    pub ep: Option<Spanned<IntAxis>>,
+    pub microbatch: Option<Spanned<IntAxis>>,
+    pub virtual_stages: Option<Spanned<IntAxis>>,
+    pub zero_stage: Option<Spanned<IntAxis>>,
+    pub recompute: Option<Names>,
+    pub precision: Option<Names>,
+    pub ownership: Option<Names>,
 }

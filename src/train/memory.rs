@@ -164,7 +164,7 @@ pub fn microbatches_in_flight(l: &Layout, microbatches: f64) -> f64 {
 }
 
 /// Peak bytes on the busiest GPU.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Footprint {
     pub state_bytes: f64,
     pub activation_bytes: f64,

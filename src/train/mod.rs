@@ -6,6 +6,7 @@
 //! checkpoints, goodput). Formulas and sources: docs/model.md, "Training".
 
 pub mod flops;
+pub mod grid;
 pub mod memory;
 pub mod reliability;
 pub mod step;
@@ -62,8 +63,9 @@ impl Factors {
 }
 
 /// Activation recomputation (Korthikanti et al. 2022).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Recompute {
+    #[default]
     None,
     /// Recompute the attention core and element-wise outputs.
     Selective,
@@ -71,12 +73,36 @@ pub enum Recompute {
     Full,
 }
 
+impl Recompute {
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+}
+
 /// Number format of the linear layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
+    #[default]
     Bf16,
     /// FP8 GEMMs with bf16 master weights (Transformer Engine).
     Fp8,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::Fp8];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+        }
+    }
 }
 
 /// A parallel layout. GPUs = tp x cp x dp x pp; expert parallelism is carved out of dp x cp
@@ -117,26 +143,61 @@ pub struct Job {
 /// Why a layout cannot train.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Infeasible {
-    /// The degrees do not divide the model, the batch or the sequence.
-    InvalidSplit(&'static str),
+    /// A degree of zero.
+    ZeroDegree,
+    /// The cluster's GPUs are not a whole number of tp x pp x cp model replicas.
+    GpusNotDivisibleByModelParallel,
+    HeadsNotDivisibleByTp,
+    FewerLayersThanStages,
+    ExpertsNotDivisibleByEp,
+    EpNotDividingDpCp,
+    /// Load-balanced ring attention splits each sequence into 2 x cp chunks.
+    SeqLenNotDivisibleBy2Cp,
+    BatchNotDivisibleByDpMicrobatch,
+    /// Megatron's interleaved schedule runs whole rounds of pp microbatches.
+    MicrobatchesNotDivisibleByPp,
     /// Tensor parallelism beyond the scale-up domain.
     TpBeyondScaleup,
-    /// The busiest GPU needs more memory than it has.
-    DoesNotFit,
     /// The GPU has no tensor cores for the precision.
     UnsupportedPrecision,
     /// The catalog lacks a number the model needs (vocabulary).
     MissingData,
+    /// The busiest GPU needs more memory than it has.
+    DoesNotFit,
 }
 
 impl Infeasible {
+    pub const ALL: [Infeasible; 13] = [
+        Infeasible::ZeroDegree,
+        Infeasible::GpusNotDivisibleByModelParallel,
+        Infeasible::HeadsNotDivisibleByTp,
+        Infeasible::FewerLayersThanStages,
+        Infeasible::ExpertsNotDivisibleByEp,
+        Infeasible::EpNotDividingDpCp,
+        Infeasible::SeqLenNotDivisibleBy2Cp,
+        Infeasible::BatchNotDivisibleByDpMicrobatch,
+        Infeasible::MicrobatchesNotDivisibleByPp,
+        Infeasible::TpBeyondScaleup,
+        Infeasible::UnsupportedPrecision,
+        Infeasible::MissingData,
+        Infeasible::DoesNotFit,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
-            Infeasible::InvalidSplit(why) => why,
+            Infeasible::ZeroDegree => "zero_degree",
+            Infeasible::GpusNotDivisibleByModelParallel => "gpus_not_divisible_by_tp_x_pp_x_cp",
+            Infeasible::HeadsNotDivisibleByTp => "heads_not_divisible_by_tp",
+            Infeasible::FewerLayersThanStages => "fewer_layers_than_pp_x_virtual_stages",
+            Infeasible::ExpertsNotDivisibleByEp => "experts_not_divisible_by_ep",
+            Infeasible::EpNotDividingDpCp => "ep_not_dividing_dp_x_cp",
+            Infeasible::SeqLenNotDivisibleBy2Cp => "seq_len_not_divisible_by_2cp",
+            Infeasible::BatchNotDivisibleByDpMicrobatch => "batch_not_divisible_by_dp_x_microbatch",
+            Infeasible::MicrobatchesNotDivisibleByPp => "microbatches_not_divisible_by_pp",
             Infeasible::TpBeyondScaleup => "tp_beyond_scaleup",
-            Infeasible::DoesNotFit => "does_not_fit",
             Infeasible::UnsupportedPrecision => "unsupported_precision",
             Infeasible::MissingData => "missing_data",
+            Infeasible::DoesNotFit => "does_not_fit",
         }
     }
 }
@@ -182,7 +243,7 @@ impl System<'_> {
 }
 
 /// A training layout's step and run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Estimate {
     pub gpus: u32,
     pub microbatches: u32,
@@ -215,34 +276,50 @@ pub fn evaluate(
     l: &Layout,
     job: &Job,
 ) -> Result<Estimate, Infeasible> {
-    let invalid = Infeasible::InvalidSplit;
+    let mut e = Estimate::default();
+    evaluate_into(model, sys, l, job, &mut e).map(|()| e)
+}
+
+/// [`evaluate`] into `out`. A layout that does not fit still has its memory filled in, so the
+/// output can say by how much.
+pub fn evaluate_into(
+    model: &Model,
+    sys: &System,
+    l: &Layout,
+    job: &Job,
+    out: &mut Estimate,
+) -> Result<(), Infeasible> {
+    *out = Estimate {
+        gpus: l.gpus(),
+        ..Estimate::default()
+    };
     if [l.tp, l.pp, l.dp, l.cp, l.ep, l.microbatch, l.virtual_stages].contains(&0) {
-        return Err(invalid("zero_degree"));
+        return Err(Infeasible::ZeroDegree);
     }
     if !model.heads.is_multiple_of(l.tp) {
-        return Err(invalid("heads_not_divisible_by_tp"));
+        return Err(Infeasible::HeadsNotDivisibleByTp);
     }
     if model.layers < l.pp * l.virtual_stages {
-        return Err(invalid("fewer_layers_than_pp_x_virtual_stages"));
+        return Err(Infeasible::FewerLayersThanStages);
     }
     if l.ep > 1 && (!model.is_moe() || !model.experts().is_multiple_of(l.ep)) {
-        return Err(invalid("experts_not_divisible_by_ep"));
+        return Err(Infeasible::ExpertsNotDivisibleByEp);
     }
     if !(l.dp * l.cp).is_multiple_of(l.ep) {
-        return Err(invalid("ep_not_dividing_dp_x_cp"));
+        return Err(Infeasible::EpNotDividingDpCp);
     }
     // Load-balanced ring attention splits each sequence into 2 x cp chunks.
     if l.cp > 1 && !job.seq_len.is_multiple_of(2 * l.cp) {
-        return Err(invalid("seq_len_not_divisible_by_2cp"));
+        return Err(Infeasible::SeqLenNotDivisibleBy2Cp);
     }
     let per_step = l.dp * l.microbatch;
     if !job.global_batch_seqs.is_multiple_of(per_step) {
-        return Err(invalid("batch_not_divisible_by_dp_x_microbatch"));
+        return Err(Infeasible::BatchNotDivisibleByDpMicrobatch);
     }
     let microbatches = job.global_batch_seqs / per_step;
     // Megatron's interleaved schedule needs whole rounds of pp microbatches.
     if l.virtual_stages > 1 && !microbatches.is_multiple_of(l.pp) {
-        return Err(invalid("microbatches_not_divisible_by_pp"));
+        return Err(Infeasible::MicrobatchesNotDivisibleByPp);
     }
     if l.tp > sys.rack.scaleup_domain_gpus {
         return Err(Infeasible::TpBeyondScaleup);
@@ -255,6 +332,9 @@ pub fn evaluate(
     let shard = ShardParams::new(model, l).ok_or(Infeasible::MissingData)?;
     let m = f64::from(microbatches);
     let memory = memory::footprint(model, l, seq_len, m, &shard);
+    out.microbatches = microbatches;
+    out.memory = memory;
+    out.hbm_used_gb_per_gpu = memory.total() / 1e9;
     if memory.total() > sys.gpu.hbm_bytes() * memory::MEMORY_UTILIZATION {
         return Err(Infeasible::DoesNotFit);
     }
@@ -299,7 +379,7 @@ pub fn evaluate(
     );
     let facility_kw = it_kw * sys.economics.pue;
     let mwh_per_run = facility_kw * hours / 1e3;
-    Ok(Estimate {
+    *out = Estimate {
         gpus: l.gpus(),
         microbatches,
         step,
@@ -318,7 +398,8 @@ pub fn evaluate(
         mwh_per_run,
         kg_co2e_per_run: mwh_per_run * 1e3 * sys.economics.kg_co2e_per_kwh,
         usd_per_run: usd_per_hour * hours,
-    })
+    };
+    Ok(())
 }
 
 #[cfg(test)]
@@ -481,7 +562,7 @@ mod tests {
         let reason = |l: Layout| evaluate(model, &sys, &l, &job).unwrap_err();
         assert_eq!(
             reason(layout(8, 1, 3)),
-            Infeasible::InvalidSplit("batch_not_divisible_by_dp_x_microbatch")
+            Infeasible::BatchNotDivisibleByDpMicrobatch
         );
         assert_eq!(reason(layout(16, 1, 4)), Infeasible::TpBeyondScaleup);
         assert_eq!(
@@ -489,7 +570,7 @@ mod tests {
                 ep: 2,
                 ..layout(8, 1, 4)
             }),
-            Infeasible::InvalidSplit("experts_not_divisible_by_ep")
+            Infeasible::ExpertsNotDivisibleByEp
         );
         // 70B in bf16 with ZeRO-0 on one GPU per replica: 1.4 TB of state.
         assert_eq!(

@@ -8,7 +8,7 @@
 pub const FAILURES_PER_GPU_HOUR: f64 = 419.0 / (54.0 * 24.0 * 16_384.0);
 
 /// Reliability of one job.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Reliability {
     /// Mean time between failures of the whole job, hours.
     pub job_mtbf_hours: f64,

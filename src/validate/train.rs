@@ -25,7 +25,6 @@ const MICROBATCHES: [u32; 3] = [1, 2, 4];
 /// Model chunks per stage tried (NeMo's recipes use up to 20 for llama-2-70b on 4 stages).
 const MAX_VIRTUAL_STAGES: u32 = 24;
 const ZERO_STAGES: [u8; 2] = [1, 3];
-const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
 
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let s = &case.setup;
@@ -132,7 +131,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
                     }
                     for microbatch in MICROBATCHES {
                         for zero_stage in ZERO_STAGES {
-                            for recompute in RECOMPUTE {
+                            for recompute in Recompute::ALL {
                                 let l = Layout {
                                     tp,
                                     pp,

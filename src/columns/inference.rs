@@ -1,10 +1,8 @@
-//! The output schema, defined once: every column of the part files (`configs/*.parquet`) with
-//! its unit, meaning, type and how to read it from a [`Row`]. The Parquet writer, the Markdown
-//! table, objectives and constraints all go through this table, so a column cannot exist in one
-//! place and not another.
+//! The inference schema: every column of an inference run's rows, read from a [`Row`].
 
+use super::{Column, Kind, LabelValues, Labels, Mode, Record, finite, nonzero};
 use crate::grid::Point;
-use crate::perf::{Estimate, Limit, Reason};
+use crate::perf::{Estimate, Reason};
 
 /// Utilization bands of the `risk` column (InferenceAtlas's latency risk bands): low up to 50 %,
 /// medium up to 75 %, high above.
@@ -18,148 +16,54 @@ pub struct Row {
     pub estimate: Estimate,
 }
 
-/// Categorical columns, dictionary-encoded in Parquet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Labels {
-    Hardware,
-    Rack,
-    Model,
-    WeightDtype,
-    KvDtype,
-    Ownership,
-    Reason,
-    Limit,
-    Risk,
-}
+impl Record for Row {
+    const MODE: Mode = Mode::Inference;
+    const REASONS: usize = Reason::ALL.len();
 
-/// How a column's values are read from a row. Numeric accessors return `None` (null) where the
-/// quantity does not apply.
-#[derive(Clone, Copy)]
-pub enum Kind {
-    Id(fn(&Row) -> u64),
-    Label(Labels),
-    Count(fn(&Row) -> Option<u32>),
-    Metric(fn(&Row) -> Option<f64>),
-    /// A yes/no answer, null where the question does not apply.
-    Flag(fn(&Row) -> Option<bool>),
-}
-
-#[derive(Clone, Copy)]
-pub struct Column {
-    pub name: &'static str,
-    /// Unit, or "" for identifiers and labels.
-    pub unit: &'static str,
-    pub doc: &'static str,
-    pub kind: Kind,
-}
-
-impl Column {
-    /// The value as a number, for objectives and constraints; `None` for labels and nulls.
-    pub fn number(&self, row: &Row) -> Option<f64> {
-        match self.kind {
-            Kind::Id(f) => Some(f(row) as f64),
-            Kind::Count(f) => f(row).map(f64::from),
-            Kind::Metric(f) => f(row),
-            Kind::Label(_) | Kind::Flag(_) => None,
-        }
+    fn columns() -> &'static [Column<Row>] {
+        COLUMNS
     }
 
-    pub fn is_numeric(&self) -> bool {
-        matches!(self.kind, Kind::Id(_) | Kind::Count(_) | Kind::Metric(_))
+    fn config_id(&self) -> u64 {
+        self.config_id
     }
-}
 
-fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
-}
-
-fn nonzero(v: u32) -> Option<u32> {
-    (v > 0).then_some(v)
-}
-
-impl Labels {
-    /// Labels whose values do not depend on the sweep.
-    pub fn fixed_values(self) -> Option<Vec<&'static str>> {
-        match self {
-            Labels::Reason => Some(Reason::ALL.iter().map(|r| r.as_str()).collect()),
-            Labels::Limit => Some(Limit::ALL.iter().map(|l| l.as_str()).collect()),
-            Labels::Risk => Some(RISK_BANDS.iter().map(|(name, _)| *name).collect()),
-            _ => None,
-        }
-    }
-}
-
-/// Values of the sweep-dependent label columns, and the key each grid entry maps to.
-#[derive(Debug, Clone)]
-pub struct LabelValues {
-    pub hardware: Vec<String>,
-    /// Hardware key per grid platform.
-    pub hardware_key: Vec<u16>,
-    pub rack: Vec<String>,
-    pub rack_key: Vec<u16>,
-    pub model: String,
-    pub weight_dtype: Vec<String>,
-    pub kv_dtype: Vec<String>,
-    pub ownership: Vec<String>,
-}
-
-impl LabelValues {
-    /// Dictionary values of a label column.
-    pub fn values(&self, labels: Labels) -> Vec<String> {
+    fn label_key(&self, labels: Labels, values: &LabelValues) -> Option<u16> {
+        let p = &self.point;
+        let e = &self.estimate;
         match labels {
-            Labels::Hardware => self.hardware.clone(),
-            Labels::Rack => self.rack.clone(),
-            Labels::Model => vec![self.model.clone()],
-            Labels::WeightDtype => self.weight_dtype.clone(),
-            Labels::KvDtype => self.kv_dtype.clone(),
-            Labels::Ownership => self.ownership.clone(),
-            Labels::Reason | Labels::Limit | Labels::Risk => labels
-                .fixed_values()
-                .unwrap_or_default()
-                .into_iter()
-                .map(String::from)
-                .collect(),
-        }
-    }
-
-    /// Dictionary key of a row's label, `None` when null.
-    pub fn key(&self, labels: Labels, row: &Row) -> Option<u16> {
-        let p = &row.point;
-        match labels {
-            Labels::Hardware => Some(self.hardware_key[p.platform as usize]),
-            Labels::Rack => Some(self.rack_key[p.platform as usize]),
+            Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
+            Labels::Rack => Some(values.rack_key[p.platform as usize]),
             Labels::Model => Some(0),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
             Labels::KvDtype => Some(p.kv_dtype as u16),
             Labels::Ownership => Some(p.ownership as u16),
-            Labels::Reason | Labels::Limit | Labels::Risk => fixed_label_key(labels, row),
+            Labels::Reason => e.reason.map(|r| r as u16),
+            Labels::Limit => e.limit.map(|l| l as u16),
+            Labels::Risk => {
+                let u = e.utilization;
+                u.is_finite().then(|| {
+                    RISK_BANDS
+                        .iter()
+                        .position(|&(_, max)| u <= max)
+                        .unwrap_or(RISK_BANDS.len() - 1) as u16
+                })
+            }
+            Labels::Precision | Labels::Recompute | Labels::TrainingReason => None,
         }
     }
 
-    /// A row's label as text, "" when null.
-    pub fn text(&self, labels: Labels, row: &Row) -> String {
-        let Some(key) = self.key(labels, row) else {
-            return String::new();
-        };
-        self.values(labels).swap_remove(key as usize)
+    fn reason(&self) -> Option<usize> {
+        self.estimate.reason.map(|r| r as usize)
     }
-}
 
-/// Key of a fixed-vocabulary label for a row, `None` when null.
-pub fn fixed_label_key(labels: Labels, row: &Row) -> Option<u16> {
-    match labels {
-        Labels::Reason => row.estimate.reason.map(|r| r as u16),
-        Labels::Limit => row.estimate.limit.map(|l| l as u16),
-        Labels::Risk => {
-            let u = row.estimate.utilization;
-            u.is_finite().then(|| {
-                RISK_BANDS
-                    .iter()
-                    .position(|&(_, max)| u <= max)
-                    .unwrap_or(RISK_BANDS.len() - 1) as u16
-            })
-        }
-        _ => None,
+    fn reason_name(index: usize) -> &'static str {
+        Reason::ALL[index].as_str()
+    }
+
+    fn admitted(&self) -> bool {
+        let e = &self.estimate;
+        e.feasible() && e.demand_met != Some(false) && e.meets_slo != Some(false)
     }
 }
 
@@ -175,7 +79,7 @@ macro_rules! metric {
 }
 
 /// Every output column, in file order.
-pub static COLUMNS: &[Column] = &[
+pub static COLUMNS: &[Column<Row>] = &[
     Column {
         name: "config_id",
         unit: "",
@@ -551,65 +455,3 @@ pub static COLUMNS: &[Column] = &[
         usd_per_month_api
     ),
 ];
-
-/// The schema as a Markdown table (`| column | unit | meaning |`), for README.md and docs.
-pub fn markdown_table() -> String {
-    let mut out = String::from("| column | unit | meaning |\n|---|---|---|\n");
-    for c in COLUMNS {
-        let unit = if c.unit.is_empty() { "-" } else { c.unit };
-        out.push_str(&format!("| `{}` | {unit} | {} |\n", c.name, c.doc));
-    }
-    out
-}
-
-/// Index of a column by name.
-pub fn find(name: &str) -> Option<usize> {
-    COLUMNS.iter().position(|c| c.name == name)
-}
-
-/// Names of the numeric columns (usable in objectives and constraints).
-pub fn numeric_names() -> impl Iterator<Item = &'static str> {
-    COLUMNS.iter().filter(|c| c.is_numeric()).map(|c| c.name)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_snake_case() {
-        let mut seen = std::collections::HashSet::new();
-        for c in COLUMNS {
-            assert!(seen.insert(c.name), "duplicate column {}", c.name);
-            assert!(
-                c.name
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-            );
-        }
-    }
-
-    #[test]
-    fn metric_columns_carry_their_unit_in_the_name() {
-        for c in COLUMNS.iter().filter(|c| matches!(c.kind, Kind::Metric(_))) {
-            let units = [
-                "_ms",
-                "tokens_per_s",
-                "_gb",
-                "_kw",
-                "usd_",
-                "_usd",
-                "kg_",
-                "_l_",
-                "joules_",
-                "_per_s",
-                "utilization",
-                "headroom",
-                "users",
-                "servers",
-            ];
-            let ok = units.iter().any(|u| c.name.contains(u));
-            assert!(ok, "{} lacks a unit suffix", c.name);
-        }
-    }
-}

@@ -1,0 +1,360 @@
+//! The training schema: every column of a training run's rows, read from a [`TrainRow`].
+
+use super::{Column, Kind, LabelValues, Labels, Mode, Record, finite, nonzero};
+use crate::train::grid::TrainPoint;
+use crate::train::{Estimate, Infeasible, Precision, Recompute};
+
+/// One evaluated training layout: its grid index, axis values, the cluster it fills and the
+/// model's estimate (zeros past the point where an infeasible layout stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TrainRow {
+    pub config_id: u64,
+    pub point: TrainPoint,
+    /// Racks in the cluster (given, or those the GPUs need).
+    pub racks: u32,
+    /// Data-parallel replicas (given, or filling the racks; 0 when they do not divide).
+    pub dp: u32,
+    pub recompute: Recompute,
+    pub precision: Precision,
+    pub estimate: Estimate,
+    pub reason: Option<Infeasible>,
+}
+
+impl TrainRow {
+    /// The value where the layout can train, null where it cannot.
+    fn ok(&self, v: f64) -> Option<f64> {
+        if self.reason.is_some() {
+            return None;
+        }
+        finite(v)
+    }
+}
+
+impl Record for TrainRow {
+    const MODE: Mode = Mode::Training;
+    const REASONS: usize = Infeasible::ALL.len();
+
+    fn columns() -> &'static [Column<TrainRow>] {
+        TRAINING_COLUMNS
+    }
+
+    fn config_id(&self) -> u64 {
+        self.config_id
+    }
+
+    fn label_key(&self, labels: Labels, values: &LabelValues) -> Option<u16> {
+        let p = &self.point;
+        match labels {
+            Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
+            Labels::Rack => Some(values.rack_key[p.platform as usize]),
+            Labels::Model => Some(0),
+            Labels::Ownership => Some(p.ownership as u16),
+            Labels::Precision => Some(self.precision as u16),
+            Labels::Recompute => Some(self.recompute as u16),
+            Labels::TrainingReason => self.reason.map(|r| r as u16),
+            Labels::WeightDtype
+            | Labels::KvDtype
+            | Labels::Reason
+            | Labels::Limit
+            | Labels::Risk => None,
+        }
+    }
+
+    fn reason(&self) -> Option<usize> {
+        self.reason.map(|r| r as usize)
+    }
+
+    fn reason_name(index: usize) -> &'static str {
+        Infeasible::ALL[index].as_str()
+    }
+
+    fn admitted(&self) -> bool {
+        self.reason.is_none()
+    }
+}
+
+macro_rules! metric {
+    ($name:literal, $unit:literal, $doc:literal, |$e:ident| $value:expr) => {
+        Column {
+            name: $name,
+            unit: $unit,
+            doc: $doc,
+            kind: Kind::Metric(|r| {
+                let $e = &r.estimate;
+                r.ok($value)
+            }),
+        }
+    };
+}
+
+macro_rules! count {
+    ($name:literal, $unit:literal, $doc:literal, |$r:ident| $value:expr) => {
+        Column {
+            name: $name,
+            unit: $unit,
+            doc: $doc,
+            kind: Kind::Count(|$r| Some($value)),
+        }
+    };
+}
+
+/// Every column of a training run, in file order.
+pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
+    Column {
+        name: "config_id",
+        unit: "",
+        doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
+        kind: Kind::Id(|r| r.config_id),
+    },
+    Column {
+        name: "hardware",
+        unit: "",
+        doc: "GPU preset id",
+        kind: Kind::Label(Labels::Hardware),
+    },
+    Column {
+        name: "rack",
+        unit: "",
+        doc: "rack preset id",
+        kind: Kind::Label(Labels::Rack),
+    },
+    Column {
+        name: "model",
+        unit: "",
+        doc: "model preset id",
+        kind: Kind::Label(Labels::Model),
+    },
+    count!(
+        "racks",
+        "racks",
+        "racks in the cluster: the grid's, or with a dp axis the fewest that hold tp x pp x cp x dp GPUs",
+        |r| r.racks
+    ),
+    count!(
+        "gpus",
+        "GPUs",
+        "GPUs the job trains on, tp x pp x cp x dp (with a racks axis: every GPU of the racks)",
+        |r| r.estimate.gpus
+    ),
+    count!(
+        "tp",
+        "GPUs",
+        "tensor-parallel degree (with sequence parallelism)",
+        |r| r.point.tp
+    ),
+    count!("pp", "stages", "pipeline-parallel stages", |r| r.point.pp),
+    Column {
+        name: "dp",
+        unit: "replicas",
+        doc: "data-parallel replicas: the grid's, or GPUs / (tp x pp x cp) with a racks axis (null when that is not whole)",
+        kind: Kind::Count(|r| nonzero(r.dp)),
+    },
+    count!(
+        "cp",
+        "GPUs",
+        "context-parallel degree (ring attention over 2 x cp sequence chunks)",
+        |r| r.point.cp
+    ),
+    count!(
+        "ep",
+        "GPUs",
+        "expert-parallel degree, carved out of dp x cp (Megatron-Core's convention)",
+        |r| r.point.ep
+    ),
+    count!("microbatch", "sequences", "sequences per microbatch", |r| r
+        .point
+        .microbatch),
+    count!(
+        "virtual_stages",
+        "chunks",
+        "model chunks per pipeline stage (interleaved 1F1B); 1 = plain 1F1B",
+        |r| r.point.virtual_stages
+    ),
+    Column {
+        name: "microbatches",
+        unit: "microbatches",
+        doc: "microbatches per pipeline per step, global batch / (dp x microbatch) (null when the split is invalid)",
+        kind: Kind::Count(|r| nonzero(r.estimate.microbatches)),
+    },
+    count!(
+        "zero_stage",
+        "stage",
+        "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + weights sharded over dp",
+        |r| r.point.zero_stage
+    ),
+    Column {
+        name: "recompute",
+        unit: "",
+        doc: "activation recomputation: none, selective (attention core) or full (whole layers)",
+        kind: Kind::Label(Labels::Recompute),
+    },
+    Column {
+        name: "precision",
+        unit: "",
+        doc: "number format of the linear layers: bf16, or fp8 with bf16 master weights",
+        kind: Kind::Label(Labels::Precision),
+    },
+    Column {
+        name: "ownership",
+        unit: "",
+        doc: "how the hardware is paid for: cloud (rented per GPU-hour) or owned (capex and opex)",
+        kind: Kind::Label(Labels::Ownership),
+    },
+    Column {
+        name: "feasible",
+        unit: "",
+        doc: "whether the layout can train: a valid split that fits in memory",
+        kind: Kind::Flag(|r| Some(r.reason.is_none())),
+    },
+    Column {
+        name: "infeasible_reason",
+        unit: "",
+        doc: "why the layout cannot train (null when it can)",
+        kind: Kind::Label(Labels::TrainingReason),
+    },
+    Column {
+        name: "hbm_used_gb_per_gpu",
+        unit: "GB",
+        doc: "memory of the busiest GPU: weights, gradients, optimizer states, activations and logits (also when it does not fit; null when the split is invalid)",
+        kind: Kind::Metric(|r| {
+            let e = &r.estimate;
+            (e.microbatches > 0).then_some(e.hbm_used_gb_per_gpu)
+        }),
+    },
+    Column {
+        name: "hbm_state_gb_per_gpu",
+        unit: "GB",
+        doc: "weights, gradients and optimizer states on the busiest GPU, per ZeRO stage",
+        kind: Kind::Metric(|r| {
+            let e = &r.estimate;
+            (e.microbatches > 0).then_some(e.memory.state_bytes / 1e9)
+        }),
+    },
+    Column {
+        name: "hbm_activations_gb_per_gpu",
+        unit: "GB",
+        doc: "activations (and logits) of the microbatches in flight on the busiest GPU",
+        kind: Kind::Metric(|r| {
+            let e = &r.estimate;
+            (e.microbatches > 0).then_some((e.memory.activation_bytes + e.memory.logit_bytes) / 1e9)
+        }),
+    },
+    metric!(
+        "step_time_s",
+        "s",
+        "one optimizer step: microbatches, pipeline bubble, exposed data-parallel traffic and the optimizer",
+        |e| e.step.step_s
+    ),
+    metric!(
+        "microbatch_s",
+        "s",
+        "one microbatch's forward and backward pass on the busiest stage",
+        |e| e.step.microbatch_s
+    ),
+    metric!(
+        "bubble_pct",
+        "%",
+        "share of the step spent in pipeline fill and drain",
+        |e| 100.0 * e.step.bubble_s / e.step.step_s
+    ),
+    metric!(
+        "exposed_comm_pct",
+        "%",
+        "share of the step spent in communication not hidden behind compute (tp, cp, ep, pp and dp)",
+        |e| 100.0
+            * ((e.step.tp_comm_s + e.step.cp_comm_s + e.step.ep_comm_s + e.step.pp_comm_s)
+                * f64::from(e.microbatches)
+                + e.step.dp_exposed_s)
+            / e.step.step_s
+    ),
+    metric!(
+        "training_tokens_per_s",
+        "tokens/s",
+        "tokens trained per second by the whole job",
+        |e| e.training_tokens_per_s
+    ),
+    metric!(
+        "model_tflops_per_gpu",
+        "TFLOP/s",
+        "model FLOPs (6 x active parameters x tokens plus attention, Narayanan et al. 2021 Eq. 3) per second per GPU",
+        |e| e.model_tflops_per_gpu
+    ),
+    metric!(
+        "hardware_tflops_per_gpu",
+        "TFLOP/s",
+        "FLOPs executed, recomputation included, per second per GPU",
+        |e| e.hardware_tflops_per_gpu
+    ),
+    metric!(
+        "mfu_pct",
+        "%",
+        "model FLOPs utilization: model FLOP/s over the GPU's dense BF16 peak",
+        |e| e.mfu_pct
+    ),
+    metric!(
+        "hfu_pct",
+        "%",
+        "hardware FLOPs utilization: executed FLOP/s over the dense BF16 peak",
+        |e| e.hfu_pct
+    ),
+    metric!(
+        "time_to_train_days",
+        "days",
+        "days to train workload.train_tokens without failures",
+        |e| e.time_to_train_days
+    ),
+    metric!(
+        "gpu_hours",
+        "GPU-hours",
+        "GPU-hours to train without failures",
+        |e| e.gpu_hours
+    ),
+    metric!(
+        "job_mtbf_hours",
+        "hours",
+        "mean time between failures of the whole job (Llama 3 interruption rate per GPU)",
+        |e| e.reliability.job_mtbf_hours
+    ),
+    metric!(
+        "checkpoint_interval_min",
+        "minutes",
+        "time between checkpoints that minimizes lost work (Young/Daly), from the checkpoint size over storage bandwidth",
+        |e| e.reliability.checkpoint_interval_s / 60.0
+    ),
+    metric!(
+        "goodput_pct",
+        "%",
+        "share of wall time that advances training (checkpoints, lost work and restarts excluded)",
+        |e| 100.0 * e.reliability.goodput
+    ),
+    metric!(
+        "effective_time_to_train_days",
+        "days",
+        "days to train with failures, checkpoints and restarts",
+        |e| e.effective_time_to_train_days
+    ),
+    metric!(
+        "facility_kw",
+        "kW",
+        "facility power while training (IT power x PUE)",
+        |e| e.facility_kw
+    ),
+    metric!(
+        "mwh_per_run",
+        "MWh",
+        "facility energy of the whole run, failures included",
+        |e| e.mwh_per_run
+    ),
+    metric!(
+        "kg_co2e_per_run",
+        "kg CO2e",
+        "emissions of that energy at the sweep's grid intensity",
+        |e| e.kg_co2e_per_run
+    ),
+    metric!(
+        "usd_per_run",
+        "USD",
+        "cost of the whole run, failures included, for the ownership model",
+        |e| e.usd_per_run
+    ),
+];
