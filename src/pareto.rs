@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::columns::{Record, Schema};
+use crate::columns::{Mode, Record, Schema};
 use crate::suggest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +58,17 @@ fn numeric_column(name: &str, schema: &Schema) -> Result<(usize, &'static str), 
             Some(numeric_hint(schema)),
         )),
         None => {
-            let hint = match suggest::did_you_mean(name, schema.numeric_names()) {
-                Some(s) => format!("{s} {}", numeric_hint(schema)),
-                None => numeric_hint(schema),
+            let other = Mode::ALL
+                .into_iter()
+                .find(|&m| m != schema.mode && Schema::get(m).find(name).is_some());
+            let hint = match (other, suggest::did_you_mean(name, schema.numeric_names())) {
+                (Some(m), _) => format!(
+                    "\"{name}\" is a column of {} runs; {}",
+                    m.as_str(),
+                    numeric_hint(schema)
+                ),
+                (None, Some(s)) => format!("{s} {}", numeric_hint(schema)),
+                (None, None) => numeric_hint(schema),
             };
             Err((
                 format!("unknown {} column \"{name}\"", schema.mode.as_str()),
@@ -464,7 +472,7 @@ fn non_dominated(c: &mut [Keyed], n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::columns::{Mode, Row};
+    use crate::columns::Row;
     use crate::grid::Point;
     use crate::perf::Estimate;
     use proptest::prelude::*;

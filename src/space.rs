@@ -157,3 +157,77 @@ impl Space for Training<'_> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Sweep, parse};
+    use std::path::Path;
+
+    fn training(grid: &str) -> TrainingSpec {
+        let text = format!(
+            r#"
+[sweep]
+name = "t"
+mode = "training"
+[workload]
+model = "llama-3.1-70b"
+seq_len = 4096
+global_batch_seqs = 96
+train_tokens = 1e12
+[grid]
+hardware = ["h100-sxm"]
+{grid}
+"#
+        );
+        match parse(Path::new("t.toml"), &text, 1000).unwrap() {
+            Sweep::Training(s) => *s,
+            Sweep::Inference(_) => unreachable!("a training sweep"),
+        }
+    }
+
+    /// Racks of 32 H100s are filled by data parallelism: 2 racks at tp 8, pp 2 is dp 4; pp 3
+    /// does not divide 64 GPUs.
+    #[test]
+    fn whole_racks_are_filled_by_data_parallelism() {
+        let spec = training("racks = [2]\ntp = [8]\npp = [2, 3]\nzero_stage = [3]");
+        let space = Training::new(&spec);
+        let row = space.evaluate(0);
+        assert_eq!((row.racks, row.dp, row.estimate.gpus), (2, 4, 64));
+        assert_eq!(row.reason, None);
+        // 96 sequences over dp 4 at microbatch 1: 24 microbatches per pipeline.
+        assert_eq!(row.estimate.microbatches, 24);
+        let row = space.evaluate(1);
+        assert_eq!((row.racks, row.dp, row.estimate.gpus), (2, 0, 64));
+        assert_eq!(
+            row.reason,
+            Some(Infeasible::GpusNotDivisibleByModelParallel)
+        );
+    }
+
+    /// A dp axis sizes the cluster: tp 8 x pp 2 x dp 3 is 48 GPUs, in 2 racks of 32; a gpus
+    /// axis the same in GPUs.
+    #[test]
+    fn dp_and_gpus_axes_size_the_racks() {
+        let spec = training("dp = [3]\ntp = [8]\npp = [2]\nzero_stage = [3]");
+        let row = Training::new(&spec).evaluate(0);
+        assert_eq!((row.racks, row.dp, row.estimate.gpus), (2, 3, 48));
+        assert_eq!(row.reason, None);
+        let spec = training("gpus = [48]\ntp = [8]\npp = [2]\nzero_stage = [3]");
+        let by_gpus = Training::new(&spec).evaluate(0);
+        assert_eq!((by_gpus.racks, by_gpus.dp), (2, 3));
+        // The same layout on the same cluster: the same estimate.
+        assert_eq!(by_gpus.estimate, row.estimate);
+    }
+
+    /// A layout that does not fit still reports the memory it would need.
+    #[test]
+    fn a_layout_that_does_not_fit_says_how_much_it_needs() {
+        let spec = training("dp = [1]\ntp = [1]\nzero_stage = [0]");
+        let row = Training::new(&spec).evaluate(0);
+        assert_eq!(row.reason, Some(Infeasible::DoesNotFit));
+        // 70.6 B parameters at 20 bytes each (ZeRO-0) is 1.4 TB.
+        assert!(row.estimate.hbm_used_gb_per_gpu > 1400.0);
+        assert_eq!(row.estimate.step.step_s, 0.0);
+    }
+}
