@@ -2,7 +2,8 @@
 # Whole-process benchmark of `racksweep run`: configs/s (from the run's manifest) and peak RSS
 # (from GNU time). By default: the ~10 million point sweep with every row written and with
 # --feasible-only, then the ~8 million point sweep where 80 % of points cannot run, with
-# --feasible-only. Given a sweep, runs it both ways.
+# --feasible-only, then the 2.2 million layout training sweep with every row written. Given a
+# sweep, runs it both ways.
 # Usage: scripts/bench.sh [SWEEP] [run flags, e.g. --threads 1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ if [ $# -gt 0 ]; then
   shift
 else
   cases=("scripts/bench/bench-10m.toml all-rows" "scripts/bench/bench-10m.toml feasible-only"
-         "scripts/bench/bench-sparse.toml feasible-only")
+         "scripts/bench/bench-sparse.toml feasible-only"
+         "scripts/bench/bench-training.toml all-rows")
 fi
 echo "$(nproc) cores"
 printf '%-32s %-14s %12s %8s %14s %12s %11s\n' sweep mode configs feasible configs_per_s peak_rss_mb parquet_mb
