@@ -165,6 +165,10 @@ mod tests {
     use std::path::Path;
 
     fn training(grid: &str) -> TrainingSpec {
+        training_with("", grid)
+    }
+
+    fn training_with(workload: &str, grid: &str) -> TrainingSpec {
         let text = format!(
             r#"
 [sweep]
@@ -175,6 +179,7 @@ model = "llama-3.1-70b"
 seq_len = 4096
 global_batch_seqs = 96
 train_tokens = 1e12
+{workload}
 [grid]
 hardware = ["h100-sxm"]
 {grid}
@@ -229,5 +234,31 @@ hardware = ["h100-sxm"]
         // 70.6 B parameters at 20 bytes each (ZeRO-0) is 1.4 TB.
         assert!(row.estimate.hbm_used_gb_per_gpu > 1400.0);
         assert_eq!(row.estimate.step.step_s, 0.0);
+    }
+
+    /// `[workload] failures_per_gpu_hour` and `restart_minutes` reach the rows: twice the
+    /// failure rate halves the job's MTBF, and slower restarts cost goodput.
+    #[test]
+    fn reliability_settings_reach_the_rows() {
+        let grid = "gpus = [1024]\ntp = [8]\npp = [4]";
+        let base = Training::new(&training(grid)).evaluate(0).estimate;
+        let rate = 2.0 * crate::train::reliability::FAILURES_PER_GPU_HOUR;
+        let spec = training_with(
+            &format!("failures_per_gpu_hour = {rate}\nrestart_minutes = 30"),
+            grid,
+        );
+        let e = Training::new(&spec).evaluate(0).estimate;
+        let r = e.reliability;
+        assert!((r.job_mtbf_hours / base.reliability.job_mtbf_hours - 0.5).abs() < 1e-12);
+        // Llama 3's rate on 1,024 GPUs: an interruption every 54 x 24 x 16,384 / (419 x 1,024)
+        // = 49.5 hours; twice the rate, 24.7.
+        assert!(
+            (r.job_mtbf_hours - 24.74).abs() < 0.01,
+            "{}",
+            r.job_mtbf_hours
+        );
+        assert!(r.goodput < base.reliability.goodput);
+        assert_eq!(e.time_to_train_days, base.time_to_train_days);
+        assert!(e.effective_time_to_train_days > base.effective_time_to_train_days);
     }
 }

@@ -195,6 +195,8 @@ impl Sweep {
                     f64::from(s.job.global_batch_seqs) * f64::from(s.job.seq_len),
                 ),
                 ("train_tokens", s.job.train_tokens),
+                ("restart_minutes", s.factors.restart_minutes),
+                ("failures_per_gpu_hour", s.factors.failures_per_gpu_hour),
             ],
         }
     }

@@ -290,6 +290,8 @@ pub struct RawTrainingWorkload {
     pub global_batch_tokens: Option<Spanned<f64>>,
     pub global_batch_seqs: Option<Spanned<i64>>,
     pub train_tokens: Spanned<f64>,
+    pub restart_minutes: Option<Spanned<f64>>,
+    pub failures_per_gpu_hour: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]

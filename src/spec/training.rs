@@ -138,6 +138,23 @@ impl Loader<'_> {
             |x| x > 0.0,
             "must be a positive number of tokens",
         )?;
+        let mut factors = train::Factors::builtin();
+        if let Some(v) = &workload.restart_minutes {
+            factors.restart_minutes = self.number(
+                v,
+                "workload.restart_minutes",
+                |x| x >= 0.0,
+                "must be zero or positive",
+            )?;
+        }
+        if let Some(v) = &workload.failures_per_gpu_hour {
+            factors.failures_per_gpu_hour = self.number(
+                v,
+                "workload.failures_per_gpu_hour",
+                |x| x > 0.0,
+                "must be positive (Llama 3's cluster: 1.97e-5)",
+            )?;
+        }
         if let Some(cost) = &cost
             && let Some(v) = cost
                 .usd_per_mtok_api_input
@@ -178,7 +195,7 @@ impl Loader<'_> {
                 train_tokens,
             },
             grid,
-            factors: train::Factors::builtin(),
+            factors,
         })
     }
 

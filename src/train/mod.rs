@@ -35,6 +35,14 @@ pub struct Factors {
     pub tp_comm_overlap: f64,
     /// Minutes from a failure to training again.
     pub restart_minutes: f64,
+    /// Unexpected interruptions per GPU-hour (default: Llama 3's,
+    /// [`reliability::FAILURES_PER_GPU_HOUR`]).
+    #[serde(default = "default_failures_per_gpu_hour")]
+    pub failures_per_gpu_hour: f64,
+}
+
+fn default_failures_per_gpu_hour() -> f64 {
+    reliability::FAILURES_PER_GPU_HOUR
 }
 
 impl Factors {
@@ -51,6 +59,12 @@ impl Factors {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("{key}: {v} must be between 0 and 1"));
             }
+        }
+        if !(f.failures_per_gpu_hour.is_finite() && f.failures_per_gpu_hour > 0.0) {
+            return Err(format!(
+                "failures_per_gpu_hour: {} must be positive",
+                f.failures_per_gpu_hour
+            ));
         }
         if !(f.restart_minutes.is_finite() && f.restart_minutes >= 0.0) {
             return Err(format!(
@@ -355,6 +369,7 @@ pub fn evaluate_into(
         checkpoint_bytes,
         sys.rack.storage_gbps_per_gpu * 1e9,
         sys.factors.restart_minutes * 60.0,
+        sys.factors.failures_per_gpu_hour,
     );
     // Energy and cost over the effective time. Training holds GPUs at board power (an upper
     // bound, as for serving at full batch: docs/model.md, "Power"); whole racks are powered

@@ -20,16 +20,17 @@ pub struct Reliability {
     pub goodput: f64,
 }
 
-/// `gpus` GPUs, a checkpoint of `checkpoint_bytes` written by all of them in parallel at
-/// `storage_bytes_per_s_per_gpu` each, and `restart_s` to detect a failure, replace the node
-/// and reload.
+/// `gpus` GPUs failing at `failures_per_gpu_hour` each, a checkpoint of `checkpoint_bytes`
+/// written by all of them in parallel at `storage_bytes_per_s_per_gpu` each, and `restart_s`
+/// to detect a failure, replace the node and reload.
 pub fn reliability(
     gpus: f64,
     checkpoint_bytes: f64,
     storage_bytes_per_s_per_gpu: f64,
     restart_s: f64,
+    failures_per_gpu_hour: f64,
 ) -> Reliability {
-    let mtbf_s = 3600.0 / (gpus * FAILURES_PER_GPU_HOUR);
+    let mtbf_s = 3600.0 / (gpus * failures_per_gpu_hour);
     let delta = checkpoint_bytes / (gpus * storage_bytes_per_s_per_gpu);
     // Daly 2006 ("A higher order estimate of the optimum checkpoint interval for restart
     // dumps", FGCS 22(3)), first order: tau = sqrt(2 delta M) - delta, for delta < M / 2.
@@ -56,7 +57,7 @@ mod tests {
     /// Llama 3's cluster: an interruption about every 3.1 hours on 16,384 GPUs.
     #[test]
     fn llama3_interruption_rate() {
-        let r = reliability(16_384.0, 0.0, 1.0, 0.0);
+        let r = reliability(16_384.0, 0.0, 1.0, 0.0, FAILURES_PER_GPU_HOUR);
         assert!((r.job_mtbf_hours - 54.0 * 24.0 / 419.0).abs() < 1e-9);
         assert!((r.job_mtbf_hours - 3.093).abs() < 0.001);
     }
@@ -66,7 +67,13 @@ mod tests {
     #[test]
     fn young_daly_interval_by_hand() {
         let m = 3600.0 / (1000.0 * FAILURES_PER_GPU_HOUR);
-        let r = reliability(1000.0, 60.0 * 1000.0 * 1e9, 1e9, 600.0);
+        let r = reliability(
+            1000.0,
+            60.0 * 1000.0 * 1e9,
+            1e9,
+            600.0,
+            FAILURES_PER_GPU_HOUR,
+        );
         assert!((r.checkpoint_write_s - 60.0).abs() < 1e-9);
         let tau = (2.0 * 60.0 * m).sqrt() - 60.0;
         assert!((r.checkpoint_interval_s - tau).abs() < 1e-6);
