@@ -92,9 +92,7 @@ impl Grid {
 
     /// Number of configurations, or `None` if it overflows u64.
     pub fn checked_len(&self) -> Option<u64> {
-        self.radices()
-            .iter()
-            .try_fold(1u64, |acc, &r| acc.checked_mul(r))
+        mixed_radix::checked_len(&self.radices())
     }
 
     /// Number of configurations. Spec validation guarantees it fits in u64.
@@ -240,6 +238,11 @@ impl ExactSizeIterator for Points<'_> {}
 /// Mixed-radix arithmetic over axis digits (most significant first), shared by the inference
 /// and training grids.
 pub mod mixed_radix {
+    /// The number of digit combinations, or `None` if it overflows u64.
+    pub fn checked_len(radices: &[u64]) -> Option<u64> {
+        radices.iter().try_fold(1u64, |acc, &r| acc.checked_mul(r))
+    }
+
     /// Digits of `index`.
     pub fn digits<const N: usize>(radices: &[u64; N], mut index: u64) -> [u32; N] {
         let mut digits = [0u32; N];

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::table;
+use crate::catalog::Catalog;
 use crate::cli::CheckArgs;
-use crate::grid::{AXES, AXIS_NAMES};
+use crate::grid::{AXES, AXIS_NAMES, Platform};
 use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec, Sweep, TrainingSpec};
 use crate::train::grid::AXES as TRAINING_AXES;
@@ -29,12 +30,7 @@ fn render_inference(spec: &Spec) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let platforms = g
-        .platforms
-        .iter()
-        .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let platforms = platforms(c, &g.platforms);
     // One entry per axis, in axis order (the array length makes a missing axis a compile error).
     let values: [String; AXES] = [
         platforms,
@@ -57,12 +53,7 @@ fn render_inference(spec: &Spec) -> String {
             .collect::<Vec<_>>()
             .join(", "),
     ];
-    let rows: Vec<Vec<String>> = AXIS_NAMES
-        .iter()
-        .zip(g.radices())
-        .zip(values)
-        .map(|((name, size), values)| vec![name.to_string(), size.to_string(), values])
-        .collect();
+    let rows = axis_rows(&AXIS_NAMES, &g.radices(), values);
 
     let mut out = String::new();
     let _ = writeln!(out, "sweep: {} ({})", spec.name, spec.path.display());
@@ -90,6 +81,29 @@ fn render_inference(spec: &Spec) -> String {
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());
     out
+}
+
+/// Each GPU with its rack, comma-separated.
+fn platforms(c: &Catalog, platforms: &[Platform]) -> String {
+    platforms
+        .iter()
+        .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One table row per axis: its name, size and values.
+fn axis_rows<const N: usize>(
+    names: &[&str; N],
+    radices: &[u64; N],
+    values: [String; N],
+) -> Vec<Vec<String>> {
+    names
+        .iter()
+        .zip(radices)
+        .zip(values)
+        .map(|((name, size), values)| vec![name.to_string(), size.to_string(), values])
+        .collect()
 }
 
 /// Values joined by commas; long axes show their first and last few values.
@@ -120,12 +134,7 @@ fn render_training(spec: &TrainingSpec) -> String {
     let g = &spec.grid;
     let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
     let names = |v: Vec<&str>| v.join(", ");
-    let platforms = g
-        .platforms
-        .iter()
-        .map(|p| format!("{} in {}", c.gpus[p.gpu].id, c.racks[p.rack].id))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let platforms = platforms(c, &g.platforms);
     let values: [String; TRAINING_AXES] = [
         platforms,
         join(&g.sizes),
@@ -140,13 +149,7 @@ fn render_training(spec: &TrainingSpec) -> String {
         names(g.precision.iter().map(|p| p.as_str()).collect()),
         names(g.ownership.iter().map(|o| o.as_str()).collect()),
     ];
-    let rows: Vec<Vec<String>> = g
-        .axis_names()
-        .iter()
-        .zip(g.radices())
-        .zip(values)
-        .map(|((name, size), values)| vec![name.to_string(), size.to_string(), values])
-        .collect();
+    let rows = axis_rows(&g.axis_names(), &g.radices(), values);
     let j = &spec.job;
     let mut out = String::new();
     let _ = writeln!(

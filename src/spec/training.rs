@@ -171,14 +171,7 @@ impl Loader<'_> {
         self.costs(&mut catalog, &cost)?;
 
         let grid = self.training_grid(&catalog, grid)?;
-        let len = grid.checked_len().ok_or_else(|| {
-            UserError::new(format!(
-                "{}: the grid has more than 2^64 configurations",
-                self.path.display()
-            ))
-            .with_hint("narrow one of the axes")
-        })?;
-        self.within_cap(len, max_configs)?;
+        self.within_cap(grid.checked_len(), max_configs)?;
         Ok(TrainingSpec {
             path: self.path.to_path_buf(),
             text: self.text.to_string(),
@@ -294,8 +287,15 @@ impl Loader<'_> {
         })
     }
 
-    /// The grid's size against `--max-configs`.
-    pub(super) fn within_cap(&self, len: u64, max_configs: u64) -> Result<(), UserError> {
+    /// The grid's size (`None` past 2^64) against `--max-configs`.
+    pub(super) fn within_cap(&self, len: Option<u64>, max_configs: u64) -> Result<(), UserError> {
+        let len = len.ok_or_else(|| {
+            UserError::new(format!(
+                "{}: the grid has more than 2^64 configurations",
+                self.path.display()
+            ))
+            .with_hint("narrow one of the axes")
+        })?;
         if len > max_configs {
             return Err(UserError::new(format!(
                 "{}: the grid has {} configurations, more than the cap of {}",

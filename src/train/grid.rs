@@ -112,9 +112,7 @@ impl TrainGrid {
 
     /// Number of configurations, or `None` if it overflows u64.
     pub fn checked_len(&self) -> Option<u64> {
-        self.radices()
-            .iter()
-            .try_fold(1u64, |acc, &r| acc.checked_mul(r))
+        mixed_radix::checked_len(&self.radices())
     }
 
     /// Number of configurations. Spec validation guarantees it fits in u64.
