@@ -9,7 +9,7 @@ use crate::grid::Grid;
 use crate::perf::{self, Context, Placements};
 use crate::spec::TrainingSpec;
 use crate::train::grid::{Scale, TrainGrid, TrainPoint};
-use crate::train::{self, Infeasible, Layout, System};
+use crate::train::{self, Infeasible, Layout, Packing, System};
 
 /// Serving configurations of an inference sweep.
 pub struct Inference<'a> {
@@ -90,17 +90,19 @@ impl<'a> Training<'a> {
     fn evaluate_into(&self, config_id: u64, p: &TrainPoint, row: &mut TrainRow) {
         let g = self.grid;
         let sys = &self.systems[p.platform as usize * g.ownership.len() + p.ownership as usize];
-        let per_rack = sys.rack.gpus_per_rack();
+        // The GPUs of a rack the layout can use without a group straddling two scale-up
+        // domains (train::Packing).
+        let packing = Packing::new(p.tp, p.cp, p.ep, sys.rack);
         let replica = p.tp * p.pp * p.cp;
         let (racks, gpus, dp) = match g.scale {
             Scale::Racks => {
-                let gpus = p.scale * per_rack;
+                let gpus = p.scale * packing.gpus_per_rack;
                 (p.scale, gpus, gpus / replica)
             }
-            Scale::Gpus => (p.scale.div_ceil(per_rack), p.scale, p.scale / replica),
+            Scale::Gpus => (packing.racks(p.scale), p.scale, p.scale / replica),
             Scale::Dp => {
                 let gpus = replica * p.scale;
-                (gpus.div_ceil(per_rack), gpus, p.scale)
+                (packing.racks(gpus), gpus, p.scale)
             }
         };
         row.config_id = config_id;

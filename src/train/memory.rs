@@ -16,6 +16,11 @@ use super::{Layout, Precision, Recompute};
 pub const WEIGHT_BYTES: f64 = 2.0;
 pub const GRADIENT_BYTES: f64 = 2.0;
 pub const OPTIMIZER_BYTES: f64 = 16.0;
+/// What a checkpoint saves per parameter: the bf16 weight, and of the optimizer state the fp32
+/// master weight, Adam momentum and variance (2 + 4 + 4 + 4); the fp32 main-gradient buffer is
+/// rebuilt by the next backward pass (Megatron-LM distributed checkpointing saves the model's
+/// parameters and the optimizer's `param`, `exp_avg` and `exp_avg_sq`).
+pub const CHECKPOINT_BYTES: f64 = WEIGHT_BYTES + 12.0;
 /// FP8 training (Transformer Engine) keeps an fp8 copy of each weight beside the bf16 one.
 pub const FP8_WEIGHT_COPY_BYTES: f64 = 1.0;
 

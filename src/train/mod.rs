@@ -232,7 +232,8 @@ pub struct System<'a> {
 }
 
 impl System<'_> {
-    fn rates(&self, precision: Precision) -> Option<Rates> {
+    /// Rates of a layout whose groups use `domain_gpus` GPUs of each scale-up domain.
+    fn rates(&self, precision: Precision, domain_gpus: u32) -> Option<Rates> {
         let g = self.gpu;
         let class = match precision {
             Precision::Bf16 => ComputeClass::Bf16,
@@ -250,9 +251,44 @@ impl System<'_> {
             hbm_bytes_per_s: g.hbm_bytes_per_s() * g.efficiency.hbm,
             scaleup: Tier::scaleup(r, link),
             scaleout: Tier::scaleout(r, link),
-            domain_gpus: r.scaleup_domain_gpus,
+            domain_gpus,
             tp_comm_overlap: self.factors.tp_comm_overlap,
         })
+    }
+}
+
+/// How a layout's scale-up groups sit in the racks. Groups of consecutive GPUs (tp; tp x cp;
+/// tp x cp x ep) that fit in a scale-up domain are placed so that none straddles two domains:
+/// the largest of them tiles as much of each domain as it can, and the rest of the domain stays
+/// idle (64 of an NVL72 rack's 72 GPUs for groups of 16 or 32, as GB200 training runs deploy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packing {
+    /// GPUs of each scale-up domain the job uses.
+    pub domain_gpus: u32,
+    /// GPUs of each rack the job uses.
+    pub gpus_per_rack: u32,
+}
+
+impl Packing {
+    pub fn new(tp: u32, cp: u32, ep: u32, rack: &Rack) -> Packing {
+        let domain = rack.scaleup_domain_gpus.max(1);
+        let largest = [tp, tp * cp, tp * cp * ep]
+            .into_iter()
+            .filter(|&span| span <= domain)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let used = domain / largest * largest;
+        Packing {
+            domain_gpus: used,
+            gpus_per_rack: (u64::from(rack.gpus_per_rack()) * u64::from(used) / u64::from(domain))
+                .max(1) as u32,
+        }
+    }
+
+    /// Racks that hold `gpus` GPUs so placed.
+    pub fn racks(&self, gpus: u32) -> u32 {
+        gpus.div_ceil(self.gpus_per_rack)
     }
 }
 
@@ -338,8 +374,9 @@ pub fn evaluate_into(
     if l.tp > sys.rack.scaleup_domain_gpus {
         return Err(Infeasible::TpBeyondScaleup);
     }
+    let packing = Packing::new(l.tp, l.cp, l.ep, sys.rack);
     let rates = sys
-        .rates(l.precision)
+        .rates(l.precision, packing.domain_gpus)
         .ok_or(Infeasible::UnsupportedPrecision)?;
     let seq_len = f64::from(job.seq_len);
     let flops = ForwardFlops::new(model, seq_len).ok_or(Infeasible::MissingData)?;
@@ -362,8 +399,7 @@ pub fn evaluate_into(
     let peak = sys.gpu.bf16_tflops * 1e12;
     let seconds = job.train_tokens / tokens_per_s;
     let params = model.param_counts().ok_or(Infeasible::MissingData)?;
-    let checkpoint_bytes =
-        params.total(model.experts()) * (memory::WEIGHT_BYTES + memory::OPTIMIZER_BYTES);
+    let checkpoint_bytes = params.total(model.experts()) * memory::CHECKPOINT_BYTES;
     let reliability = reliability::reliability(
         gpus,
         checkpoint_bytes,
@@ -375,7 +411,7 @@ pub fn evaluate_into(
     // bound, as for serving at full batch: docs/model.md, "Power"); whole racks are powered
     // and paid for.
     let hours = seconds / reliability.goodput / 3600.0;
-    let racks = (gpus / f64::from(sys.rack.gpus_per_rack())).ceil();
+    let racks = f64::from(packing.racks(l.gpus()));
     let power = PowerFacts::new(sys.gpu, sys.rack);
     let it_kw = power.cluster_kw(racks, gpus, 1.0);
     let footprint = cost::Footprint {
@@ -561,6 +597,29 @@ mod tests {
                 "fp8 ZeRO-{stage}"
             );
         }
+    }
+
+    /// Groups never straddle two scale-up domains: tp 16 and ep 32 groups use 64 of an NVL72
+    /// rack's 72 GPUs (4 and 2 groups); tp 8 uses all 72 (9 groups); a DGX H100 rack's four
+    /// 8-GPU domains are used whole up to tp 8.
+    #[test]
+    fn groups_are_packed_into_scale_up_domains() {
+        let catalog = Catalog::builtin().unwrap();
+        let nvl72 = catalog.rack("dgx-gb200-nvl72").unwrap();
+        let dgx = catalog.rack("dgx-h100").unwrap();
+        let packing = |tp, cp, ep, rack| {
+            let p = Packing::new(tp, cp, ep, rack);
+            (p.domain_gpus, p.gpus_per_rack)
+        };
+        assert_eq!(packing(16, 1, 1, nvl72), (64, 64));
+        assert_eq!(packing(1, 1, 32, nvl72), (64, 64));
+        assert_eq!(packing(8, 1, 1, nvl72), (72, 72));
+        assert_eq!(packing(4, 2, 4, nvl72), (64, 64));
+        assert_eq!(packing(8, 1, 1, dgx), (8, 32));
+        // ep 64 spans eight DGX domains: only tp x cp = 2 is packed.
+        assert_eq!(packing(2, 1, 64, dgx), (8, 32));
+        // 1,024 GPUs at tp 16 need 16 NVL72 racks, not ceil(1024 / 72) = 15.
+        assert_eq!(Packing::new(16, 1, 1, nvl72).racks(1024), 16);
     }
 
     /// Splits that cannot run are reasons, not numbers.

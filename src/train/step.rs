@@ -51,7 +51,9 @@ pub struct Rates {
 }
 
 impl Rates {
-    /// The tier of a group whose ranks sit in consecutive blocks of `span` GPUs.
+    /// The tier of a group whose ranks sit in consecutive blocks of `span` GPUs: the scale-up
+    /// domain when the block fits in the GPUs of a domain the job uses (`train::Packing` places
+    /// tp, cp and ep groups so that none straddles two domains).
     fn tier(&self, span: u32) -> Tier {
         if span <= self.domain_gpus {
             self.scaleup
