@@ -99,6 +99,18 @@ pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
     })
 }
 
+/// A u32 (count) column of `batches`, concatenated, nulls as `None`.
+pub fn column_u32(batches: &[RecordBatch], name: &str) -> Vec<Option<u32>> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    column(batches, name, |c| {
+        let c = c.as_primitive::<arrow_array::types::UInt32Type>();
+        (0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i)))
+            .collect()
+    })
+}
+
 /// A float64 column of `batches`, concatenated, nulls as `None`.
 pub fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
     use arrow_array::Array;
