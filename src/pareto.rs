@@ -58,18 +58,18 @@ fn numeric_column(name: &str, schema: &Schema) -> Result<(usize, &'static str), 
             Some(numeric_hint(schema)),
         )),
         None => {
-            let other = Mode::ALL
+            // A column of the other mode's rows (ttft_ms asked of a training run) is no typo.
+            let elsewhere = Mode::ALL
                 .into_iter()
-                .find(|&m| m != schema.mode && Schema::get(m).find(name).is_some());
-            let hint = match (other, suggest::did_you_mean(name, schema.numeric_names())) {
-                (Some(m), _) => format!(
-                    "\"{name}\" is a column of {} runs; {}",
-                    m.as_str(),
-                    numeric_hint(schema)
-                ),
-                (None, Some(s)) => format!("{s} {}", numeric_hint(schema)),
-                (None, None) => numeric_hint(schema),
-            };
+                .find(|&m| m != schema.mode && Schema::get(m).find(name).is_some())
+                .map(|m| format!("\"{name}\" is a column of {} runs; ", m.as_str()));
+            let typo = suggest::did_you_mean(name, schema.numeric_names()).map(|s| s + " ");
+            let hint = format!(
+                "{}{}{}",
+                elsewhere.unwrap_or_default(),
+                typo.unwrap_or_default(),
+                numeric_hint(schema)
+            );
             Err((
                 format!("unknown {} column \"{name}\"", schema.mode.as_str()),
                 Some(hint),
@@ -472,7 +472,7 @@ fn non_dominated(c: &mut [Keyed], n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::columns::Row;
+    use crate::columns::{Mode, Row};
     use crate::grid::Point;
     use crate::perf::Estimate;
     use proptest::prelude::*;
@@ -564,6 +564,27 @@ mod tests {
                 .unwrap(),
             "write \"<=\""
         );
+    }
+
+    /// A column of the other mode is named as such, before any typo suggestion.
+    #[test]
+    fn a_column_of_the_other_mode_says_so() {
+        let training = Schema::get(Mode::Training);
+        let (msg, hint) = Objective::parse("min usd_per_mtok", training).unwrap_err();
+        assert_eq!(msg, "unknown training column \"usd_per_mtok\"");
+        assert!(hint.unwrap().starts_with(
+            "\"usd_per_mtok\" is a column of inference runs; did you mean \"usd_per_run\"? \
+             numeric columns: config_id,"
+        ));
+        let (msg, hint) = Constraint::parse("mfu_pct >= 40", inference()).unwrap_err();
+        assert_eq!(msg, "unknown inference column \"mfu_pct\"");
+        assert!(
+            hint.unwrap()
+                .starts_with("\"mfu_pct\" is a column of training runs; numeric columns:")
+        );
+        // Neither mode's column: a typo suggestion alone.
+        let (_, hint) = Objective::parse("max mfu_pc", training).unwrap_err();
+        assert!(hint.unwrap().starts_with("did you mean \"mfu_pct\""));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 use common::{
-    best_ids, column_f64, column_flags, column_labels, column_u64, read_configs, read_parquet, run,
-    stderr, stdout,
+    best_ids, column_f64, column_flags, column_labels, column_u32, column_u64, read_configs,
+    read_parquet, run, stderr, stdout,
 };
 
 /// A finished quickstart run in a temporary directory.
@@ -53,6 +53,10 @@ impl Rows {
 
     fn f64(&self, name: &str) -> Vec<Option<f64>> {
         column_f64(&self.columns, name)
+    }
+
+    fn u32(&self, name: &str) -> Vec<Option<u32>> {
+        column_u32(&self.columns, name)
     }
 
     fn label(&self, name: &str) -> Vec<String> {
@@ -293,4 +297,225 @@ fn top_filters_on_labels() {
         .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
         .collect();
     assert_eq!(printed, best_ids(admitted, 4, true));
+}
+
+/// A finished run of the small training sweep in a temporary directory.
+fn training_small() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "run",
+        "tests/specs/training-small.toml",
+        "--quiet",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("training-small");
+    (tmp, dir)
+}
+
+/// The printed cells of column `name` of a printed table, row by row.
+fn printed_column(out: &str, name: &str) -> Vec<String> {
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|&h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    lines
+        .take_while(|l| !l.ends_with(" rows"))
+        .map(|l| l.split_whitespace().nth(at).unwrap().to_string())
+        .collect()
+}
+
+/// `top` on a training run: the best MFU among fp8 layouts, and the shortest steps on at most
+/// 1,024 GPUs, against brute force. Only feasibility and --where admit a row (the sweep's own
+/// constraints do not apply, as for inference runs).
+#[test]
+fn top_ranks_a_training_runs_layouts() {
+    let (_tmp, dir) = training_small();
+    let d = dir.to_str().unwrap();
+    let o = run(&[
+        "top",
+        d,
+        "--by",
+        "mfu_pct",
+        "-n",
+        "6",
+        "--where",
+        "precision == fp8",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let printed = printed_ids(&out);
+    assert!(printed_column(&out, "precision").iter().all(|p| p == "fp8"));
+
+    let rows = Rows::read(&dir);
+    let (mfu, step, gpus, ok, precision) = (
+        rows.f64("mfu_pct"),
+        rows.f64("step_time_s"),
+        rows.u32("gpus"),
+        rows.feasible(),
+        rows.label("precision"),
+    );
+    let fp8: Vec<(f64, u64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && precision[i] == "fp8")
+        .filter_map(|i| Some((mfu[i]?, rows.ids[i])))
+        .collect();
+    let want = best_ids(fp8, 6, true);
+    assert_eq!(printed, want);
+    // The printed MFUs are the rows' own, best first.
+    let mfu_of = |id: u64| mfu[rows.ids.iter().position(|&x| x == id).unwrap()].unwrap();
+    let shown: Vec<String> = want
+        .iter()
+        .map(|&id| racksweep::output::markdown::number(mfu_of(id)))
+        .collect();
+    assert_eq!(printed_column(&out, "mfu_pct"), shown);
+
+    // Without the filter bf16 layouts compete; a numeric --where on a training column.
+    let o = run(&[
+        "top",
+        d,
+        "--by",
+        "min step_time_s",
+        "-n",
+        "4",
+        "--where",
+        "gpus <= 1024",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fastest: Vec<(f64, u64)> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && gpus[i].is_some_and(|g| g <= 1024))
+        .filter_map(|i| Some((step[i]?, rows.ids[i])))
+        .collect();
+    assert_eq!(printed_ids(&stdout(&o)), best_ids(fastest, 4, false));
+}
+
+/// A Pareto frontier of a training run under objectives other than the sweep's: nothing on it
+/// is dominated, and every admitted layout off it is.
+#[test]
+fn pareto_on_a_training_run_matches_brute_force() {
+    let (_tmp, dir) = training_small();
+    let o = run(&[
+        "pareto",
+        dir.to_str().unwrap(),
+        "--objective",
+        "max mfu_pct",
+        "--objective",
+        "min usd_per_run",
+        "--objective",
+        "min hbm_used_gb_per_gpu",
+        "--where",
+        "precision == fp8",
+        "--where",
+        "facility_kw <= 4000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed: BTreeSet<u64> = printed_ids(&stdout(&o)).into_iter().collect();
+
+    let rows = Rows::read(&dir);
+    let (mfu, usd, hbm, kw, ok, precision) = (
+        rows.f64("mfu_pct"),
+        rows.f64("usd_per_run"),
+        rows.f64("hbm_used_gb_per_gpu"),
+        rows.f64("facility_kw"),
+        rows.feasible(),
+        rows.label("precision"),
+    );
+    // Keys oriented so that larger is better.
+    let admitted: Vec<(u64, [f64; 3])> = (0..rows.ids.len())
+        .filter(|&i| ok[i] && precision[i] == "fp8" && kw[i].is_some_and(|k| k <= 4000.0))
+        .filter_map(|i| Some((rows.ids[i], [mfu[i]?, -usd[i]?, -hbm[i]?])))
+        .collect();
+    let dominates = |a: &[f64; 3], b: &[f64; 3]| {
+        a.iter().zip(b).all(|(x, y)| x >= y) && a.iter().zip(b).any(|(x, y)| x > y)
+    };
+    let dominated = |k: &[f64; 3]| admitted.iter().any(|(_, other)| dominates(other, k));
+    assert!(printed.len() > 2, "{printed:?}");
+    for (id, k) in &admitted {
+        if printed.contains(id) {
+            assert!(!dominated(k), "{id} is on the frontier and dominated");
+        } else {
+            assert!(dominated(k), "{id} is off the frontier and not dominated");
+        }
+    }
+    let admitted_ids: BTreeSet<u64> = admitted.iter().map(|p| p.0).collect();
+    assert!(printed.is_subset(&admitted_ids));
+}
+
+/// `pareto` with a training sweep's own objectives and constraints reproduces the frontier
+/// the engine wrote.
+#[test]
+fn pareto_reproduces_a_training_runs_frontier() {
+    let (_tmp, dir) = training_small();
+    let o = run(&[
+        "pareto",
+        dir.to_str().unwrap(),
+        "--objective",
+        "min effective_time_to_train_days",
+        "--objective",
+        "min usd_per_run",
+        "--where",
+        "effective_time_to_train_days <= 10",
+        "--where",
+        "facility_kw <= 4000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
+    let expected = column_u64(&pareto, "config_id");
+    assert!(!expected.is_empty());
+    assert_eq!(printed_ids(&stdout(&o)), expected);
+}
+
+/// Inference columns asked of a training run: an error naming the run's mode, with the nearest
+/// training column when one is close.
+#[test]
+fn training_analytics_errors_name_the_mode_and_suggest() {
+    let (_tmp, dir) = training_small();
+    let d = dir.to_str().unwrap();
+    for (args, needles) in [
+        (
+            vec!["top", d, "--by", "usd_per_mtok"],
+            vec![
+                "--by \"usd_per_mtok\": unknown training column \"usd_per_mtok\"",
+                "hint: \"usd_per_mtok\" is a column of inference runs; did you mean \"usd_per_run\"?",
+            ],
+        ),
+        (
+            vec!["top", d, "--by", "mfu_pc"],
+            vec![
+                "unknown training column \"mfu_pc\"",
+                "did you mean \"mfu_pct\"",
+            ],
+        ),
+        (
+            vec!["pareto", d, "--objective", "min ttft_ms"],
+            vec![
+                "--objective \"min ttft_ms\": unknown training column \"ttft_ms\"",
+                "\"ttft_ms\" is a column of inference runs",
+            ],
+        ),
+        (
+            vec![
+                "top",
+                d,
+                "--by",
+                "mfu_pct",
+                "--where",
+                "weight_dtype == fp8",
+            ],
+            vec!["unknown training column \"weight_dtype\""],
+        ),
+        (
+            vec!["top", d, "--by", "mfu_pct", "--where", "precision == fp4"],
+            vec!["precision in this run: bf16, fp8"],
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+        for needle in needles {
+            assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        }
+    }
 }

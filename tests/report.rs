@@ -12,6 +12,7 @@ use common::{
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns::{Mode, Schema};
+use racksweep::output::markdown::number;
 use racksweep::pareto::{Constraint, Objective};
 
 fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
@@ -32,6 +33,30 @@ fn brute_frontier(points: &[(u64, f64, f64)]) -> BTreeSet<u64> {
         })
         .map(|p| p.0)
         .collect()
+}
+
+/// A trade's frontier points as drawn, by brute force: points with equal values are drawn once,
+/// by their lowest config_id, with their count (`(id, ties)`, sorted).
+fn brute_drawn(points: &[(u64, f64, f64)]) -> Vec<(u64, u64)> {
+    let front = brute_frontier(points);
+    let mut by_value: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    for &(id, x, y) in points.iter().filter(|p| front.contains(&p.0)) {
+        let e = by_value
+            .entry((x.to_bits(), y.to_bits()))
+            .or_insert((id, 0));
+        e.0 = e.0.min(id);
+        e.1 += 1;
+    }
+    let mut v: Vec<(u64, u64)> = by_value.into_values().collect();
+    v.sort();
+    v
+}
+
+/// A digest's frontier points as `(id, ties)`, sorted.
+fn drawn(front: &[digest::TradePoint]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = front.iter().map(|p| (p.id, p.ties)).collect();
+    v.sort();
+    v
 }
 
 #[test]
@@ -151,30 +176,11 @@ fn the_reports_answers_are_those_of_brute_force() {
             .map(|&i| (ids[i], user[i].unwrap(), gpu[i].unwrap()))
             .collect()
     };
-    // Points with equal values are drawn once, by their lowest config_id, with their count.
-    let drawn = |front: &BTreeSet<u64>, points: &[(u64, f64, f64)]| -> Vec<(u64, u64)> {
-        let mut by_value: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
-        for &(id, x, y) in points.iter().filter(|p| front.contains(&p.0)) {
-            let e = by_value
-                .entry((x.to_bits(), y.to_bits()))
-                .or_insert((id, 0));
-            e.0 = e.0.min(id);
-            e.1 += 1;
-        }
-        let mut v: Vec<(u64, u64)> = by_value.into_values().collect();
-        v.sort();
-        v
-    };
-    let got = |front: &[digest::TradePoint]| -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = front.iter().map(|p| (p.id, p.ties)).collect();
-        v.sort();
-        v
-    };
     let t = &d.traded[0];
     assert_eq!(t.per_hardware.len(), 4);
     for (h, front) in &t.per_hardware {
         let on_hw = points(&|i| hw[i] == *h);
-        assert_eq!(got(front), drawn(&brute_frontier(&on_hw), &on_hw), "{h}");
+        assert_eq!(drawn(front), brute_drawn(&on_hw), "{h}");
         assert!(
             front
                 .windows(2)
@@ -182,7 +188,7 @@ fn the_reports_answers_are_those_of_brute_force() {
         );
     }
     let all = points(&|_| true);
-    assert_eq!(got(&t.global), drawn(&brute_frontier(&all), &all));
+    assert_eq!(drawn(&t.global), brute_drawn(&all));
     assert!(
         t.global.iter().any(|p| p.ties > 1),
         "the quickstart has tied frontier points"
@@ -211,6 +217,19 @@ fn masked(md: &str) -> String {
         .join("\n")
 }
 
+/// A page that loads nothing: a Content-Security-Policy that forbids every fetch, no sources,
+/// no links but anchors, no address but the SVG namespace.
+fn assert_self_contained(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    assert!(!html.contains(" src="));
+    assert!(html.matches("href=\"").count() == html.matches("href=\"#").count());
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count() + html.matches("http-equiv").count()
+    );
+}
+
 #[test]
 fn report_writes_a_self_contained_page_and_markdown() {
     let tmp = tempfile::tempdir().unwrap();
@@ -220,19 +239,11 @@ fn report_writes_a_self_contained_page_and_markdown() {
     assert!(stderr(&o).contains("(2 charts)"), "{}", stderr(&o));
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    assert_self_contained(&html);
     assert_eq!(html.matches("<svg").count(), 2);
     for h in ["h100-sxm", "h200-sxm", "b200", "mi300x"] {
         assert!(html.contains(&format!(">{h}</text>")), "legend names {h}");
     }
-    // Nothing to fetch: no sources, no links but anchors, no address but the SVG namespace.
-    assert!(!html.contains(" src="));
-    assert!(html.matches("href=\"").count() == html.matches("href=\"#").count());
-    assert_eq!(
-        html.matches("http").count(),
-        html.matches("http://www.w3.org/2000/svg").count() + html.matches("http-equiv").count()
-    );
     // Axes carry units.
     assert!(html.contains("tokens_per_s_per_user (tokens/s, higher is better)"));
     assert!(html.contains("usd_per_mtok (USD/Mtok, lower is better)"));
@@ -314,4 +325,283 @@ fn a_run_that_admits_nothing_still_reports() {
     );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 0);
+}
+
+/// A small training sweep with a deadline and a power cap (effective_time_to_train_days <= 10,
+/// facility_kw <= 4000), objectives min effective_time_to_train_days and min usd_per_run.
+const TRAINING: &str = "tests/specs/training-small.toml";
+
+/// Feasible rows of a training run failing each of the training sweep's constraints, by brute
+/// force: the report's "turned away" counts.
+fn training_turned_away(dir: &Path) -> [(String, u64); 2] {
+    let rows = read_configs(dir);
+    let ok = column_flags(&rows, "feasible");
+    let (days, kw) = (
+        column_f64(&rows, "effective_time_to_train_days"),
+        column_f64(&rows, "facility_kw"),
+    );
+    let failing = |f: &dyn Fn(usize) -> bool| (0..ok.len()).filter(|&i| ok[i] && f(i)).count();
+    [
+        (
+            "fails effective_time_to_train_days <= 10".to_string(),
+            failing(&|i| !days[i].is_some_and(|d| d <= 10.0)) as u64,
+        ),
+        (
+            "fails facility_kw <= 4000".to_string(),
+            failing(&|i| !kw[i].is_some_and(|k| k <= 4000.0)) as u64,
+        ),
+    ]
+}
+
+/// The report's questions of a training run, answered by the digest and by brute force:
+/// admission (constraints only: training rows have no demand or SLOs), the best layout per
+/// hardware, the cheapest runs, the best MFU per precision, and two of the charts' frontiers.
+#[test]
+fn a_training_reports_answers_are_those_of_brute_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_sweep(TRAINING, tmp.path());
+    let schema = racksweep::analyze::schema(&dir).unwrap();
+    assert_eq!(schema.mode, Mode::Training);
+    let objective = |t: &str| Objective::parse(t, schema).unwrap();
+    let column = |n: &str| schema.find(n).unwrap();
+    let constraints = [
+        Constraint::parse("effective_time_to_train_days <= 10", schema).unwrap(),
+        Constraint::parse("facility_kw <= 4000", schema).unwrap(),
+    ];
+    let rankings = [
+        Ranking {
+            objective: objective("min effective_time_to_train_days"),
+            group: Some(column("hardware")),
+            n: 1,
+        },
+        Ranking {
+            objective: objective("min usd_per_run"),
+            group: None,
+            n: 6,
+        },
+        Ranking {
+            objective: objective("max mfu_pct"),
+            group: Some(column("precision")),
+            n: 2,
+        },
+    ];
+    let trades = [
+        Trade {
+            x: objective("min usd_per_run"),
+            y: objective("min effective_time_to_train_days"),
+        },
+        Trade {
+            x: objective("min facility_kw"),
+            y: objective("min effective_time_to_train_days"),
+        },
+    ];
+    let ask = digest::Ask {
+        schema,
+        constraints: &constraints,
+        rankings: &rankings,
+        trades: &trades,
+        shown: &["config_id", "hardware", "precision"],
+        extra_ids: &[],
+    };
+    let d = digest::digest(&dir, &ask).unwrap();
+
+    let rows = read_configs(&dir);
+    let ids = column_u64(&rows, "config_id");
+    let (hw, precision, ok) = (
+        column_labels(&rows, "hardware"),
+        column_labels(&rows, "precision"),
+        column_flags(&rows, "feasible"),
+    );
+    let (days, usd, kw, mfu) = (
+        column_f64(&rows, "effective_time_to_train_days"),
+        column_f64(&rows, "usd_per_run"),
+        column_f64(&rows, "facility_kw"),
+        column_f64(&rows, "mfu_pct"),
+    );
+    let admitted: Vec<usize> = (0..ids.len())
+        .filter(|&i| ok[i])
+        .filter(|&i| days[i].is_some_and(|v| v <= 10.0) && kw[i].is_some_and(|v| v <= 4000.0))
+        .collect();
+
+    // Counts: every cause is a constraint; none is a demand or an SLO.
+    let a = &d.admission;
+    assert_eq!(a.rows, ids.len() as u64);
+    assert_eq!(a.feasible, ok.iter().filter(|&&f| f).count() as u64);
+    assert_eq!(a.admitted, admitted.len() as u64);
+    assert_eq!(a.turned_away, training_turned_away(&dir).to_vec());
+    assert!(
+        a.turned_away.iter().all(|(_, n)| *n > 0),
+        "both constraints bite"
+    );
+    assert!(0 < a.admitted && a.admitted < a.feasible);
+
+    // Fastest layout per hardware, lowest config_id among ties.
+    let mut best: BTreeMap<String, (f64, u64)> = BTreeMap::new();
+    for &i in &admitted {
+        let (v, id) = (days[i].unwrap(), ids[i]);
+        let e = best.entry(hw[i].clone()).or_insert((v, id));
+        if v < e.0 || (v == e.0 && id < e.1) {
+            *e = (v, id);
+        }
+    }
+    let want: digest::Ranked = best
+        .into_iter()
+        .map(|(h, (v, id))| (Some(GroupValue::Label(h)), vec![(id, v)]))
+        .collect();
+    assert_eq!(d.ranked[0], want);
+    assert_eq!(want.len(), 3, "every hardware has an admitted layout");
+
+    // The six cheapest runs.
+    let cost: Vec<(f64, u64)> = admitted
+        .iter()
+        .map(|&i| (usd[i].unwrap(), ids[i]))
+        .collect();
+    let cost_of: BTreeMap<u64, f64> = cost.iter().map(|&(v, id)| (id, v)).collect();
+    let want: Vec<(u64, f64)> = best_ids(cost, 6, false)
+        .into_iter()
+        .map(|id| (id, cost_of[&id]))
+        .collect();
+    assert_eq!(d.ranked[1], vec![(None, want)]);
+
+    // The two best MFUs per precision, precisions in alphabetical order.
+    let mfu_of: BTreeMap<u64, f64> = admitted
+        .iter()
+        .map(|&i| (ids[i], mfu[i].unwrap()))
+        .collect();
+    let want: digest::Ranked = ["bf16", "fp8"]
+        .into_iter()
+        .map(|p| {
+            let of_p: Vec<(f64, u64)> = admitted
+                .iter()
+                .filter(|&&i| precision[i] == p)
+                .map(|&i| (mfu[i].unwrap(), ids[i]))
+                .collect();
+            let top = best_ids(of_p, 2, true);
+            let list = top.into_iter().map(|id| (id, mfu_of[&id])).collect();
+            (Some(GroupValue::Label(p.to_string())), list)
+        })
+        .collect();
+    assert_eq!(d.ranked[2], want);
+
+    // Both frontiers, per hardware and over all hardware; keys negated, as both are minimized.
+    for (t, x) in d.traded.iter().zip([&usd, &kw]) {
+        let points = |filter: &dyn Fn(usize) -> bool| -> Vec<(u64, f64, f64)> {
+            admitted
+                .iter()
+                .filter(|&&i| filter(i))
+                .map(|&i| (ids[i], -x[i].unwrap(), -days[i].unwrap()))
+                .collect()
+        };
+        assert_eq!(t.per_hardware.len(), 3);
+        for (h, front) in &t.per_hardware {
+            assert_eq!(drawn(front), brute_drawn(&points(&|i| hw[i] == *h)), "{h}");
+            // A frontier of two minimized objectives: each step costs more and trains faster.
+            assert!(front.windows(2).all(|w| w[0].x < w[1].x && w[0].y > w[1].y));
+        }
+        assert_eq!(drawn(&t.global), brute_drawn(&points(&|_| true)));
+        assert!(t.global.len() >= 2, "a trade, not a single winner");
+    }
+}
+
+/// The training report as a planner reads it: three charts with units on their axes, the
+/// workload in steps, constraints as the only reasons to turn a layout away, and nothing about
+/// serving. The Markdown is compared to a snapshot (timestamps masked).
+#[test]
+fn a_training_report_draws_its_trades_and_speaks_of_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_sweep(TRAINING, tmp.path());
+    let o = run(&["report", dir.to_str().unwrap(), "--top", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(3 charts)"), "{}", stderr(&o));
+
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<svg").count(), 3);
+    for h in ["h100-sxm", "b200", "gb200-nvl72"] {
+        assert!(html.contains(&format!(">{h}</text>")), "legend names {h}");
+    }
+    for axis in [
+        "usd_per_run (USD, lower is better)",
+        "gpus (GPUs, lower is better)",
+        "facility_kw (kW, lower is better)",
+        "effective_time_to_train_days (days, lower is better)",
+    ] {
+        assert!(html.contains(axis), "an axis reads {axis}");
+    }
+    for name in [
+        "report-time-against-cost.svg",
+        "report-time-against-cluster-size.svg",
+        "report-time-against-facility-power.svg",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert!(html.contains(&svg), "{name} is inlined");
+    }
+
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // 1e12 tokens in steps of 4,194,304 tokens (512 sequences of 8,192).
+    assert!(
+        md.contains(
+            "- **workload**: 1,000,000,000,000 tokens to train: about 238,419 optimizer steps \
+             of 512 sequences of 8,192 tokens"
+        ),
+        "{md}"
+    );
+    for (cause, n) in training_turned_away(&dir) {
+        let line = format!("| turned away | {cause} | {} |", number(n as f64));
+        assert!(md.contains(&line), "{line}\n{md}");
+    }
+    assert_eq!(md.matches("| turned away |").count(), 2);
+    assert!(md.contains("then feasible ones the sweep's constraints turned away"));
+    for serving in [
+        "demand",
+        "SLO",
+        "per request",
+        "users",
+        "tokens_per_s_per_gpu",
+    ] {
+        assert!(
+            !md.contains(serving),
+            "a training report mentions {serving:?}"
+        );
+    }
+    assert!(md.contains("### By ZeRO stage") && md.contains("### By precision"));
+    assert_snapshot(
+        &root().join("tests/snapshots/report-training-small.md"),
+        &masked(&md),
+    );
+}
+
+/// Without constraints nothing feasible is turned away, and the report says so.
+#[test]
+fn a_training_run_without_constraints_admits_every_feasible_layout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join(TRAINING)).unwrap();
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("constraints"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let sweep = tmp.path().join("training-small.toml");
+    std::fs::write(&sweep, text).unwrap();
+    let dir = run_sweep(sweep.to_str().unwrap(), tmp.path());
+    let o = run(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let feasible = column_flags(&read_configs(&dir), "feasible")
+        .into_iter()
+        .filter(|&f| f)
+        .count() as u64;
+    assert!(
+        md.contains(&format!(
+            "| admitted | meets every requirement | {} |",
+            number(feasible as f64)
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains("every feasible configuration is admitted"),
+        "{md}"
+    );
+    assert!(!md.contains("| turned away |"), "{md}");
+    assert!(md.contains("- **constraints**: none"), "{md}");
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Opens racksweep reports as a reader would: writes the reports of two example runs (one with
-# sizing, three charts; the quickstart, two charts), renders each report.html in headless
-# Chromium, and checks that the page loads without a console message (the page has no script,
-# so any message is an error: a blocked fetch, a bad resource), that the DOM has the charts,
-# and that the screenshot (PNG) shows every hardware's colour. Run by .ci/run.
+# Opens racksweep reports as a reader would: writes the reports of three example runs (one with
+# sizing, three charts; the quickstart, two charts; a small training sweep, three charts),
+# renders each report.html in headless Chromium, and checks that the page loads without a
+# console message (the page has no script, so any message is an error: a blocked fetch, a bad
+# resource), that the DOM has the charts, and that the screenshot (PNG) shows every hardware's
+# colour. Run by .ci/run.
 #
 # Chromium is Debian's `chromium` package; installed with apt when missing and running as root,
 # otherwise the check is skipped with a notice. Screenshots are kept in $1 (default: a
@@ -62,4 +63,5 @@ check() { # sweep, expected charts
 
 check sweeps/qwen3-235b-50k-users.toml 3
 check sweeps/quickstart.toml 2
+check tests/specs/training-small.toml 3
 echo "ok: reports render in $("$chromium" --version 2>/dev/null | head -1) (screenshots in $shots)"

@@ -76,8 +76,8 @@ pub struct Admission {
     pub feasible: u64,
     /// Feasible rows that meet the demand, the SLOs and every constraint.
     pub admitted: u64,
-    /// Feasible rows turned away, per cause ("demand not met", "SLOs missed", or a
-    /// constraint as written); a row can fail several.
+    /// Feasible rows turned away, per cause: "demand not met" and "SLOs missed" (inference
+    /// runs only), then each constraint as written; a row can fail several.
     pub turned_away: Vec<(String, u64)>,
 }
 
@@ -177,10 +177,14 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     } = *ask;
     let lf = scan(run_dir)?;
     let hardware = schema.find("hardware").expect("hardware is a column");
-    // Only inference rows have a demand and SLOs to miss.
-    let missed = |column: &str| match schema.mode {
-        Mode::Inference => col(column).eq(lit(false)),
-        Mode::Training => lit(false),
+    // The requirements a mode's rows carry besides the constraints: only inference rows have
+    // a demand and SLOs to miss (a flag column that is false), training rows none.
+    let built_in: &[(&str, &str)] = match schema.mode {
+        Mode::Inference => &[
+            ("demand_met", "demand not met"),
+            ("meets_slo", "SLOs missed"),
+        ],
+        Mode::Training => &[],
     };
     // Every column a question reads, once.
     let mut needed: BTreeSet<usize> = BTreeSet::from([hardware]);
@@ -196,7 +200,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let total_rows = super::row_count(run_dir)?;
     let sample_every = (total_rows / SAMPLE_POINTS).max(1);
     let mut admission = Admission::default();
-    let mut turned_away = vec![0u64; 2 + constraints.len()];
+    let mut turned_away = vec![0u64; built_in.len() + constraints.len()];
     let mut best: Vec<Best> = vec![Vec::new(); rankings.len()];
     let mut fronts: Vec<Fronts> = vec![BTreeMap::new(); trades.len()];
     let mut samples: Vec<Vec<(String, f64, f64)>> = vec![Vec::new(); trades.len()];
@@ -208,12 +212,17 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         let mut counts = vec![
             len().cast(DataType::UInt64).alias("rows"),
             count(feasible.clone(), "feasible".into()),
-            count(feasible.clone().and(missed("demand_met")), "t0".into()),
-            count(feasible.clone().and(missed("meets_slo")), "t1".into()),
         ];
-        for (i, c) in constraints.iter().enumerate() {
-            let fails = predicate(c).fill_null(lit(false)).not();
-            counts.push(count(feasible.clone().and(fails), format!("t{}", i + 2)));
+        let fails = built_in
+            .iter()
+            .map(|(flag, _)| col(*flag).eq(lit(false)))
+            .chain(
+                constraints
+                    .iter()
+                    .map(|c| predicate(c).fill_null(lit(false)).not()),
+            );
+        for (i, fails) in fails.enumerate() {
+            counts.push(count(feasible.clone().and(fails), format!("t{i}")));
         }
         let counted = slice.clone().select(counts).collect()?;
         let read = |n: &str| -> Result<u64> { Ok(counted.column(n)?.u64()?.get(0).unwrap_or(0)) };
@@ -304,13 +313,11 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         Ok(())
     })?;
 
-    let mut causes = vec!["demand not met".to_string(), "SLOs missed".to_string()];
-    causes.extend(constraints.iter().map(|c| format!("fails {c}")));
-    admission.turned_away = causes
-        .into_iter()
-        .zip(turned_away)
-        .filter(|&(_, n)| n > 0)
-        .collect();
+    let causes = built_in
+        .iter()
+        .map(|(_, cause)| cause.to_string())
+        .chain(constraints.iter().map(|c| format!("fails {c}")));
+    admission.turned_away = causes.zip(turned_away).filter(|&(_, n)| n > 0).collect();
 
     let ranked: Vec<Ranked> = rankings
         .iter()

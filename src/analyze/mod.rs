@@ -46,6 +46,7 @@ const TRAINING_SHOWN: &[&str] = &[
     "zero_stage",
     "recompute",
     "precision",
+    "ownership",
 ];
 
 /// A result: column names and formatted cells, ready for `commands::table::render`.

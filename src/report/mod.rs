@@ -41,6 +41,8 @@ struct Profile {
     moves_are: &'static str,
     /// What every admitted configuration does, to follow "configurations that".
     admitted: &'static str,
+    /// What can turn a feasible configuration away, to follow "the sweep's".
+    requirements: &'static str,
 }
 
 const INFERENCE: Profile = Profile {
@@ -94,6 +96,7 @@ const INFERENCE: Profile = Profile {
     ],
     moves_are: "a batch or format axis",
     admitted: "run, meet the demand and SLOs where the sweep sets them",
+    requirements: "demand, SLOs or constraints",
 };
 
 const TRAINING: Profile = Profile {
@@ -118,13 +121,15 @@ const TRAINING: Profile = Profile {
     metrics: &[
         "step_time_s",
         "mfu_pct",
-        "training_tokens_per_s",
         "hbm_used_gb_per_gpu",
         "goodput_pct",
         "effective_time_to_train_days",
         "usd_per_run",
+        "facility_kw",
         "mwh_per_run",
     ],
+    // What finishing sooner takes: money, GPUs, or site power (the one budget that compares
+    // hardware fairly: a GPU of one kind is not a GPU of another).
     trades: &[
         (
             "Time against cost",
@@ -137,9 +142,9 @@ const TRAINING: Profile = Profile {
             "min effective_time_to_train_days",
         ),
         (
-            "Energy against time",
+            "Time against facility power",
+            "min facility_kw",
             "min effective_time_to_train_days",
-            "min mwh_per_run",
         ),
     ],
     moves: &[
@@ -152,6 +157,7 @@ const TRAINING: Profile = Profile {
     ],
     moves_are: "a size, layout or precision axis",
     admitted: "can train (a valid split that fits in memory)",
+    requirements: "constraints",
 };
 
 fn profile(mode: Mode) -> &'static Profile {
@@ -281,8 +287,8 @@ fn parse_all<T>(
 }
 
 /// What the report asks of the run. Rankings, in order: the best per hardware by the first
-/// objective, the top rows by each objective, then the best per batch, weight format and KV
-/// format by the first objective.
+/// objective, the top rows by each objective, then the best per value of each of the
+/// profile's `moves` columns by the first objective.
 struct Questions {
     rankings: Vec<Ranking>,
     trades: Vec<Trade>,
@@ -626,11 +632,17 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         id: "excluded",
         title: "Configurations turned away".into(),
     });
-    blocks.push(Block::Paragraph(
-        "Infeasible configurations by reason (counted over the whole grid), then feasible ones \
-         the sweep's demand, SLOs or constraints turned away (a configuration can fail several)."
-            .into(),
-    ));
+    blocks.push(Block::Paragraph(if d.admission.turned_away.is_empty() {
+        "Infeasible configurations by reason (counted over the whole grid); every feasible \
+         configuration is admitted."
+            .to_string()
+    } else {
+        format!(
+            "Infeasible configurations by reason (counted over the whole grid), then feasible \
+             ones the sweep's {} turned away (a configuration can fail several).",
+            p.requirements
+        )
+    }));
     let mut rows: Vec<Vec<String>> = Vec::new();
     let all = m.configurations;
     for (reason, n) in &m.infeasible {
@@ -702,19 +714,25 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
 
 /// The workload in words.
 fn workload(m: &Manifest) -> String {
-    let w = |k: &str| number(m.workload.get(k).copied().unwrap_or(f64::NAN));
+    let get = |k: &str| m.workload.get(k).copied().unwrap_or(f64::NAN);
+    let w = |k: &str| number(get(k));
     match m.mode {
         Mode::Inference => format!(
             "{} input tokens, {} output tokens per request",
             w("input_tokens"),
             w("output_tokens")
         ),
-        Mode::Training => format!(
-            "{} tokens to train, in steps of {} sequences of {} tokens",
-            w("train_tokens"),
-            w("global_batch_seqs"),
-            w("seq_len")
-        ),
+        Mode::Training => {
+            let steps = get("train_tokens") / get("global_batch_tokens");
+            let about = if steps.fract() == 0.0 { "" } else { "about " };
+            format!(
+                "{} tokens to train: {about}{} optimizer steps of {} sequences of {} tokens",
+                w("train_tokens"),
+                number(steps),
+                w("global_batch_seqs"),
+                w("seq_len")
+            )
+        }
     }
 }
 

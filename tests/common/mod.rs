@@ -99,7 +99,7 @@ pub fn column_u64(batches: &[RecordBatch], name: &str) -> Vec<u64> {
     })
 }
 
-/// A uint32 (count) column of `batches`, concatenated, nulls as `None`.
+/// A u32 (count) column of `batches`, concatenated, nulls as `None`.
 pub fn column_u32(batches: &[RecordBatch], name: &str) -> Vec<Option<u32>> {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
