@@ -163,6 +163,9 @@ pub enum Infeasible {
     GpusNotDivisibleByModelParallel,
     HeadsNotDivisibleByTp,
     FewerLayersThanStages,
+    /// Interleaving splits a pipeline stage's layers into chunks; with one stage there is no
+    /// pipeline to interleave (Megatron-LM requires pipeline parallelism for it).
+    VirtualStagesWithoutPipeline,
     ExpertsNotDivisibleByEp,
     EpNotDividingDpCp,
     /// Load-balanced ring attention splits each sequence into 2 x cp chunks.
@@ -181,11 +184,12 @@ pub enum Infeasible {
 }
 
 impl Infeasible {
-    pub const ALL: [Infeasible; 13] = [
+    pub const ALL: [Infeasible; 14] = [
         Infeasible::ZeroDegree,
         Infeasible::GpusNotDivisibleByModelParallel,
         Infeasible::HeadsNotDivisibleByTp,
         Infeasible::FewerLayersThanStages,
+        Infeasible::VirtualStagesWithoutPipeline,
         Infeasible::ExpertsNotDivisibleByEp,
         Infeasible::EpNotDividingDpCp,
         Infeasible::SeqLenNotDivisibleBy2Cp,
@@ -203,6 +207,7 @@ impl Infeasible {
             Infeasible::GpusNotDivisibleByModelParallel => "gpus_not_divisible_by_tp_x_pp_x_cp",
             Infeasible::HeadsNotDivisibleByTp => "heads_not_divisible_by_tp",
             Infeasible::FewerLayersThanStages => "fewer_layers_than_pp_x_virtual_stages",
+            Infeasible::VirtualStagesWithoutPipeline => "virtual_stages_without_pp",
             Infeasible::ExpertsNotDivisibleByEp => "experts_not_divisible_by_ep",
             Infeasible::EpNotDividingDpCp => "ep_not_dividing_dp_x_cp",
             Infeasible::SeqLenNotDivisibleBy2Cp => "seq_len_not_divisible_by_2cp",
@@ -351,6 +356,9 @@ pub fn evaluate_into(
     }
     if model.layers < l.pp * l.virtual_stages {
         return Err(Infeasible::FewerLayersThanStages);
+    }
+    if l.virtual_stages > 1 && l.pp == 1 {
+        return Err(Infeasible::VirtualStagesWithoutPipeline);
     }
     if l.ep > 1 && (!model.is_moe() || !model.experts().is_multiple_of(l.ep)) {
         return Err(Infeasible::ExpertsNotDivisibleByEp);
