@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Reads racksweep's outputs with the tools analysts use: installs pyarrow, DuckDB, polars and
 # pandas from PyPI into a virtual environment (cached at ~/.cache/racksweep-venv), runs a sweep
-# (whole, sharded and merged, and --feasible-only), checks every run with check_outputs.py, and
-# runs the three analysis examples on it. Run by .ci/run.
+# (whole, sharded and merged, and --feasible-only) and a training sweep, checks every run with
+# check_outputs.py, and runs the three analysis examples on the first. Run by .ci/run.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -24,7 +24,10 @@ name=$(basename "$(find "$out/whole" -mindepth 1 -maxdepth 1 -type d)")
 for k in 0 1 2; do "$bin" run "$sweep" --quiet --out "$out/sharded" --shard "$k/3"; done
 "$bin" merge "$out/sharded/$name" --quiet
 "$bin" run sweeps/quickstart.toml --quiet --out "$out/feasible" --feasible-only
-"$py" "$here/check_outputs.py" "$out/whole/$name" "$out/sharded/$name" "$out/feasible/quickstart"
+training=sweeps/llama-70b-gb200-vs-b200.toml # a training run: the other schema
+"$bin" run "$training" --quiet --out "$out/training" --part-rows 3000
+"$py" "$here/check_outputs.py" "$out/whole/$name" "$out/sharded/$name" "$out/feasible/quickstart" \
+    "$out/training/$(basename "$training" .toml)"
 
 for example in duckdb_example polars_example pandas_example; do
     "$py" "$here/$example.py" "$out/whole/$name" >"$out/$example.txt" ||

@@ -24,10 +24,12 @@ def fail(message):
     sys.exit(1)
 
 
-def documented_columns():
-    """Column names and types of docs/schema.md's generated table, in order."""
+def documented_columns(mode):
+    """Column names and types of docs/schema.md's generated table for `mode` (inference or
+    training), in order."""
+    marker = {"inference": "generated", "training": "generated:training"}[mode]
     text = open(os.path.join(ROOT, "docs", "schema.md")).read()
-    table = text.split("<!-- generated:start -->")[1].split("<!-- generated:end -->")[0]
+    table = text.split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
     rows = re.findall(r"^\| \d+ \| `([a-z0-9_]+)` \| ([^|]+) \|", table, re.M)
     if not rows:
         fail("docs/schema.md has no column table")
@@ -53,8 +55,10 @@ def check(run):
     if sorted(expected) != parts:
         fail(f"{run}: configs/ holds {parts}, the manifest says {n} parts")
 
-    # The schema: every part file and the frontier have the documented columns and types.
-    documented = documented_columns()
+    # The schema: every part file and the frontier have the documented columns and types of
+    # the run's mode.
+    mode = manifest["mode"]
+    documented = documented_columns(mode)
     for path in parts + [os.path.join(run, "pareto.parquet")]:
         schema = pq.read_schema(path)
         found = [(f.name, str(f.type)) for f in schema]
@@ -64,6 +68,8 @@ def check(run):
         meta = pq.ParquetFile(path).metadata.metadata
         if meta[b"racksweep.sweep_sha256"].decode() != manifest["sweep_sha256"]:
             fail(f"{path}: sweep hash differs from the manifest's")
+        if meta[b"racksweep.mode"].decode() != mode:
+            fail(f"{path}: mode {meta[b'racksweep.mode']} differs from the manifest's {mode}")
 
     # Row counts, three readers.
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
@@ -101,7 +107,7 @@ def check(run):
     ).fetchone()[0]
     if missing:
         fail(f"{run}: {missing} frontier rows are not rows of configs/")
-    print(f"ok: {run}: {n} part(s), {rows:,} rows, {size} on the frontier; pyarrow, duckdb and polars agree")
+    print(f"ok: {run} ({mode}): {n} part(s), {rows:,} rows, {size} on the frontier; pyarrow, duckdb and polars agree")
 
 
 if __name__ == "__main__":
