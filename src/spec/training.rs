@@ -105,7 +105,16 @@ impl Loader<'_> {
                     "must be at least one token",
                 )?;
                 let seqs = t / f64::from(seq_len);
-                if seqs.fract() != 0.0 || seqs > f64::from(u32::MAX) {
+                if seqs > f64::from(u32::MAX) {
+                    return Err(self.at(
+                        tokens.span(),
+                        format!(
+                            "workload.global_batch_tokens: {t} is more than {} sequences",
+                            u32::MAX
+                        ),
+                    ));
+                }
+                if seqs.fract() != 0.0 {
                     return Err(self
                         .at(tokens.span(), format!("workload.global_batch_tokens: {t} is not a whole number of {seq_len}-token sequences"))
                         .with_hint(format!("use a multiple of seq_len, e.g. {}", (seqs.round().max(1.0)) * f64::from(seq_len))));
