@@ -51,8 +51,10 @@ GRID = {
 # The training model's own factors (training.toml), written to the override file as a
 # [training] table. restart_minutes is an assumption about the cluster, not fitted.
 GRID_TRAINING = {
-    "gemm_efficiency": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
+    "gemm_efficiency": [0.6, 0.65, 0.7, 0.75, 0.8, 0.825, 0.85, 0.875, 0.9, 0.95, 1.0],
     "tp_comm_overlap": [0.0, 0.25, 0.5, 0.75, 1.0],
+    # Narrow GEMMs: from no effect to half the rate at a 2,048-wide weight.
+    "gemm_half_width": [0.0, 256.0, 512.0, 768.0, 1024.0, 1280.0, 1536.0, 2048.0],
 }
 FIXED_TRAINING = ["restart_minutes"]
 

@@ -33,6 +33,8 @@ pub struct Factors {
     pub gemm_efficiency: f64,
     /// Fraction of tensor-parallel collective time hidden behind GEMMs.
     pub tp_comm_overlap: f64,
+    /// Smaller weight dimension per GPU at which a GEMM reaches half its large-matrix rate.
+    pub gemm_half_width: f64,
     /// Minutes from a failure to training again.
     pub restart_minutes: f64,
     /// Unexpected interruptions per GPU-hour (default: Llama 3's,
@@ -59,6 +61,12 @@ impl Factors {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("{key}: {v} must be between 0 and 1"));
             }
+        }
+        if !(f.gemm_half_width.is_finite() && f.gemm_half_width >= 0.0) {
+            return Err(format!(
+                "gemm_half_width: {} must be zero or positive",
+                f.gemm_half_width
+            ));
         }
         if !(f.failures_per_gpu_hour.is_finite() && f.failures_per_gpu_hour > 0.0) {
             return Err(format!(
@@ -258,6 +266,7 @@ impl System<'_> {
             scaleout: Tier::scaleout(r, link),
             domain_gpus,
             tp_comm_overlap: self.factors.tp_comm_overlap,
+            gemm_half_width: self.factors.gemm_half_width,
         })
     }
 }

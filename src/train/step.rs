@@ -48,6 +48,8 @@ pub struct Rates {
     pub domain_gpus: u32,
     /// Fraction of tensor-parallel collective time hidden behind GEMMs.
     pub tp_comm_overlap: f64,
+    /// Smaller weight dimension per GPU at which a GEMM reaches half its large-matrix rate.
+    pub gemm_half_width: f64,
 }
 
 impl Rates {
@@ -83,6 +85,58 @@ pub struct StepTime {
     pub step_s: f64,
 }
 
+/// Rate of a GEMM whose smaller weight dimension on one GPU is `width`, as a fraction of a large
+/// GEMM's: `width / (width + half)`. Narrow GEMMs fill fewer of the tensor-core tiles and waves
+/// of a large one (NVIDIA, "Matrix Multiplication Background User's Guide", Deep Learning
+/// Performance documentation: tile and wave quantization; throughput rises with N and K until
+/// the GPU is full). `half` is fitted (`gemm_half_width`, training.toml).
+pub fn width_efficiency(width: f64, half: f64) -> f64 {
+    if width <= 0.0 {
+        return 1.0;
+    }
+    width / (width + half)
+}
+
+/// The smaller of `hidden` and `other / tp`: the narrower side of a weight split over tp.
+fn hidden_or_shard(hidden: u32, other: u32, tp: u32) -> f64 {
+    f64::from(hidden).min(f64::from(other) / f64::from(tp))
+}
+
+/// Time of a token's layer matmuls over their time at the large-GEMM rate: each family
+/// (attention projections, dense MLPs, shared experts, routed experts) at its width's
+/// efficiency, routed experts also at the grouped-GEMM efficiency.
+fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f64 {
+    let Some(p) = model.param_counts() else {
+        return 1.0;
+    };
+    let half = r.gemm_half_width;
+    let h = model.hidden;
+    let layers = f64::from(p.dense_layers + p.moe_layers);
+    let moe_ffn = model.moe_ffn_hidden.unwrap_or(0);
+    // FLOPs (2 per parameter) of each family per token, and its width on one GPU.
+    let families = [
+        (
+            p.attention_per_layer * layers,
+            hidden_or_shard(h, model.heads * model.head_dim, tp),
+        ),
+        (
+            p.dense_mlp_per_layer * f64::from(p.dense_layers),
+            hidden_or_shard(h, model.ffn_hidden.unwrap_or(0), tp),
+        ),
+        (
+            p.moe_shared_per_layer * f64::from(p.moe_layers),
+            hidden_or_shard(h, moe_ffn * model.shared_experts.unwrap_or(0), tp),
+        ),
+    ];
+    let dense_s: f64 = families
+        .iter()
+        .map(|&(params, width)| 2.0 * params / width_efficiency(width, half))
+        .sum();
+    let expert_s = flops.expert_matmul
+        / (width_efficiency(hidden_or_shard(h, moe_ffn, tp), half) * r.expert_gemm_efficiency);
+    (dense_s + expert_s) / flops.layer_matmul.max(f64::MIN_POSITIVE)
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn step_time(
     model: &Model,
@@ -108,12 +162,19 @@ pub fn step_time(
         Recompute::None => 0.0,
         _ => flops.attention,
     };
-    // Routed experts run as grouped GEMMs at a fraction of the dense rate: their share of the
-    // layer matmuls costs 1 / expert_gemm_efficiency times as much.
-    let expert_share = flops.expert_matmul / flops.layer_matmul.max(f64::MIN_POSITIVE);
-    let slowdown = 1.0 + expert_share * (1.0 / r.expert_gemm_efficiency - 1.0);
+    // Each family of GEMMs runs at the rate its width allows (`width_efficiency`); routed
+    // experts run as grouped GEMMs at a further fraction of the dense rate. The layer matmuls
+    // cost `slowdown` times their FLOPs at the large-GEMM rate.
+    let slowdown = layer_slowdown(model, tp, flops, r);
+    let logits_slowdown = 1.0
+        / width_efficiency(
+            hidden_or_shard(model.hidden, model.vocab.unwrap_or(0), tp),
+            r.gemm_half_width,
+        );
     let linear = |passes: f64, extra: f64| {
-        tokens * ((passes * flops.layer_matmul + extra) * stage * slowdown + passes * flops.logits)
+        tokens
+            * ((passes * flops.layer_matmul + extra) * stage * slowdown
+                + passes * flops.logits * logits_slowdown)
             / split
     };
     let attention =
@@ -261,5 +322,57 @@ pub fn step_time(
         dp_exposed_s,
         optimizer_s,
         step_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    /// `w / (w + w_half)` by hand: a 1,536-wide GEMM at w_half 1,280 runs at 6/11 of a wide
+    /// one's rate, and 0 turns the effect off.
+    #[test]
+    fn narrow_gemms_run_slower() {
+        assert!((width_efficiency(1536.0, 1280.0) - 1536.0 / 2816.0).abs() < 1e-15);
+        assert_eq!(width_efficiency(1536.0, 0.0), 1.0);
+        assert!(width_efficiency(25_600.0, 1280.0) > 0.95);
+    }
+
+    /// GPT 3.6B (hidden 3,072, 32 heads of 96, MLP 12,288) at tp 2: attention projections
+    /// are 1,536 wide on a GPU, the MLP 3,072 (hidden is the narrower side of its 6,144-wide
+    /// shards); the layer matmuls take their FLOP-weighted harmonic slowdown.
+    #[test]
+    fn layer_slowdown_weighs_each_family_by_its_flops() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("gpt-3.6b").unwrap();
+        let flops = ForwardFlops::new(model, 2048.0).unwrap();
+        let p = model.param_counts().unwrap();
+        let half = 1280.0;
+        let tier = Tier {
+            bytes_per_s: 1.0,
+            alpha_s: 0.0,
+            launch_s: 0.0,
+        };
+        let rates = Rates {
+            linear_flops_per_s: 1.0,
+            expert_gemm_efficiency: 1.0,
+            attention_flops_per_s: 1.0,
+            hbm_bytes_per_s: 1.0,
+            scaleup: tier,
+            scaleout: tier,
+            domain_gpus: 8,
+            tp_comm_overlap: 0.0,
+            gemm_half_width: half,
+        };
+        let attention = p.attention_per_layer * 30.0;
+        let mlp = p.dense_mlp_per_layer * 30.0;
+        let expected = (attention * (1536.0 + half) / 1536.0 + mlp * (3072.0 + half) / 3072.0)
+            / (attention + mlp);
+        let got = layer_slowdown(model, 2, &flops, &rates);
+        assert!((got / expected - 1.0).abs() < 1e-12, "{got} vs {expected}");
+        // A third of the FLOPs at 1536 / 2816 of the wide rate, two thirds at 3072 / 4352:
+        // (1/3 x 1.833 + 2/3 x 1.417) = 1.556, the layer GEMMs at 64 % of the wide-GEMM rate.
+        assert!((got - 1.556).abs() < 0.001, "{got}");
     }
 }
