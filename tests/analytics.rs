@@ -12,19 +12,24 @@ use common::{
     read_parquet, run, stderr, stdout,
 };
 
-/// A finished quickstart run in a temporary directory.
-fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
+/// A finished run of `sweep` (named `name`) in a temporary directory.
+fn finished(sweep: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let o = run(&[
         "run",
-        "sweeps/quickstart.toml",
+        sweep,
         "--quiet",
         "--out",
         tmp.path().to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let dir = tmp.path().join("quickstart");
+    let dir = tmp.path().join(name);
     (tmp, dir)
+}
+
+/// A finished quickstart run in a temporary directory.
+fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
+    finished("sweeps/quickstart.toml", "quickstart")
 }
 
 /// The config_ids of a printed table (first column), and the printed row count.
@@ -301,17 +306,7 @@ fn top_filters_on_labels() {
 
 /// A finished run of the small training sweep in a temporary directory.
 fn training_small() -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "run",
-        "tests/specs/training-small.toml",
-        "--quiet",
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let dir = tmp.path().join("training-small");
-    (tmp, dir)
+    finished("tests/specs/training-small.toml", "training-small")
 }
 
 /// The printed cells of column `name` of a printed table, row by row.
