@@ -417,6 +417,36 @@ pub fn check_model(m: &Model) -> Result<(), String> {
             );
         }
     }
+    match (m.expert_groups, m.expert_groups_per_token) {
+        (None, None) => {}
+        (Some(g), Some(mg)) => {
+            let Some((e, k)) = m.experts.zip(m.experts_per_token) else {
+                return Err(
+                    "expert_groups and expert_groups_per_token apply only to MoE models (set experts)"
+                        .into(),
+                );
+            };
+            if g < 2 || !e.is_multiple_of(g) {
+                return Err(format!(
+                    "expert_groups: {g} must be at least 2 and divide experts ({e})"
+                ));
+            }
+            if mg == 0 || mg > g {
+                return Err(format!(
+                    "expert_groups_per_token: {mg} must be between 1 and expert_groups ({g})"
+                ));
+            }
+            if k > mg * (e / g) {
+                return Err(format!(
+                    "experts_per_token: {k} exceeds the {} experts of expert_groups_per_token ({mg}) groups",
+                    mg * (e / g)
+                ));
+            }
+        }
+        _ => {
+            return Err("expert_groups and expert_groups_per_token must be set together".into());
+        }
+    }
     match (m.sliding_window, m.sliding_window_layers) {
         (None, None) => {}
         (Some(w), Some(n)) => {
@@ -561,5 +591,50 @@ mod tests {
         let active_b = p.active(8) / 1e9;
         // Published 37B; the model card's count excludes the MTP module as we do.
         assert!((active_b - 37.6).abs() < 0.5, "{active_b}");
+    }
+
+    /// Group-limited routing (DeepSeek-V3: 8 groups of 32 experts, 4 per token) is checked for
+    /// consistency with the experts it groups.
+    #[test]
+    fn routing_groups_must_fit_the_experts() {
+        let c = catalog();
+        let m = c.model("deepseek-v3").unwrap();
+        assert_eq!(m.routing_groups(), Some((8, 4)));
+        let with = |groups: Option<u32>, per_token: Option<u32>| {
+            check_model(&Model {
+                expert_groups: groups,
+                expert_groups_per_token: per_token,
+                ..m.clone()
+            })
+        };
+        assert_eq!(with(None, None), Ok(()));
+        assert!(
+            with(Some(3), Some(1))
+                .unwrap_err()
+                .contains("divide experts (256)")
+        );
+        assert!(
+            with(Some(8), Some(9))
+                .unwrap_err()
+                .contains("between 1 and")
+        );
+        assert!(with(Some(8), None).unwrap_err().contains("set together"));
+        // One of 64 groups of 4 experts cannot hold a token's 8.
+        assert!(
+            with(Some(64), Some(1))
+                .unwrap_err()
+                .contains("exceeds the 4 experts")
+        );
+        let dense = c.model("llama-3.1-8b").unwrap();
+        let grouped_dense = Model {
+            expert_groups: Some(8),
+            expert_groups_per_token: Some(4),
+            ..dense.clone()
+        };
+        assert!(
+            check_model(&grouped_dense)
+                .unwrap_err()
+                .contains("only to MoE")
+        );
     }
 }

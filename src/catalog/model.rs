@@ -62,6 +62,13 @@ pub struct Model {
     pub moe_ffn_hidden: Option<u32>,
     /// Leading layers that use the dense MLP instead of MoE.
     pub dense_layers: Option<u32>,
+    /// Groups the routed experts are split into for group-limited routing (`n_group` of
+    /// DeepSeek-V3's config.json); consecutive experts form a group.
+    pub expert_groups: Option<u32>,
+    /// Groups one token's routed experts may come from (`topk_group`; DeepSeek-V3 report
+    /// section 2.1.2, node-limited routing: at most M = 4 nodes). Set with `expert_groups`;
+    /// training then dispatches each token once per scale-up domain (`train::step`).
+    pub expert_groups_per_token: Option<u32>,
     pub mla_kv_lora_rank: Option<u32>,
     pub mla_q_lora_rank: Option<u32>,
     pub mla_rope_head_dim: Option<u32>,
@@ -142,6 +149,12 @@ impl Model {
 
     pub fn experts_per_token(&self) -> u32 {
         self.experts_per_token.unwrap_or(0)
+    }
+
+    /// `(expert_groups, expert_groups_per_token)` when the model limits each token's routed
+    /// experts to a few groups.
+    pub fn routing_groups(&self) -> Option<(u32, u32)> {
+        self.expert_groups.zip(self.expert_groups_per_token)
     }
 
     /// Parameter counts from the layer shapes; `None` when the vocabulary is unknown.

@@ -13,6 +13,11 @@ use super::{Layout, Recompute};
 
 /// Bytes per activation element sent between GPUs (bf16).
 const ACTIVATION_BYTES: f64 = 2.0;
+/// Bytes per element of DeepSeek-V3's FP8 expert dispatch (report section 3.3.2: the inputs of
+/// the MoE up-projections, and in the backward pass the gradients before the down-projections,
+/// are quantized to FP8 before they are dispatched; both combines stay bf16). Its per-128-element
+/// scales (4 bytes each, +3 %) are left out.
+const FP8_DISPATCH_BYTES: f64 = 1.0;
 /// Bytes per gradient element reduced across data-parallel replicas (bf16, Megatron-Core's
 /// `grad_reduce_in_fp32 = False` default; see `memory::GRADIENT_BYTES`).
 const GRADIENT_BYTES: f64 = super::memory::GRADIENT_BYTES;
@@ -137,6 +142,102 @@ fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f6
     (dense_s + expert_s) / flops.layer_matmul.max(f64::MIN_POSITIVE)
 }
 
+/// `C(pool - hit, k) / C(pool, k)`: the chance that `k` experts drawn without replacement from
+/// `pool` all miss a given `hit` of them (`pool` and `hit` may be fractional; 0 when fewer than
+/// `k` remain outside).
+fn all_miss(pool: f64, hit: f64, k: u32) -> f64 {
+    (0..k)
+        .map(|i| {
+            let i = f64::from(i);
+            ((pool - hit - i) / (pool - i)).max(0.0)
+        })
+        .product()
+}
+
+/// `C(n, r)` as a float (0 when `r > n`).
+fn binomial(n: u32, r: u32) -> f64 {
+    if r > n {
+        return 0.0;
+    }
+    (0..r).fold(1.0, |acc, i| acc * f64::from(n - i) / f64::from(i + 1))
+}
+
+/// Expected number of scale-up domains, other than the token's own, that a token's
+/// `experts_per_token` routed experts land in, when an expert-parallel group spreads the model's
+/// experts evenly over `domains` domains (consecutive experts on consecutive domains) and the
+/// token's domain is independent of its routing. With `P` the chance that a given domain is hit,
+/// the expectation is `(domains - 1) x P` (docs/model.md section 23):
+/// - no routing limit, or groups that do not map onto domains: `k` of `E` experts uniformly,
+///   `P = 1 - C(E - E/D, k) / C(E, k)`;
+/// - `M` of `G` groups per token, `c = G/D` whole groups per domain: every selected group holds
+///   some of the token's experts (a group is chosen by the sum of its top-2 affinities,
+///   DeepSeek-V3 `inference/model.py`, `Gate.forward`), so a domain is hit
+///   when one of its groups is among the `M' = min(M, k)` reached: `P = 1 - C(G - c, M') / C(G, M')`;
+/// - `s = D/G` domains per group: a group is reached with chance `M'/G` and then holds `q = k/M'`
+///   or `q + 1` experts (`k mod M'` of the `M'` groups hold one more), drawn from its `E/G`:
+///   `P = M'/G x (1 - C(E/G - E/D, q_i) / C(E/G, q_i))`, averaged over the two counts.
+pub fn expected_remote_domains(model: &Model, domains: f64) -> f64 {
+    if domains <= 1.0 {
+        return 0.0;
+    }
+    let e = f64::from(model.experts());
+    let k = model.experts_per_token();
+    let per_domain = e / domains;
+    let whole = (domains.fract() == 0.0).then_some(domains as u32);
+    let hit = match (model.routing_groups(), whole) {
+        (Some((g, m)), Some(d)) if g.is_multiple_of(d) || d.is_multiple_of(g) => {
+            let reached = m.min(k);
+            if g.is_multiple_of(d) {
+                let c = g / d;
+                1.0 - binomial(g - c, reached) / binomial(g, reached)
+            } else {
+                let per_group = e / f64::from(g);
+                let (q, extra) = (k / reached, k % reached);
+                let more = f64::from(extra) / f64::from(reached);
+                let miss = (1.0 - more) * all_miss(per_group, per_domain, q)
+                    + more * all_miss(per_group, per_domain, q + 1);
+                f64::from(reached) / f64::from(g) * (1.0 - miss)
+            }
+        }
+        _ => 1.0 - all_miss(e, per_domain, k),
+    };
+    (domains - 1.0) * hit
+}
+
+/// Seconds of one expert all-to-all (a dispatch or a combine) of `tokens` per GPU at
+/// `bytes_per_element`, over an `ep` group whose ranks are `stride` (tp x cp) GPUs apart.
+///
+/// A model without a routing limit sends one copy per routed expert (`perf::comm::all_to_all_s`,
+/// as inference does). A model with one (`expert_groups`) is dispatched as DeepEP does: across
+/// domains a token crosses the scale-out network once per remote domain its experts land in
+/// (`expected_remote_domains`) and is forwarded to the experts there over the scale-up domain;
+/// the combine reduces inside each domain and sends one sum back (DeepSeek-V3 report sections
+/// 2.1.2 and 3.2.2). Both tiers run at once; the slower sets the time.
+fn expert_all_to_all_s(
+    model: &Model,
+    ep: u32,
+    tokens: f64,
+    bytes_per_element: f64,
+    stride: u32,
+    r: &Rates,
+) -> f64 {
+    let hidden = f64::from(model.hidden);
+    let k = f64::from(model.experts_per_token());
+    let copies = tokens * k * hidden * bytes_per_element;
+    let local = (r.domain_gpus / stride).max(1);
+    if model.routing_groups().is_none() || ep <= local {
+        return all_to_all_s(ep, copies, local, r.tier(stride * ep), r.scaleout);
+    }
+    let domains = f64::from(ep) / f64::from(local);
+    let local = f64::from(local);
+    let outside = tokens * expected_remote_domains(model, domains) * hidden * bytes_per_element
+        / r.scaleout.bytes_per_s;
+    // Every copy reaches its expert's GPU over the scale-up domain, from the token's own GPU or
+    // from the one that received it, except the share already on that GPU.
+    let inside = copies * (local - 1.0) / local / r.scaleup.bytes_per_s;
+    r.scaleout.launch_s + r.scaleout.alpha_s + inside.max(outside)
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn step_time(
     model: &Model,
@@ -245,12 +346,14 @@ pub fn step_time(
     // experts_per_token routed experts (GShard, Lepikhin et al. 2020; DeepSeek-V3 section 3.2.2).
     let moe_layers = f64::from(model.param_counts().map_or(0, |p| p.moe_layers)) * stage;
     let ep_comm_s = if ep > 1 && moe_layers > 0.0 {
-        let bytes =
-            tokens / split * f64::from(model.experts_per_token()) * hidden * ACTIVATION_BYTES;
-        let peers_in_domain = (r.domain_gpus / (tp * cp)).max(1);
-        2.0 * passes
-            * moe_layers
-            * all_to_all_s(ep, bytes, peers_in_domain, r.tier(tp * cp * ep), r.scaleout)
+        let dispatch_bytes = match (model.routing_groups(), l.precision) {
+            (Some(_), super::Precision::Fp8) => FP8_DISPATCH_BYTES,
+            _ => ACTIVATION_BYTES,
+        };
+        let a2a = |bytes_per_element: f64| {
+            expert_all_to_all_s(model, ep, tokens / split, bytes_per_element, tp * cp, r)
+        };
+        passes * moe_layers * (a2a(dispatch_bytes) + a2a(ACTIVATION_BYTES))
     } else {
         0.0
     };
@@ -374,5 +477,151 @@ mod tests {
         // A third of the FLOPs at 1536 / 2816 of the wide rate, two thirds at 3072 / 4352:
         // (1/3 x 1.833 + 2/3 x 1.417) = 1.556, the layer GEMMs at 64 % of the wide-GEMM rate.
         assert!((got - 1.556).abs() < 0.001, "{got}");
+    }
+
+    /// Rates with latency-free tiers of the given bandwidths: at 1 byte/s a collective's
+    /// seconds are the bytes it moves on that tier, and an infinitely fast tier is free.
+    fn byte_rates(scaleup_bytes_per_s: f64, scaleout_bytes_per_s: f64) -> Rates {
+        let tier = |bytes_per_s| Tier {
+            bytes_per_s,
+            alpha_s: 0.0,
+            launch_s: 0.0,
+        };
+        Rates {
+            linear_flops_per_s: 1.0,
+            expert_gemm_efficiency: 1.0,
+            attention_flops_per_s: 1.0,
+            hbm_bytes_per_s: 1.0,
+            scaleup: tier(scaleup_bytes_per_s),
+            scaleout: tier(scaleout_bytes_per_s),
+            domain_gpus: 8,
+            tp_comm_overlap: 0.0,
+            gemm_half_width: 0.0,
+        }
+    }
+
+    /// DeepSeek-V3 with other expert counts and routing limits.
+    fn moe(experts: u32, k: u32, groups: Option<(u32, u32)>) -> Model {
+        let catalog = Catalog::builtin().unwrap();
+        Model {
+            experts: Some(experts),
+            experts_per_token: Some(k),
+            expert_groups: groups.map(|g| g.0),
+            expert_groups_per_token: groups.map(|g| g.1),
+            ..catalog.model("deepseek-v3").unwrap().clone()
+        }
+    }
+
+    /// Expected remote domains by hand.
+    #[test]
+    fn expected_remote_domains_by_hand() {
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // 2 of 8 experts over 2 domains of 4: both in one domain in 2 x C(4,2) = 12 of the
+        // C(8,2) = 28 pairs, so 12/28 x 1 + 16/28 x 2 = 44/28 domains, of which the other one
+        // is hit with chance 1 - 6/28 = 11/14.
+        close(expected_remote_domains(&moe(8, 2, None), 2.0), 11.0 / 14.0);
+        close(expected_remote_domains(&moe(8, 2, None), 1.0), 0.0);
+        // One expert per domain: every expert is its own domain, k distinct domains of 8, so
+        // k x 7/8 remote ones, with or without groups (4 groups of 2 experts, 2 per token:
+        // a reached group holds 1 or 2 of the token's 3 experts).
+        close(
+            expected_remote_domains(&moe(8, 3, None), 8.0),
+            3.0 * 7.0 / 8.0,
+        );
+        close(
+            expected_remote_domains(&moe(8, 3, Some((4, 2))), 8.0),
+            3.0 * 7.0 / 8.0,
+        );
+        // DeepSeek-V3 (256 experts, 8 per token, at most 4 of 8 groups): one group per domain
+        // at ep 64 over 8 domains, so the token reaches 4 domains: its own with chance 1/2,
+        // 3.5 others.
+        let dsv3 = moe(256, 8, Some((8, 4)));
+        close(expected_remote_domains(&dsv3, 8.0), 3.5);
+        // Two groups per domain (4 domains): a domain is missed when all 4 groups come from
+        // the other 6, C(6,4)/C(8,4) = 15/70; 3 x 55/70 others.
+        close(expected_remote_domains(&dsv3, 4.0), 3.0 * 55.0 / 70.0);
+        // Two domains per group (16 domains of 16 experts): a group is reached with chance
+        // 1/2 and then holds 2 of its 32 experts, both in the other half with chance
+        // C(16,2)/C(32,2) = 15/62: 15 x 1/2 x 47/62.
+        close(
+            expected_remote_domains(&dsv3, 16.0),
+            15.0 * 0.5 * 47.0 / 62.0,
+        );
+        // Without the limit, 8 of 256 experts over 8 domains reach 1 - C(224,8)/C(256,8) of
+        // each: about 4.6 others, and the limit is what brings it to 3.5.
+        let free = expected_remote_domains(&moe(256, 8, None), 8.0);
+        assert!((free - 4.63).abs() < 0.01, "{free}");
+    }
+
+    /// DeepSeek-V3 at ep 64 over eight 8-GPU domains: per token, a dispatch sends 3.5 copies
+    /// of its 7,168-element hidden state over the scale-out network (25,088 bytes at fp8's 1
+    /// byte, 50,176 at bf16 for the combine) instead of 56/64 of 8 bf16 copies (100,352), and
+    /// forwards 7/8 of its 8 copies inside the destination domains (50,176 bytes at fp8).
+    #[test]
+    fn deepseek_v3_dispatch_crosses_the_network_once_per_domain() {
+        let catalog = Catalog::builtin().unwrap();
+        let dsv3 = catalog.model("deepseek-v3").unwrap();
+        let out_bound = byte_rates(f64::INFINITY, 1.0);
+        let a2a = |m: &Model, bytes: f64, r: &Rates| expert_all_to_all_s(m, 64, 1.0, bytes, 1, r);
+        assert_eq!(a2a(dsv3, 1.0, &out_bound), 25_088.0);
+        assert_eq!(a2a(dsv3, 2.0, &out_bound), 50_176.0);
+        let up_bound = byte_rates(1.0, f64::INFINITY);
+        assert_eq!(a2a(dsv3, 1.0, &up_bound), 50_176.0);
+        let unlimited = Model {
+            expert_groups: None,
+            expert_groups_per_token: None,
+            ..dsv3.clone()
+        };
+        assert_eq!(a2a(&unlimited, 2.0, &out_bound), 100_352.0);
+        // Inside one domain (ep 8) nothing crosses the network.
+        let r = byte_rates(1.0, 1.0);
+        assert_eq!(
+            expert_all_to_all_s(dsv3, 8, 1.0, 2.0, 1, &r),
+            all_to_all_s(8, 8.0 * 7168.0 * 2.0, 8, r.scaleup, r.scaleout)
+        );
+    }
+
+    /// A model without a routing limit keeps one bf16 copy per routed expert, dispatch and
+    /// combine alike, in fp8 too: Qwen3-235B-A22B (8 of 128 experts) at tp 1, ep 16 over two
+    /// 8-GPU domains costs `2 x passes x MoE layers x all_to_all_s` of its copies.
+    #[test]
+    fn models_without_a_routing_limit_are_unchanged() {
+        let catalog = Catalog::builtin().unwrap();
+        let model = catalog.model("qwen3-235b-a22b").unwrap();
+        assert_eq!(model.routing_groups(), None);
+        let l = Layout {
+            tp: 1,
+            pp: 4,
+            dp: 16,
+            cp: 1,
+            ep: 16,
+            microbatch: 1,
+            virtual_stages: 1,
+            zero_stage: 1,
+            recompute: Recompute::None,
+            precision: crate::train::Precision::Fp8,
+        };
+        let seq_len = 4096.0;
+        let flops = ForwardFlops::new(model, seq_len).unwrap();
+        let shard = ShardParams::new(model, &l).unwrap();
+        let r = Rates {
+            scaleout: Tier {
+                bytes_per_s: 50e9,
+                alpha_s: 5e-6,
+                launch_s: 5e-6,
+            },
+            ..byte_rates(200e9, 50e9)
+        };
+        let t = step_time(model, &l, seq_len, 8.0, &flops, &shard, &r);
+        let moe_layers = f64::from(model.param_counts().unwrap().moe_layers)
+            * crate::train::memory::stage_layers(model, &l)
+            / f64::from(model.layers);
+        let bytes = seq_len * 8.0 * f64::from(model.hidden) * 2.0;
+        let want = 2.0 * 2.0 * moe_layers * all_to_all_s(16, bytes, 8, r.scaleout, r.scaleout);
+        assert!(
+            (t.ep_comm_s / want - 1.0).abs() < 1e-12,
+            "{} vs {want}",
+            t.ep_comm_s
+        );
     }
 }
