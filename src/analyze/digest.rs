@@ -22,7 +22,8 @@ pub struct Ranking {
     pub n: usize,
 }
 
-/// A value of a group column: numbers sort numerically, labels alphabetically.
+/// A value of a group column: numbers sort numerically, labels alphabetically (or in their
+/// vocabulary's order, when the label has a fixed one).
 #[derive(Debug, Clone, PartialEq, PartialOrd)]
 pub enum GroupValue {
     Number(f64),
@@ -324,7 +325,24 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         .zip(best)
         .map(|(r, mut groups)| {
             let sign = if r.objective.maximize { 1.0 } else { -1.0 };
-            groups.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            // A label with a fixed vocabulary (recompute: none, selective, full) keeps its
+            // order; other labels sort alphabetically, numbers numerically.
+            let vocabulary = r
+                .group
+                .and_then(|g| match schema.columns[g].ty {
+                    Type::Label(l) => l.fixed_values(),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let rank = |g: &Option<GroupValue>| match g {
+                Some(GroupValue::Label(text)) => vocabulary.iter().position(|v| v == text),
+                _ => None,
+            };
+            groups.sort_by(|a, b| {
+                rank(&a.0)
+                    .cmp(&rank(&b.0))
+                    .then(a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
+            });
             groups
                 .into_iter()
                 .map(|(g, list)| (g, list.into_iter().map(|(k, id)| (id, sign * k)).collect()))
