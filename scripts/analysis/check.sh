@@ -2,7 +2,8 @@
 # Reads racksweep's outputs with the tools analysts use: installs pyarrow, DuckDB, polars and
 # pandas from PyPI into a virtual environment (cached at ~/.cache/racksweep-venv), runs a sweep
 # (whole, sharded and merged, and --feasible-only) and a training sweep, checks every run with
-# check_outputs.py, and runs the three analysis examples on the first. Run by .ci/run.
+# check_outputs.py, and runs the serving examples on the first and the training example on the
+# training run. Run by .ci/run.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -33,4 +34,6 @@ for example in duckdb_example polars_example pandas_example; do
     "$py" "$here/$example.py" "$out/whole/$name" >"$out/$example.txt" ||
         { echo "check.sh: error: $example.py failed" >&2; exit 1; }
 done
+"$py" "$here/training_example.py" "$out/training/$(basename "$training" .toml)" >"$out/training_example.txt" ||
+    { echo "check.sh: error: training_example.py failed" >&2; exit 1; }
 echo "ok: the analysis examples run ($(cat "$out"/*.txt | wc -l) lines of output)"
