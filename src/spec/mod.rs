@@ -504,6 +504,27 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// The grid's size (`None` past 2^64) against `--max-configs`.
+    fn within_cap(&self, len: Option<u64>, max_configs: u64) -> Result<(), UserError> {
+        let len = len.ok_or_else(|| {
+            UserError::new(format!(
+                "{}: the grid has more than 2^64 configurations",
+                self.path.display()
+            ))
+            .with_hint("narrow one of the axes")
+        })?;
+        if len > max_configs {
+            return Err(UserError::new(format!(
+                "{}: the grid has {} configurations, more than the cap of {}",
+                self.path.display(),
+                thousands(len),
+                thousands(max_configs)
+            ))
+            .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
+        }
+        Ok(())
+    }
+
     fn sweep_name(&self, name: &Spanned<String>) -> Result<String, UserError> {
         let n = name.get_ref();
         let safe = !n.is_empty()

@@ -14,7 +14,7 @@ use crate::train::grid::{Scale, TrainGrid};
 use crate::train::{self, Precision, Recompute};
 
 use super::raw::{IntAxis, Names, RawTrainingGrid, RawTrainingSpec};
-use super::{Bounds, COUNT, Loader, thousands};
+use super::{Bounds, COUNT, Loader};
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
@@ -294,26 +294,5 @@ impl Loader<'_> {
                 .collect(),
             ownership: self.ownership(&g.ownership)?,
         })
-    }
-
-    /// The grid's size (`None` past 2^64) against `--max-configs`.
-    pub(super) fn within_cap(&self, len: Option<u64>, max_configs: u64) -> Result<(), UserError> {
-        let len = len.ok_or_else(|| {
-            UserError::new(format!(
-                "{}: the grid has more than 2^64 configurations",
-                self.path.display()
-            ))
-            .with_hint("narrow one of the axes")
-        })?;
-        if len > max_configs {
-            return Err(UserError::new(format!(
-                "{}: the grid has {} configurations, more than the cap of {}",
-                self.path.display(),
-                thousands(len),
-                thousands(max_configs)
-            ))
-            .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
-        }
-        Ok(())
     }
 }
