@@ -331,7 +331,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "ttft_p50_ms",
         "ms",
-        "median time to first token at the operating load: idle prefill + queueing (G/G/c, Allen-Cunneen) + KV reload",
+        "median time to first token at the operating load (docs/model.md §13, §15): iteration boundary + prompt-budget, slot and prefill-pool waits + prompt under load + KV reload",
         ttft_p50_ms
     ),
     metric!(
@@ -349,7 +349,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "ttft_p99_mmc_ms",
         "ms",
-        "99th-percentile time to first token with M/M/c queueing (exponential lengths)",
+        "99th-percentile time to first token had prompt and output lengths been exponential (both CVs 1)",
         ttft_p99_mmc_ms
     ),
     metric!(

@@ -179,8 +179,9 @@ pub struct Estimate {
     pub demand_met: Option<bool>,
     /// Whether the SLOs of `[sweep]` hold (`None` when the sweep sets none).
     pub meets_slo: Option<bool>,
-    /// First-token latency percentiles at the operating load: idle prefill, queueing (G/G/c,
-    /// Allen-Cunneen) and KV reloads; and the p99 with M/M/c queueing.
+    /// First-token latency percentiles at the operating load (the serving model, with the
+    /// prefill pool's wait when disaggregated, and KV reloads); and the p99 had the lengths been
+    /// exponential.
     pub ttft_p50_ms: f64,
     pub ttft_p95_ms: f64,
     pub ttft_p99_ms: f64,

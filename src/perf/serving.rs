@@ -1,6 +1,8 @@
 //! The steady state of one instance serving Poisson arrivals at a given rate: the distribution of
-//! the number of requests it holds, TPOT and TTFT means and 99th percentiles, and the highest
-//! rate that meets latency limits. Formulas: docs/model.md, "Serving".
+//! the number of requests it holds, the mean and 99th-percentile TPOT, TTFT percentiles, and the
+//! highest rate that meets latency limits. The one serving model: `validate` asks it for the
+//! highest rate under a case's limits, sweep rows (`perf::sizing`) for the latencies at the
+//! demand's rate. Formulas: docs/model.md, "Serving".
 //!
 //! - **Occupancy.** The requests an instance holds form a birth-death process with
 //!   state-dependent rates (Kleinrock 1975, "Queueing Systems", vol. 1, section 3.1, eq. 3.11):
@@ -22,34 +24,48 @@
 //!   `1 - P(n >= B)` and otherwise exponential with rate `mu(B) - lambda` (as in M/M/c, Erlang
 //!   C; arrivals see the stationary distribution, PASTA, Wolff 1982).
 //! - **TTFT** with chunked prefill (Agrawal et al. 2024, Sarathi-Serve): a new prompt waits for
-//!   the iteration in progress (half an iteration on average, nearly a whole one at the 99th
-//!   percentile), for admission, and for the prompts ahead of it in its rank's prefill token
-//!   budget (M/G/1, Pollaczek-Khinchine, service proportional to prompt length), then rides in
-//!   `ceil(len / budget)` iterations, each the decode step at the running occupancy plus its
-//!   chunk. The p99 uses the p99 prompt (gamma lengths with the workload's coefficient of
-//!   variation) at the p99 occupancy.
+//!   the iteration in progress (`p` of one at the `p`-th percentile), for admission, and for
+//!   the prompts ahead of it in its rank's prefill token budget (M/G/1, Pollaczek-Khinchine,
+//!   service proportional to prompt length), then rides in `ceil(len / budget)` iterations,
+//!   each the decode step at the running occupancy plus its chunk. The `p`-th percentile uses
+//!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation) at the
+//!   `p`-th occupancy.
 
 use super::Instance;
 use super::latency;
 use super::memory::MAX_NUM_TOKENS;
 use super::queue::standard_normal_quantile;
+use super::sizing::Settings;
 
-/// Percentile the serving latencies are reported at.
-pub const PERCENTILE: f64 = 0.99;
+/// Percentiles of the first-token latency columns.
+pub const PERCENTILES: [f64; 3] = [0.5, 0.95, 0.99];
+/// Index in [`PERCENTILES`] of the 99th percentile, at which limits and SLOs are stated.
+pub const P99: usize = 2;
 
-/// One instance's steady state at an arrival rate.
+/// How requests spread around their mean lengths, as the two queues need it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Serving {
-    /// Requests per second into the instance.
-    pub rate_per_s: f64,
-    /// Mean sequences in decode.
-    pub concurrency: f64,
-    pub tpot_s: f64,
-    pub tpot_p99_s: f64,
-    pub ttft_s: f64,
-    pub ttft_p99_s: f64,
-    /// Output tokens per second of the instance (`rate * osl`).
-    pub output_tokens_per_s: f64,
+pub struct Spread {
+    /// Squared coefficient of variation of prompt lengths (gamma-distributed).
+    pub prompt_cv2: f64,
+    /// Allen-Cunneen variability `(ca^2 + cs^2) / 2` of the wait for a decode slot, with Poisson
+    /// arrivals and service time proportional to the output length.
+    pub slot_variability: f64,
+}
+
+impl Spread {
+    /// Exponential prompt and output lengths: M/M/c-like waits.
+    pub const EXPONENTIAL: Spread = Spread {
+        prompt_cv2: 1.0,
+        slot_variability: 1.0,
+    };
+
+    /// The workload's spreads (`input_tokens_cv`, `output_tokens_cv`).
+    pub fn of(s: &Settings) -> Spread {
+        Spread {
+            prompt_cv2: (2.0 * s.prefill_variability - 1.0).max(0.0),
+            slot_variability: s.decode_variability,
+        }
+    }
 }
 
 /// Latency limits a rate must meet (99th percentiles); `None` = no limit.
@@ -66,13 +82,16 @@ impl Limits {
     }
 }
 
-/// Points at which the decode step is timed; in between, TPOT is interpolated linearly.
-const ANCHORS: usize = 48;
+/// Occupancies at which the decode step is timed; in between, TPOT is interpolated linearly.
+const ANCHORS: usize = 8;
 
-/// An instance's decode speed against the number of running sequences, timed once at
-/// [`ANCHORS`] geometrically spaced occupancies from 1 to `max_batch` (TPOT is smooth in the
-/// occupancy: every term of the step is linear in it or constant, up to rounding to whole
-/// sequences per rank). No allocation.
+/// An instance's decode speed against the number of running sequences `k`, timed at
+/// [`ANCHORS`] geometrically spaced occupancies from 1 to the engine's batch and interpolated
+/// linearly in between. Every term of the step is constant or linear in `k` (weights, KV reads,
+/// FLOPs, collectives) except where a roofline changes side or a step touches more experts, so
+/// a few anchors follow the knee of a step that turns compute-bound and the saturation of
+/// expert reads (with only the two ends, the chord overstates a convex step by up to 20 % in
+/// between, enough to move which latency limit binds). No allocation.
 #[derive(Debug, Clone, Copy)]
 pub struct Speeds {
     pub max_batch: f64,
@@ -85,13 +104,23 @@ pub struct Speeds {
 
 impl Speeds {
     pub fn new(inst: &Instance, max_batch: f64) -> Speeds {
+        Speeds::from_full(inst, &inst.decode(max_batch), max_batch)
+    }
+
+    /// With the step at `max_batch` already timed (the sizing unit's).
+    pub fn from_full(inst: &Instance, full: &latency::Decode, max_batch: f64) -> Speeds {
         Speeds::tabulate(max_batch, inst.output_tokens, |n| {
-            let d = inst.decode(n);
+            let d = if n == max_batch {
+                *full
+            } else {
+                inst.decode(n)
+            };
             (d.tpot_s, d.iteration_s)
         })
     }
 
-    /// Times `step(n) = (tpot_s, iteration_s)` at the anchors.
+    /// Times `step(n) = (tpot_s, iteration_s)` at the anchors: whole sequences, increasing,
+    /// ending exactly at `max_batch`.
     fn tabulate(max_batch: f64, output_tokens: f64, step: impl Fn(f64) -> (f64, f64)) -> Speeds {
         let mut s = Speeds {
             max_batch,
@@ -104,7 +133,6 @@ impl Speeds {
         let ratio = max_batch.powf(1.0 / (ANCHORS - 1) as f64);
         let mut k = 1.0_f64;
         for i in 0..ANCHORS {
-            // Whole sequences, increasing, ending exactly at max_batch.
             let n = if i == ANCHORS - 1 {
                 max_batch
             } else {
@@ -152,61 +180,122 @@ impl Speeds {
 pub struct Occupancy {
     /// Mean running sequences `E[min(n, B)]`.
     pub mean_running: f64,
-    /// 99th percentile of the running sequences.
-    pub running_p99: f64,
+    /// Running sequences at [`PERCENTILES`] (at least one).
+    pub running: [f64; 3],
     /// Probability that an arrival finds every slot taken, `P(n >= B)`.
     pub wait_probability: f64,
-    /// Rate of the exponential wait of those who wait, `mu(B) - lambda`, per second.
+    /// Rate of the exponential wait of those who wait, `mu(B) - lambda`, per second (exact for
+    /// exponential output lengths).
     pub wait_rate_per_s: f64,
 }
 
 impl Occupancy {
-    /// `p`-quantile of the admission wait, seconds.
-    pub fn wait_quantile_s(&self, p: f64) -> f64 {
+    /// `p`-quantile of the admission wait, seconds, with the wait of those who wait scaled by
+    /// the slot queue's Allen-Cunneen variability `V` (1 for exponential output lengths).
+    pub fn wait_quantile_s(&self, p: f64, variability: f64) -> f64 {
         if self.wait_probability <= 1.0 - p {
             0.0
         } else {
-            (self.wait_probability / (1.0 - p)).ln() / self.wait_rate_per_s
+            (self.wait_probability / (1.0 - p)).ln() * variability / self.wait_rate_per_s
         }
-    }
-
-    pub fn wait_mean_s(&self) -> f64 {
-        self.wait_probability / self.wait_rate_per_s
     }
 }
 
-/// The occupancy at `rate_per_s`, or `None` at or beyond capacity. Sums the chain in the log
-/// domain (its terms span hundreds of orders of magnitude at large batches) and stops once the
-/// terms are past their peak and below 1e-22 of it.
+/// The chain's ratios `lambda / mu(k) = lambda osl TPOT(k) / k` for increasing `k`: on each
+/// segment between anchors TPOT is `a + b k`, so a ratio is `L b + L a / k` (`L = lambda osl`),
+/// one division, walking the segments instead of searching them.
+struct Ratios<'a> {
+    speeds: &'a Speeds,
+    load: f64,
+    segment: usize,
+    /// `L a` and `L b` of the current segment.
+    intercept: f64,
+    slope: f64,
+}
+
+impl Ratios<'_> {
+    fn new(speeds: &Speeds, load: f64) -> Ratios<'_> {
+        let mut r = Ratios {
+            speeds,
+            load,
+            segment: 0,
+            intercept: load * speeds.tpot_s[0],
+            slope: 0.0,
+        };
+        if speeds.count > 1 {
+            r.enter(1);
+        }
+        r
+    }
+
+    /// Takes the segment ending at anchor `i`.
+    fn enter(&mut self, i: usize) {
+        let s = self.speeds;
+        let (x0, x1) = (s.occupancy[i - 1], s.occupancy[i]);
+        let b = (s.tpot_s[i] - s.tpot_s[i - 1]) / (x1 - x0);
+        self.segment = i;
+        self.slope = self.load * b;
+        self.intercept = self.load * (s.tpot_s[i - 1] - b * x0);
+    }
+
+    fn at(&mut self, k: f64) -> f64 {
+        let s = self.speeds;
+        while self.segment + 1 < s.count && s.occupancy[self.segment] < k {
+            self.enter(self.segment + 1);
+        }
+        self.slope + self.intercept / k
+    }
+}
+
+/// Checkpoints of the first pass, from which the second resumes: at most this many, evenly
+/// spaced.
+const CHECKPOINTS: usize = 128;
+
+/// The occupancy at `rate_per_s`, or `None` at or beyond capacity. Sums the chain's terms
+/// `P(n) / P(0) = prod_{j <= n} lambda osl TPOT(j) / j` by their recurrence (one multiply per
+/// term), rescaled by 1e-250 whenever a term passes 1e250 (at large batches they span hundreds
+/// of orders of magnitude), and stops once the terms are past their peak and below 1e-22 of it.
+/// The percentiles then resume the recurrence from the last checkpoint below each.
 pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
+    const SCALE: f64 = 1e250;
     let b = speeds.max_batch;
     let osl = speeds.output_tokens;
     let mu_b = b / (osl * speeds.tpot_s(b));
-    if rate_per_s <= 0.0 || rate_per_s >= mu_b {
+    if !(rate_per_s > 0.0 && rate_per_s < mu_b) {
         return None;
     }
-    let negligible = -50.0;
     let batch = b.floor() as u64;
-    let step = |k: f64| (rate_per_s * osl * speeds.tpot_s(k) / k).ln();
-    // First pass: normalization and mean, relative to the running maximum `m` of ln P(n)/P(0).
-    let (mut log_p, mut m, mut total, mut running) = (0.0_f64, 0.0_f64, 1.0_f64, 0.0_f64);
+    let load = rate_per_s * osl;
+    let stride = batch.div_ceil(CHECKPOINTS as u64).max(1);
+    // (n, w(n), sum of w up to n, rescales so far) every `stride` terms, from n = 0.
+    let mut marks = [(0u64, 1.0_f64, 1.0_f64, 0i32); CHECKPOINTS + 1];
+    let mut marked = 1;
+    // First pass: normalization and mean, in units of SCALE^rescaled.
+    let (mut w, mut total, mut running, mut peak) = (1.0_f64, 1.0_f64, 0.0_f64, 1.0_f64);
+    let mut rescaled = 0i32;
     let mut last = 0u64;
     let mut reached_batch = true;
+    let mut ratio = Ratios::new(speeds, load);
     for n in 1..=batch {
         let k = n as f64;
-        let inc = step(k);
-        log_p += inc;
-        if log_p > m {
-            let scale = (m - log_p).exp();
-            total *= scale;
-            running *= scale;
-            m = log_p;
+        let r = ratio.at(k);
+        w *= r;
+        if w > SCALE {
+            w /= SCALE;
+            total /= SCALE;
+            running /= SCALE;
+            peak /= SCALE;
+            rescaled += 1;
         }
-        let w = (log_p - m).exp();
         total += w;
         running += k * w;
+        peak = peak.max(w);
         last = n;
-        if inc < 0.0 && log_p - m < negligible {
+        if n % stride == 0 && marked < marks.len() {
+            marks[marked] = (n, w, total, rescaled);
+            marked += 1;
+        }
+        if r < 1.0 && w < 1e-22 * peak {
             reached_batch = false;
             break;
         }
@@ -214,39 +303,48 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
     // Beyond B: a geometric tail with ratio lambda / mu(B).
     let mut at_b = 0.0;
     if reached_batch {
-        let ratio = rate_per_s / mu_b;
-        at_b = (log_p - m).exp() / (1.0 - ratio);
-        let tail = at_b - (log_p - m).exp();
+        at_b = w / (1.0 - rate_per_s / mu_b);
+        let tail = at_b - w;
         total += tail;
         running += b * tail;
     }
-    // Second pass: the 99th percentile of the running sequences.
-    let target = PERCENTILE * total;
-    let (mut log_q, mut cdf, mut running_p99) = (0.0_f64, (-m).exp(), b);
-    if cdf < target {
-        for n in 1..last.min(batch) {
-            let k = n as f64;
-            log_q += step(k);
-            cdf += (log_q - m).exp();
-            if cdf >= target {
-                running_p99 = k;
-                break;
+    // The percentiles of the running sequences: from the last checkpoint whose partial sum is
+    // below the target, the same recurrence. A partial sum counted `SCALE^(rescaled - s)`
+    // smaller than the total (`s` rescales by then) is compared in the total's units.
+    let below = |cdf: f64, s: i32, target: f64| cdf < target * SCALE.powi(rescaled - s);
+    let end = last.min(batch.saturating_sub(1));
+    let quantiles = PERCENTILES.map(|p| {
+        let target = p * total;
+        let from = marks[..marked]
+            .iter()
+            .rposition(|&(n, _, cdf, s)| n == 0 || below(cdf, s, target))
+            .unwrap_or(0);
+        let (mut n, mut w, mut cdf, mut s) = marks[from];
+        if n == 0 && !below(cdf, s, target) {
+            return 0.0;
+        }
+        let mut ratio = Ratios::new(speeds, load);
+        while n < end {
+            n += 1;
+            w *= ratio.at(n as f64);
+            if w > SCALE {
+                w /= SCALE;
+                cdf /= SCALE;
+                s += 1;
+            }
+            cdf += w;
+            if !below(cdf, s, target) {
+                return n as f64;
             }
         }
-    } else {
-        running_p99 = 0.0;
-    }
+        b
+    });
     Some(Occupancy {
         mean_running: running / total,
-        running_p99: running_p99.max(1.0).min(b),
+        running: quantiles.map(|q| q.max(1.0).min(b)),
         wait_probability: at_b / total,
         wait_rate_per_s: mu_b - rate_per_s,
     })
-}
-
-/// The steady state at `rate_per_s`, or `None` if the instance cannot keep up.
-pub fn at_rate(inst: &Instance, max_batch: f64, rate_per_s: f64) -> Option<Serving> {
-    at_rate_with(inst, &Speeds::new(inst, max_batch), rate_per_s)
 }
 
 /// `p`-quantile of a gamma-distributed length with mean `mean` and squared coefficient of
@@ -295,7 +393,11 @@ pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -
         inst.decode_step(&shape).iteration_s
     };
     let last = prompt_tokens - (chunks - 1.0) * budget;
-    let loaded = (chunks - 1.0) * iteration(budget) + iteration(last);
+    let loaded = if chunks > 1.0 {
+        (chunks - 1.0) * iteration(budget) + iteration(last)
+    } else {
+        iteration(last)
+    };
     let alone = latency::prefill_s(
         &inst.ctx.model,
         &inst.layout,
@@ -306,65 +408,109 @@ pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -
     loaded.max(alone)
 }
 
-/// [`at_rate`] with the instance's speeds already timed.
-pub fn at_rate_with(inst: &Instance, speeds: &Speeds, rate_per_s: f64) -> Option<Serving> {
+/// One instance's steady state at an arrival rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Serving {
+    /// Requests per second into the instance.
+    pub rate_per_s: f64,
+    /// Mean sequences in decode.
+    pub concurrency: f64,
+    pub tpot_s: f64,
+    pub tpot_p99_s: f64,
+    /// Time to first token at the 99th percentile with the spread given.
+    pub ttft_p99_s: f64,
+    /// Output tokens per second of the instance (`rate * osl`).
+    pub output_tokens_per_s: f64,
+    occupancy: Occupancy,
+    /// Iteration time at the running sequences of each percentile.
+    iteration_s: [f64; 3],
+    /// Utilization of a rank's prompt budget and a mean prompt's share of an iteration.
+    prefill_rho: f64,
+    prefill_service_s: f64,
+    spread: Spread,
+}
+
+impl Serving {
+    /// Time to first token at [`PERCENTILES`]`[i]` with the spread given to [`at_rate_with`].
+    pub fn ttft_s(&self, inst: &Instance, i: usize) -> f64 {
+        self.ttft_with(inst, i, self.spread)
+    }
+
+    /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
+    /// for the iteration in progress, for the rank's prompt budget (M/G/1, Pollaczek-Khinchine:
+    /// `W = rho S (1 + cs^2) / (2 (1 - rho))`, `cs^2` the prompts' squared coefficient of
+    /// variation, with an exponential tail and `P(wait > 0) = rho`) and for a slot, then the
+    /// prompt at that percentile under load (module docs). The parts' percentiles are added,
+    /// which is conservative in the tail.
+    pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
+        let p = PERCENTILES[i];
+        let rho = self.prefill_rho;
+        let prefill_wait_s = if rho > 1.0 - p {
+            let mean_s =
+                rho * self.prefill_service_s * (1.0 + spread.prompt_cv2) / (2.0 * (1.0 - rho));
+            mean_s / rho * (rho / (1.0 - p)).ln()
+        } else {
+            0.0
+        };
+        let prompt = gamma_quantile(inst.input_tokens, spread.prompt_cv2, p);
+        p * self.iteration_s[i]
+            + prefill_wait_s
+            + self.occupancy.wait_quantile_s(p, spread.slot_variability)
+            + prefill_under_load_s(inst, self.occupancy.running[i], prompt)
+    }
+}
+
+/// The steady state at `rate_per_s` with the instance's speeds and the lengths' spread, or
+/// `None` if the instance cannot keep up.
+pub fn at_rate_with(
+    inst: &Instance,
+    speeds: &Speeds,
+    rate_per_s: f64,
+    spread: Spread,
+) -> Option<Serving> {
     let (isl, osl) = (inst.input_tokens, inst.output_tokens);
     let occ = occupancy(speeds, rate_per_s)?;
     let concurrency = occ.mean_running;
     let tpot_s = concurrency / (rate_per_s * osl);
-    let step = inst.decode(concurrency.max(1.0));
-    let iteration_p99_s = speeds.iteration_s(occ.running_p99);
-
-    // Prompt lengths: gamma with the workload's coefficient of variation (`input_tokens_cv`,
-    // kept as the prefill queue's Allen-Cunneen variability `(1 + cv^2) / 2`).
-    let cv2 = (2.0 * inst.ctx.plan.settings.prefill_variability - 1.0).max(0.0);
-    let isl_p99 = gamma_quantile(isl, cv2, PERCENTILE);
 
     // Prefill queue: each attention rank's prompt budget per iteration is one server; a prompt
-    // occupies `isl / budget` of an iteration. Service varies with the prompt length, so the
-    // wait is M/G/1 (Pollaczek-Khinchine): `W = rho S (1 + cs^2) / (2 (1 - rho))`, `cs = cv`;
-    // the tail is exponential with `P(wait > 0) = rho`.
+    // occupies `isl / budget` of an iteration.
     let ranks = f64::from(inst.layout.attention_dp);
-    let budget = prefill_budget(step.rank_sequences, isl);
-    let service_s = isl / budget * step.iteration_s;
+    let rank_sequences = inst.decode_shape(concurrency.max(1.0)).tokens.sequences;
+    let budget = prefill_budget(rank_sequences, isl);
+    let service_s = isl / budget * speeds.iteration_s(concurrency);
     let rho = rate_per_s / ranks * service_s;
     if rho >= 1.0 {
         return None;
     }
-    let wait_mean_s = rho * service_s * (1.0 + cv2) / (2.0 * (1.0 - rho));
-    let wait_p99_s = if rho > 1.0 - PERCENTILE {
-        wait_mean_s / rho * (rho / (1.0 - PERCENTILE)).ln()
-    } else {
-        0.0
-    };
-
-    Some(Serving {
+    let mut s = Serving {
         rate_per_s,
         concurrency,
         tpot_s,
-        tpot_p99_s: speeds.tpot_s(occ.running_p99).max(tpot_s),
-        ttft_s: 0.5 * step.iteration_s
-            + occ.wait_mean_s()
-            + wait_mean_s
-            + prefill_under_load_s(inst, concurrency, isl),
-        ttft_p99_s: PERCENTILE * iteration_p99_s
-            + wait_p99_s
-            + occ.wait_quantile_s(PERCENTILE)
-            + prefill_under_load_s(inst, occ.running_p99, isl_p99),
+        tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_s),
+        ttft_p99_s: f64::NAN,
         output_tokens_per_s: rate_per_s * osl,
-    })
+        occupancy: occ,
+        iteration_s: occ.running.map(|k| speeds.iteration_s(k)),
+        prefill_rho: rho,
+        prefill_service_s: service_s,
+        spread,
+    };
+    s.ttft_p99_s = s.ttft_s(inst, P99);
+    Some(s)
 }
 
 /// The highest arrival rate whose 99th-percentile latencies meet `limits` (bisection; latencies
 /// grow with load), or `None` when even a trickle of requests misses them.
 pub fn max_rate(inst: &Instance, max_batch: f64, limits: &Limits) -> Option<Serving> {
     let speeds = Speeds::new(inst, max_batch);
+    let spread = Spread::of(&inst.ctx.plan.settings);
     let capacity = speeds.capacity_per_s();
     let (mut lo, mut hi) = (0.0, capacity);
     let mut best = None;
     for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
-        match at_rate_with(inst, &speeds, mid) {
+        match at_rate_with(inst, &speeds, mid, spread) {
             Some(s) if limits.met_by(&s) => {
                 best = Some(s);
                 lo = mid;
@@ -380,20 +526,45 @@ mod tests {
     use super::*;
     use crate::perf::queue::poisson_quantile;
 
+    fn tabulate(max_batch: f64, output_tokens: f64, step: impl Fn(f64) -> (f64, f64)) -> Speeds {
+        Speeds::tabulate(max_batch, output_tokens, step)
+    }
+
     /// A step time that does not depend on the batch (memory-bound, independent slots): each
     /// running sequence completes at rate `1 / (osl T)`, so below the slot limit the occupancy is
     /// that of M/M/infinity, Poisson with mean `lambda osl T` (Kleinrock 1975, section 3.4).
     #[test]
     fn constant_step_gives_poisson_occupancy() {
         let (osl, t) = (100.0, 0.02);
-        let speeds = Speeds::tabulate(10_000.0, osl, |_| (t, t));
+        let speeds = tabulate(10_000.0, osl, |_| (t, t));
         // lambda osl T = 5 req/s * 100 * 0.02 s = 10 sequences.
         let occ = occupancy(&speeds, 5.0).unwrap();
         assert!((occ.mean_running - 10.0).abs() < 1e-9, "{occ:?}");
-        assert_eq!(occ.running_p99, poisson_quantile(10.0, 0.99)); // 18
-        assert_eq!(occ.running_p99, 18.0);
+        assert_eq!(occ.running[P99], poisson_quantile(10.0, 0.99)); // 18
+        assert_eq!(occ.running[P99], 18.0);
         assert!(occ.wait_probability < 1e-12);
-        assert_eq!(occ.wait_quantile_s(0.99), 0.0);
+        assert_eq!(occ.wait_quantile_s(0.99, 1.0), 0.0);
+    }
+
+    /// At a large batch the terms pass 1e250 and are rescaled, and the percentiles resume from
+    /// checkpoints: with a constant step they are still Poisson's (mean 3,000; the Poisson
+    /// quantile is Cornish-Fisher's there, within one count).
+    #[test]
+    fn large_occupancy_percentiles_are_poisson() {
+        let (osl, t) = (100.0, 0.02);
+        let speeds = tabulate(6000.0, osl, |_| (t, t));
+        let occ = occupancy(&speeds, 1500.0).unwrap(); // 1,500 x 100 x 0.02 = 3,000
+        assert!((occ.mean_running - 3000.0).abs() < 1e-6, "{occ:?}");
+        for (i, p) in PERCENTILES.iter().enumerate() {
+            let q = poisson_quantile(3000.0, *p);
+            assert!(
+                (occ.running[i] - q).abs() <= 1.0,
+                "{p}: {} vs {q}",
+                occ.running[i]
+            );
+        }
+        assert_eq!(occ.running[0], 3000.0); // the median of Poisson(3000)
+        assert!(occ.wait_probability < 1e-12);
     }
 
     /// A step time proportional to the batch (compute-bound): the batch completes
@@ -402,7 +573,7 @@ mod tests {
     #[test]
     fn proportional_step_gives_mm1_occupancy() {
         let (osl, b) = (10.0, 0.01);
-        let speeds = Speeds::tabulate(40.0, osl, |n| (b * n, b * n));
+        let speeds = tabulate(40.0, osl, |n| (b * n, b * n));
         // mu = 1 / (osl b) = 10 req/s; lambda = 5 req/s: rho = 0.5.
         let occ = occupancy(&speeds, 5.0).unwrap();
         let rho: f64 = 0.5;
@@ -415,7 +586,7 @@ mod tests {
             "{occ:?}"
         );
         // 1 - 0.5^(n+1) >= 0.99 first at n = 6.
-        assert_eq!(occ.running_p99, 6.0);
+        assert_eq!(occ.running[P99], 6.0);
         // Far beyond the fluid estimate N = lambda osl TPOT(N) = 0.5 N, whose only root is 0.
         assert!(occ.mean_running > 0.9);
         assert!(occupancy(&speeds, 10.0).is_none());
@@ -426,18 +597,18 @@ mod tests {
     #[test]
     fn one_slot_waits_like_mm1() {
         let t = 1.0;
-        let speeds = Speeds::tabulate(1.0, 1.0, |_| (t, t));
+        let speeds = tabulate(1.0, 1.0, |_| (t, t));
         let occ = occupancy(&speeds, 0.5).unwrap();
         assert!((occ.wait_probability - 0.5).abs() < 1e-12, "{occ:?}");
         assert!((occ.wait_rate_per_s - 0.5).abs() < 1e-12);
-        assert!((occ.wait_quantile_s(0.99) - 2.0 * 50f64.ln()).abs() < 1e-9);
-        assert!((occ.wait_mean_s() - 1.0).abs() < 1e-12); // rho / (mu - lambda)
+        assert!((occ.wait_quantile_s(0.99, 1.0) - 2.0 * 50f64.ln()).abs() < 1e-9);
+        assert!((occ.wait_probability / occ.wait_rate_per_s - 1.0).abs() < 1e-12); // mean wait
     }
 
     /// Interpolation between anchors is exact for a step linear in the batch.
     #[test]
     fn speeds_interpolate_linear_steps_exactly() {
-        let speeds = Speeds::tabulate(8192.0, 1.0, |n| (0.01 + 1e-5 * n, 0.02 + 1e-5 * n));
+        let speeds = tabulate(8192.0, 1.0, |n| (0.01 + 1e-5 * n, 0.02 + 1e-5 * n));
         for k in [1.0, 3.5, 100.0, 777.0, 8192.0] {
             assert!((speeds.tpot_s(k) - (0.01 + 1e-5 * k)).abs() < 1e-12, "{k}");
             assert!(

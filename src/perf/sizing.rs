@@ -1,15 +1,14 @@
 //! A pool of instances against a demand: utilization, queueing for a slot, first-token and
-//! per-token latency percentiles at the operating load, the SLO verdict, and the fewest instances
-//! that meet the demand and the SLOs (a monotone search, not a scan). Formulas: docs/model.md,
+//! per-token latency percentiles at the operating load (the serving model of
+//! [`super::serving`], the one `validate` uses), the SLO verdict, and the fewest instances that
+//! meet the demand and the SLOs (a monotone search, not a scan). Formulas: docs/model.md,
 //! "Sizing and queueing".
 
 use super::demand::Load;
 use super::kv_tiers::{Offload, TierFacts, offload};
-use super::queue::{Queue, poisson_quantile};
+use super::queue::Queue;
+use super::serving::{self, P99, PERCENTILES, Speeds, Spread};
 use super::unit::{Pools, Unit};
-
-/// Percentiles of the first-token latency columns.
-pub const PERCENTILES: [f64; 3] = [0.5, 0.95, 0.99];
 
 /// Latency objectives of `[sweep]` (99th percentiles); `None` = not set.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -64,7 +63,8 @@ pub struct Served {
     pub capacity_requests_per_s: f64,
     /// Demand over capacity (the busier pool when disaggregated).
     pub utilization: f64,
-    /// TTFT at [`PERCENTILES`] with G/G/c queueing, and the p99 with M/M/c, seconds.
+    /// TTFT at [`PERCENTILES`] with the workload's length spreads, and the p99 with exponential
+    /// lengths, seconds; infinite when a queue is unstable.
     pub ttft_s: [f64; 3],
     pub ttft_p99_mmc_s: f64,
     pub tpot_p99_s: f64,
@@ -78,45 +78,128 @@ pub struct Served {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooMany;
 
-/// What `unit` in `pools` does under `load`.
-///
-/// Requests queue for a slot: aggregated, one of the `decode x batch` sequence slots, each held
-/// for the request's decode lifetime `osl x TPOT` (prefill is folded into the decode steps);
-/// disaggregated, first one of the prefill pool's attention ranks (held for the rank's time per
-/// prompt at full throughput), then a decode slot. TTFT = idle prefill (plus the KV transfer) +
-/// the waits + the KV reload of a resumed session. The parts' percentiles are added: exact when
-/// at most one part is non-zero, conservative in the tail otherwise (not a bound at every
-/// percentile: two rare waits can both have a zero median while their sum does not).
-pub fn serve(unit: &Unit, pools: Pools, load: &Load, s: &Settings, tiers: &TierFacts) -> Served {
+/// The decode speeds of `unit`'s instance for the serving model: its batch's step is the unit's.
+pub fn speeds(unit: &Unit) -> Speeds {
+    Speeds::from_full(unit.inst, &unit.decode, unit.batch)
+}
+
+/// Queueing latencies of the pools at `lambda` requests per second, before any KV reload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Latencies {
+    /// TTFT at [`PERCENTILES`], and the p99 with exponential lengths; only the first p99 when
+    /// asked for the p99 alone.
+    ttft_s: [f64; 3],
+    ttft_p99_exponential_s: f64,
+    tpot_p99_s: f64,
+}
+
+/// The pools' latencies at `lambda` (module docs of [`super::serving`]): each decode instance
+/// takes `lambda / decode` requests per second. Aggregated, an instance's TTFT is the serving
+/// model's (iteration boundary, prompt budget, slot, prompt under load). Disaggregated, a
+/// request first queues for one of the prefill pool's attention ranks (G/G/c, held for the
+/// rank's time per prompt at full throughput), is prefilled and its KV moved (the idle TTFT),
+/// then waits for a decode slot. `None` when a queue cannot keep up.
+fn latencies(
+    unit: &Unit,
+    speeds: &Speeds,
+    pools: Pools,
+    lambda: f64,
+    spread: Spread,
+    p99_only: bool,
+) -> Option<Latencies> {
+    let inst = unit.inst;
+    let rate = lambda / f64::from(pools.decode);
+    let first = if p99_only { P99 } else { 0 };
+    let mut ttft_s = [f64::NAN; 3];
+    if pools.prefill == 0 {
+        let sv = serving::at_rate_with(inst, speeds, rate, spread)?;
+        for (i, t) in ttft_s.iter_mut().enumerate().skip(first) {
+            *t = if i == P99 {
+                sv.ttft_p99_s
+            } else {
+                sv.ttft_s(inst, i)
+            };
+        }
+        let ttft_p99_exponential_s = if p99_only {
+            f64::NAN
+        } else {
+            sv.ttft_with(inst, P99, Spread::EXPONENTIAL)
+        };
+        return Some(Latencies {
+            ttft_s,
+            ttft_p99_exponential_s,
+            tpot_p99_s: sv.tpot_p99_s,
+        });
+    }
+    let occ = serving::occupancy(speeds, rate)?;
+    let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
+    let service_s = f64::from(inst.layout.attention_dp) / unit.prefill_requests_per_s;
+    let queue = |spread: Spread| {
+        Queue::new(
+            ranks,
+            lambda * service_s,
+            service_s,
+            (1.0 + spread.prompt_cv2) / 2.0,
+        )
+    };
+    let prefill = queue(spread);
+    if !prefill.is_stable() {
+        return None;
+    }
+    let ttft = |p: f64, q: &Queue, v: f64| {
+        unit.ttft_idle_s + q.wait_quantile_s(p) + occ.wait_quantile_s(p, v)
+    };
+    for (i, t) in ttft_s.iter_mut().enumerate().skip(first) {
+        *t = ttft(PERCENTILES[i], &prefill, spread.slot_variability);
+    }
+    let ttft_p99_exponential_s = if p99_only {
+        f64::NAN
+    } else {
+        ttft(PERCENTILES[P99], &queue(Spread::EXPONENTIAL), 1.0)
+    };
+    Some(Latencies {
+        ttft_s,
+        ttft_p99_exponential_s,
+        tpot_p99_s: speeds.tpot_s(occ.running[P99]),
+    })
+}
+
+/// The peak arrival rate of `load` into `unit`'s pools: every user cycles through an answer
+/// (`osl` tokens at the full batch's TPOT) and a think time.
+fn arrivals_per_s(unit: &Unit, load: &Load, s: &Settings) -> f64 {
+    load.peak_requests_per_s(unit.inst.output_tokens * unit.decode.tpot_s + s.think_s)
+}
+
+/// What `unit` in `pools` does under `load`: utilization, the serving model's latencies at the
+/// load (exact when at most one wait is non-zero; the parts' percentiles are added, conservative
+/// in the tail otherwise), the KV tiers that hold cached context between turns, and the verdicts.
+pub fn serve(
+    unit: &Unit,
+    speeds: &Speeds,
+    pools: Pools,
+    load: &Load,
+    s: &Settings,
+    tiers: &TierFacts,
+) -> Served {
+    served(unit, speeds, pools, load, s, tiers, false)
+}
+
+/// [`serve`]; with `p99_only`, the p50 and p95 TTFT and the exponential-length p99 are NaN
+/// (what the sizing search needs, at a third of the cost).
+fn served(
+    unit: &Unit,
+    speeds: &Speeds,
+    pools: Pools,
+    load: &Load,
+    s: &Settings,
+    tiers: &TierFacts,
+    p99_only: bool,
+) -> Served {
     let inst = &unit.inst;
-    let osl = inst.output_tokens;
-    let tpot_s = unit.decode.tpot_s;
-    let cycle_s = osl * tpot_s + s.think_s;
-    let lambda = load.peak_requests_per_s(cycle_s);
+    let cycle_s = inst.output_tokens * unit.decode.tpot_s + s.think_s;
+    let lambda = arrivals_per_s(unit, load, s);
     let capacity = unit.capacity_requests_per_s(pools);
     let utilization = lambda / capacity;
-
-    let lifetime_s = osl * tpot_s;
-    let slots = f64::from(pools.decode) * unit.batch;
-    let decode = Queue::new(slots, lambda * lifetime_s, lifetime_s, s.decode_variability);
-    let prefill = (pools.prefill > 0).then(|| {
-        let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
-        let service_s = f64::from(inst.layout.attention_dp) / unit.prefill_requests_per_s;
-        Queue::new(ranks, lambda * service_s, service_s, s.prefill_variability)
-    });
-    let wait = |q: &Queue, p: f64, mmc: bool| {
-        if mmc {
-            Queue {
-                variability: 1.0,
-                ..*q
-            }
-            .wait_quantile_s(p)
-        } else {
-            q.wait_quantile_s(p)
-        }
-    };
-    let waits =
-        |p: f64, mmc: bool| wait(&decode, p, mmc) + prefill.map_or(0.0, |q| wait(&q, p, mmc));
 
     let instances = f64::from(pools.decode + pools.prefill);
     let gpi = f64::from(inst.layout.gpus_per_instance);
@@ -142,17 +225,14 @@ pub fn serve(unit: &Unit, pools: Pools, load: &Load, s: &Settings, tiers: &TierF
         Offload::default()
     };
 
-    let ttft_s =
-        PERCENTILES.map(|p| unit.ttft_idle_s + waits(p, false) + offload.reload_quantile_s(p));
-    let ttft_p99_mmc_s = unit.ttft_idle_s + waits(0.99, true) + offload.reload_quantile_s(0.99);
-
-    // Running sequences per decode instance fluctuate like Poisson around their mean
-    // (M/G/infinity below the slot limit); the p99 TPOT is the step at the p99 occupancy.
-    let mean_running = (lambda * lifetime_s / f64::from(pools.decode)).min(unit.batch);
-    let running_p99 = poisson_quantile(mean_running, 0.99).clamp(1.0, unit.batch);
-    let tpot_p99_s = inst.decode(running_p99).tpot_s;
-
-    let stable = decode.is_stable() && prefill.is_none_or(|q| q.is_stable());
+    let queued = latencies(unit, speeds, pools, lambda, Spread::of(s), p99_only);
+    let reload = |i: usize| offload.reload_quantile_s(PERCENTILES[i]);
+    let ttft_s = match &queued {
+        Some(l) => [0, 1, 2].map(|i| l.ttft_s[i] + reload(i)),
+        None => [f64::INFINITY; 3],
+    };
+    let ttft_p99_mmc_s = queued.map_or(f64::INFINITY, |l| l.ttft_p99_exponential_s + reload(P99));
+    let tpot_p99_s = queued.map_or(speeds.tpot_s(unit.batch), |l| l.tpot_p99_s);
     Served {
         demand_requests_per_s: lambda,
         capacity_requests_per_s: capacity,
@@ -162,8 +242,8 @@ pub fn serve(unit: &Unit, pools: Pools, load: &Load, s: &Settings, tiers: &TierF
         tpot_p99_s,
         offload,
         users_supported: (capacity * s.target_utilization * cycle_s).floor(),
-        demand_met: stable && utilization <= s.target_utilization * (1.0 + 1e-12),
-        meets_slo: s.slo.met(ttft_s[2], tpot_p99_s),
+        demand_met: queued.is_some() && utilization <= s.target_utilization * (1.0 + 1e-12),
+        meets_slo: s.slo.met(ttft_s[P99], tpot_p99_s),
     }
 }
 
@@ -179,10 +259,22 @@ pub fn min_instances(
     max_instances: u32,
     slo: bool,
 ) -> Result<u32, TooMany> {
+    let speeds = speeds(unit);
+    let lambda = arrivals_per_s(unit, load, s);
+    // The utilization test is cheap and rules out most counts; latencies are timed only for
+    // counts that pass it, and the KV tiers (which change only the TTFT) only when the SLOs
+    // are asked for.
     let ok = |n: u32| match unit.pools(n) {
         Ok(pools) => {
-            let served = serve(unit, pools, load, s, tiers);
-            served.demand_met && (!slo || served.meets_slo)
+            let utilization = lambda / unit.capacity_requests_per_s(pools);
+            if utilization > s.target_utilization * (1.0 + 1e-12) {
+                return false;
+            }
+            if !slo {
+                return latencies(unit, &speeds, pools, lambda, Spread::of(s), true).is_some();
+            }
+            let served = served(unit, &speeds, pools, load, s, tiers, true);
+            served.demand_met && served.meets_slo
         }
         Err(_) => false,
     };
