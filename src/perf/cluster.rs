@@ -225,6 +225,7 @@ fn at_racks<'a>(
                 &phase.load,
                 &plan.settings,
                 &platform.tiers,
+                false,
             )
         });
         let (activity, served_tokens_per_s) = match &served {
@@ -568,7 +569,7 @@ batch = [64]
                 continue;
             };
             let pools = unit.pools(n).unwrap();
-            let served = sizing::serve(&unit, &speeds, pools, load, s, tiers);
+            let served = sizing::serve(&unit, &speeds, pools, load, s, tiers, false);
             assert!(served.demand_met, "{served:?}");
             let rate = served.demand_requests_per_s / f64::from(pools.decode);
             let occ = serving::occupancy(&speeds, rate).unwrap();

@@ -173,20 +173,9 @@ fn arrivals_per_s(unit: &Unit, load: &Load, s: &Settings) -> f64 {
 /// What `unit` in `pools` does under `load`: utilization, the serving model's latencies at the
 /// load (exact when at most one wait is non-zero; the parts' percentiles are added, conservative
 /// in the tail otherwise), the KV tiers that hold cached context between turns, and the verdicts.
+/// With `p99_only`, the p50 and p95 TTFT and the exponential-length p99 are NaN (what the sizing
+/// search needs, at a third of the cost).
 pub fn serve(
-    unit: &Unit,
-    speeds: &Speeds,
-    pools: Pools,
-    load: &Load,
-    s: &Settings,
-    tiers: &TierFacts,
-) -> Served {
-    served(unit, speeds, pools, load, s, tiers, false)
-}
-
-/// [`serve`]; with `p99_only`, the p50 and p95 TTFT and the exponential-length p99 are NaN
-/// (what the sizing search needs, at a third of the cost).
-fn served(
     unit: &Unit,
     speeds: &Speeds,
     pools: Pools,
@@ -273,7 +262,7 @@ pub fn min_instances(
             if !slo {
                 return latencies(unit, &speeds, pools, lambda, Spread::of(s), true).is_some();
             }
-            let served = served(unit, &speeds, pools, load, s, tiers, true);
+            let served = serve(unit, &speeds, pools, load, s, tiers, true);
             served.demand_met && served.meets_slo
         }
         Err(_) => false,
