@@ -64,6 +64,113 @@ pub fn point_to_point_s(bytes: f64, tier: Tier) -> f64 {
     tier.launch_s + tier.alpha_s + bytes / tier.bytes_per_s
 }
 
+/// An MoE model's routing, as its expert all-to-all sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Routing {
+    pub experts: u32,
+    pub experts_per_token: u32,
+    /// `(groups, groups_per_token)` of node-limited routing (DeepSeek-V3: 4 of 8).
+    pub groups: Option<(u32, u32)>,
+}
+
+impl Routing {
+    /// Expected number of scale-up domains, other than the token's own, that a token's
+    /// `experts_per_token` routed experts land in, when an expert-parallel group spreads the model's
+    /// experts evenly over `domains` domains (consecutive experts on consecutive domains) and the
+    /// token's domain is independent of its routing. With `P` the chance that a given domain is hit,
+    /// the expectation is `(domains - 1) x P` (docs/model.md sections 7 and 23):
+    /// - no routing limit, or groups that do not map onto domains: `k` of `E` experts uniformly,
+    ///   `P = 1 - C(E - E/D, k) / C(E, k)`;
+    /// - `M` of `G` groups per token, `c = G/D` whole groups per domain: every selected group holds
+    ///   some of the token's experts (a group is chosen by the sum of its top-2 affinities,
+    ///   DeepSeek-V3 `inference/model.py`, `Gate.forward`), so a domain is hit
+    ///   when one of its groups is among the `M' = min(M, k)` reached: `P = 1 - C(G - c, M') / C(G, M')`;
+    /// - `s = D/G` domains per group: a group is reached with chance `M'/G` and then holds `q = k/M'`
+    ///   or `q + 1` experts (`k mod M'` of the `M'` groups hold one more), drawn from its `E/G`:
+    ///   `P = M'/G x (1 - C(E/G - E/D, q_i) / C(E/G, q_i))`, averaged over the two counts.
+    pub fn expected_remote_domains(&self, domains: f64) -> f64 {
+        if domains <= 1.0 {
+            return 0.0;
+        }
+        let e = f64::from(self.experts);
+        let k = self.experts_per_token;
+        let per_domain = e / domains;
+        let whole = (domains.fract() == 0.0).then_some(domains as u32);
+        let hit = match (self.groups, whole) {
+            (Some((g, m)), Some(d)) if g.is_multiple_of(d) || d.is_multiple_of(g) => {
+                let reached = m.min(k);
+                if g.is_multiple_of(d) {
+                    let c = g / d;
+                    1.0 - binomial(g - c, reached) / binomial(g, reached)
+                } else {
+                    let per_group = e / f64::from(g);
+                    let (q, extra) = (k / reached, k % reached);
+                    let more = f64::from(extra) / f64::from(reached);
+                    let miss = (1.0 - more) * all_miss(per_group, per_domain, q)
+                        + more * all_miss(per_group, per_domain, q + 1);
+                    f64::from(reached) / f64::from(g) * (1.0 - miss)
+                }
+            }
+            _ => 1.0 - all_miss(e, per_domain, k),
+        };
+        (domains - 1.0) * hit
+    }
+}
+
+/// Seconds of one expert all-to-all (a dispatch or a combine) in which each GPU sends `tokens`
+/// tokens of `token_bytes` each to their routed experts, over an `ep` group of which `local`
+/// GPUs share a scale-up domain; `tiers` are the group's own tier when it fits one domain, the
+/// scale-up and the scale-out tiers.
+///
+/// A model without a routing limit sends one copy per routed expert ([`all_to_all_s`]). A
+/// model with one (`expert_groups`) is dispatched as DeepEP does: across domains a token
+/// crosses the scale-out network once per remote domain its experts land in
+/// ([`Routing::expected_remote_domains`]) and is forwarded to the experts there over the
+/// scale-up domain; the combine reduces inside each domain and sends one sum back (DeepSeek-V3
+/// report sections 2.1.2 and 3.2.2; DeepEP's internode kernels, github.com/deepseek-ai/DeepEP).
+/// Both tiers run at once; the slower sets the time.
+pub fn expert_all_to_all_s(
+    routing: &Routing,
+    ep: u32,
+    tokens: f64,
+    token_bytes: f64,
+    local: u32,
+    tiers: [Tier; 3],
+) -> f64 {
+    let [group, up, out] = tiers;
+    let copies = tokens * f64::from(routing.experts_per_token) * token_bytes;
+    if routing.groups.is_none() || ep <= local {
+        return all_to_all_s(ep, copies, local, group, out);
+    }
+    let domains = f64::from(ep) / f64::from(local);
+    let local = f64::from(local);
+    let outside = tokens * routing.expected_remote_domains(domains) * token_bytes / out.bytes_per_s;
+    // Every copy reaches its expert's GPU over the scale-up domain, from the token's own GPU or
+    // from the one that received it, except the share already on that GPU.
+    let inside = copies * (local - 1.0) / local / up.bytes_per_s;
+    out.launch_s + out.alpha_s + inside.max(outside)
+}
+
+/// `C(pool - hit, k) / C(pool, k)`: the chance that `k` experts drawn without replacement from
+/// `pool` all miss a given `hit` of them (`pool` and `hit` may be fractional; 0 when fewer than
+/// `k` remain outside).
+fn all_miss(pool: f64, hit: f64, k: u32) -> f64 {
+    (0..k)
+        .map(|i| {
+            let i = f64::from(i);
+            ((pool - hit - i) / (pool - i)).max(0.0)
+        })
+        .product()
+}
+
+/// `C(n, r)` as a float (0 when `r > n`).
+fn binomial(n: u32, r: u32) -> f64 {
+    if r > n {
+        return 0.0;
+    }
+    (0..r).fold(1.0, |acc, i| acc * f64::from(n - i) / f64::from(i + 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

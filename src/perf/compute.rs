@@ -44,14 +44,15 @@ pub fn compute_class(
 /// GPU that executes the block-scaled format natively (its MMA takes MXFP8 against MXFP4 at the
 /// FP8 rate, not the FP4 one) and at the bf16 rate elsewhere, never faster than the sweep's own
 /// format. Without a checkpoint format, or with a narrower sweep format (a re-quantization),
-/// experts are like every other linear layer.
+/// experts are like every other linear layer. Also returns the class the GEMM runs in, which
+/// says how wide its input activations are.
 pub fn expert_compute(
     gpu: &Gpu,
     weights: &Dtype,
     checkpoint: Option<&Dtype>,
     calibration: &Calibration,
-) -> Option<(f64, f64)> {
-    let (_, weights_flops) = compute_class(gpu, weights, calibration)?;
+) -> Option<(f64, f64, ComputeClass)> {
+    let (class, weights_flops) = compute_class(gpu, weights, calibration)?;
     match checkpoint {
         Some(c) if weights.bytes_per_param() >= c.bytes_per_param() => {
             let activations = if gpu.supports_natively(&c.id) {
@@ -61,9 +62,9 @@ pub fn expert_compute(
             };
             let flops = gpu.achievable_flops(activations)?
                 * calibration.serving_gemm_efficiency(activations);
-            Some((flops.min(weights_flops), c.bytes_per_param()))
+            Some((flops.min(weights_flops), c.bytes_per_param(), activations))
         }
-        _ => Some((weights_flops, weights.bytes_per_param())),
+        _ => Some((weights_flops, weights.bytes_per_param(), class)),
     }
 }
 
@@ -198,7 +199,9 @@ mod tests {
         };
         let mxfp4 = c.dtype("mxfp4").unwrap();
         let at = |g: &str, d: &str, ckpt: Option<&Dtype>| {
-            expert_compute(c.gpu(g).unwrap(), c.dtype(d).unwrap(), ckpt, &cal).unwrap()
+            let (flops, bytes, _) =
+                expert_compute(c.gpu(g).unwrap(), c.dtype(d).unwrap(), ckpt, &cal).unwrap();
+            (flops, bytes)
         };
         let close = |a: (f64, f64), b: (f64, f64)| {
             assert!(

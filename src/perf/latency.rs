@@ -13,7 +13,7 @@
 //! kernel launches outside CUDA graphs).
 
 use super::ModelFacts;
-use super::comm::{all_reduce_s, all_to_all_s, point_to_point_s};
+use super::comm::{all_reduce_s, expert_all_to_all_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
@@ -35,6 +35,8 @@ pub struct Rates {
     /// ([`super::compute::expert_compute`]).
     pub expert_flops_per_s: f64,
     pub expert_bytes_per_param: f64,
+    /// Bytes per element of a token's hidden state in the expert dispatch (the combine is bf16).
+    pub expert_dispatch_bytes: f64,
     pub kv_bytes_per_element: f64,
     pub scaleup: Tier,
     pub scaleout: Tier,
@@ -134,17 +136,16 @@ fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tok
     } else if l.attention_dp == 1 {
         s.moe_layers * tp_all_reduce
     } else {
-        let dispatched = rank_tokens / f64::from(l.tp)
-            * f64::from(m.experts_per_token)
-            * m.hidden
-            * ACTIVATION_BYTES;
-        let a2a = all_to_all_s(
-            l.ep,
-            dispatched,
-            r.scaleup_domain_gpus,
-            r.scaleup,
-            r.scaleout,
-        );
+        let a2a = |bytes_per_element: f64| {
+            expert_all_to_all_s(
+                &m.routing(),
+                l.ep,
+                rank_tokens / f64::from(l.tp),
+                m.hidden * bytes_per_element,
+                r.scaleup_domain_gpus,
+                [r.scaleup, r.scaleup, r.scaleout],
+            )
+        };
         // Shared experts run tensor-parallel inside the attention rank and need their own
         // all-reduce; without them the combine all-to-all returns finished outputs.
         let shared = if m.has_shared_experts {
@@ -152,7 +153,7 @@ fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tok
         } else {
             0.0
         };
-        s.moe_layers * (2.0 * a2a + shared)
+        s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES) + shared)
     };
     attention + dense + moe
 }

@@ -26,7 +26,7 @@ pub mod serving;
 pub mod sizing;
 pub mod unit;
 
-use crate::catalog::{Attention, Calibration, Catalog, Model, Rack};
+use crate::catalog::{Attention, Calibration, Catalog, ComputeClass, Model, Rack};
 use crate::grid::{Grid, Point};
 
 use latency::{Rates, Speculation};
@@ -322,6 +322,8 @@ pub struct ModelFacts {
     pub tied_embeddings: bool,
     /// Whether MoE layers have always-on shared experts (DeepSeek-V3) besides the routed ones.
     pub has_shared_experts: bool,
+    /// Node-limited routing, `(groups, groups_per_token)`, of models that declare it.
+    pub routing_groups: Option<(u32, u32)>,
     /// Activation elements the non-GEMM kernels of one layer read and write per token, besides
     /// the MLP (docs/model.md, "Activation traffic"): two norms and two residual adds on the
     /// hidden state (`12 h`), and the attention inputs and outputs (`4 x heads x d_eff`, split
@@ -351,6 +353,15 @@ pub struct ModelFacts {
 }
 
 impl ModelFacts {
+    /// The routing the expert all-to-all sees.
+    pub fn routing(&self) -> comm::Routing {
+        comm::Routing {
+            experts: self.experts,
+            experts_per_token: self.experts_per_token,
+            groups: self.routing_groups,
+        }
+    }
+
     /// `None` when the catalog entry lacks what evaluation needs (its vocabulary).
     pub fn new(model: &Model) -> Option<ModelFacts> {
         let counts = model.param_counts()?;
@@ -401,6 +412,7 @@ impl ModelFacts {
             head_params: counts.embedding,
             tied_embeddings: model.tied_embeddings,
             has_shared_experts: model.is_moe() && model.shared_experts.unwrap_or(0) > 0,
+            routing_groups: model.routing_groups(),
             norm_io_per_token_layer: 12.0 * hidden,
             attention_io_per_token_layer: 4.0 * heads * if mla { latent + rope } else { head_dim },
             dense_mlp_io_per_token: 2.0
@@ -469,7 +481,7 @@ struct PlatformFacts {
     linear_flops_per_s: Vec<Option<f64>>,
     weight_bytes_per_param: Vec<f64>,
     /// Routed-expert FLOP/s and bytes per parameter per weight-dtype axis entry.
-    expert_compute: Vec<Option<(f64, f64)>>,
+    expert_compute: Vec<Option<(f64, f64, ComputeClass)>>,
     kv_bytes_per_element: Vec<Option<f64>>,
     attention_flops_per_s: f64,
     hbm_bytes_per_s: f64,
@@ -812,6 +824,18 @@ impl Instance<'_> {
     }
 }
 
+/// Bytes per element of a token's hidden state in the expert dispatch. Models with node-limited
+/// routing are served over DeepEP-style kernels, which dispatch the activations already
+/// quantized for the expert GEMM (FP8, DeepEP's dispatch format; DeepSeek-V3 report section
+/// 3.3.2) when it runs in 8 bits or fewer; the combine stays bf16. Other models dispatch bf16.
+fn dispatch_bytes(m: &ModelFacts, expert_activations: ComputeClass) -> f64 {
+    if m.routing_groups.is_some() && expert_activations != ComputeClass::Bf16 {
+        1.0
+    } else {
+        memory::ACTIVATION_BYTES
+    }
+}
+
 /// Places and resolves a configuration, or returns the estimate that says why it cannot run.
 pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
     instance_serving(ctx, p, ctx.input_tokens, ctx.output_tokens)
@@ -831,7 +855,7 @@ pub fn instance_serving<'a>(
         .map_err(|reason| Estimate::infeasible(reason, gpus))?;
     let (
         Some(linear_flops_per_s),
-        Some((expert_flops_per_s, expert_bytes_per_param)),
+        Some((expert_flops_per_s, expert_bytes_per_param, expert_activations)),
         Some(kv_bytes_per_element),
     ) = (
         platform.linear_flops_per_s[p.weight_dtype as usize],
@@ -850,6 +874,7 @@ pub fn instance_serving<'a>(
         weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
         expert_flops_per_s,
         expert_bytes_per_param,
+        expert_dispatch_bytes: dispatch_bytes(m, expert_activations),
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
@@ -1188,6 +1213,42 @@ pub(crate) mod tests {
                 proptest::prop_assert!(e.reason.is_some() && e.tpot_ms.is_nan());
             }
         }
+    }
+
+    /// DeepSeek-V3 is served over DeepEP-style kernels: FP8 dispatch when its experts take 8-bit
+    /// inputs, bf16 otherwise and for models without node-limited routing; across four 8-GPU
+    /// domains (ep 32) a token crosses the network for 3 x 55/70 remote domains (two groups
+    /// per domain, 4 of 8 groups reached; §23), not for 24/32 of its 8 copies.
+    #[test]
+    fn deepseek_v3_serving_dispatch_is_node_limited() {
+        let m = facts("deepseek-v3");
+        assert_eq!(dispatch_bytes(&m, ComputeClass::Fp8), 1.0);
+        assert_eq!(dispatch_bytes(&m, ComputeClass::Fp4), 1.0);
+        assert_eq!(dispatch_bytes(&m, ComputeClass::Bf16), 2.0);
+        let qwen = facts("qwen3-235b-a22b");
+        assert_eq!(qwen.routing_groups, None);
+        assert_eq!(dispatch_bytes(&qwen, ComputeClass::Fp8), 2.0);
+        let out = Tier {
+            bytes_per_s: 1.0,
+            alpha_s: 0.0,
+            launch_s: 0.0,
+        };
+        let up = Tier {
+            bytes_per_s: f64::INFINITY,
+            ..out
+        };
+        let bytes =
+            |r: &comm::Routing| comm::expert_all_to_all_s(r, 32, 1.0, 7168.0, 8, [up, up, out]);
+        let limited = bytes(&m.routing());
+        assert!(
+            (limited - 3.0 * 55.0 / 70.0 * 7168.0).abs() < 1e-6,
+            "{limited}"
+        );
+        let unlimited = comm::Routing {
+            groups: None,
+            ..m.routing()
+        };
+        assert!((bytes(&unlimited) - 8.0 * 7168.0 * 24.0 / 32.0).abs() < 1e-6);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Collectives use the alpha-beta costs of `perf::comm` on the tier each group spans.
 
 use crate::catalog::Model;
-use crate::perf::comm::{all_reduce_s, all_to_all_s, point_to_point_s, reduce_scatter_s};
+use crate::perf::comm::{all_reduce_s, expert_all_to_all_s, point_to_point_s, reduce_scatter_s};
 use crate::perf::layout::Tier;
 
 use super::flops::ForwardFlops;
@@ -142,78 +142,10 @@ fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f6
     (dense_s + expert_s) / flops.layer_matmul.max(f64::MIN_POSITIVE)
 }
 
-/// `C(pool - hit, k) / C(pool, k)`: the chance that `k` experts drawn without replacement from
-/// `pool` all miss a given `hit` of them (`pool` and `hit` may be fractional; 0 when fewer than
-/// `k` remain outside).
-fn all_miss(pool: f64, hit: f64, k: u32) -> f64 {
-    (0..k)
-        .map(|i| {
-            let i = f64::from(i);
-            ((pool - hit - i) / (pool - i)).max(0.0)
-        })
-        .product()
-}
-
-/// `C(n, r)` as a float (0 when `r > n`).
-fn binomial(n: u32, r: u32) -> f64 {
-    if r > n {
-        return 0.0;
-    }
-    (0..r).fold(1.0, |acc, i| acc * f64::from(n - i) / f64::from(i + 1))
-}
-
-/// Expected number of scale-up domains, other than the token's own, that a token's
-/// `experts_per_token` routed experts land in, when an expert-parallel group spreads the model's
-/// experts evenly over `domains` domains (consecutive experts on consecutive domains) and the
-/// token's domain is independent of its routing. With `P` the chance that a given domain is hit,
-/// the expectation is `(domains - 1) x P` (docs/model.md section 23):
-/// - no routing limit, or groups that do not map onto domains: `k` of `E` experts uniformly,
-///   `P = 1 - C(E - E/D, k) / C(E, k)`;
-/// - `M` of `G` groups per token, `c = G/D` whole groups per domain: every selected group holds
-///   some of the token's experts (a group is chosen by the sum of its top-2 affinities,
-///   DeepSeek-V3 `inference/model.py`, `Gate.forward`), so a domain is hit
-///   when one of its groups is among the `M' = min(M, k)` reached: `P = 1 - C(G - c, M') / C(G, M')`;
-/// - `s = D/G` domains per group: a group is reached with chance `M'/G` and then holds `q = k/M'`
-///   or `q + 1` experts (`k mod M'` of the `M'` groups hold one more), drawn from its `E/G`:
-///   `P = M'/G x (1 - C(E/G - E/D, q_i) / C(E/G, q_i))`, averaged over the two counts.
-pub fn expected_remote_domains(model: &Model, domains: f64) -> f64 {
-    if domains <= 1.0 {
-        return 0.0;
-    }
-    let e = f64::from(model.experts());
-    let k = model.experts_per_token();
-    let per_domain = e / domains;
-    let whole = (domains.fract() == 0.0).then_some(domains as u32);
-    let hit = match (model.routing_groups(), whole) {
-        (Some((g, m)), Some(d)) if g.is_multiple_of(d) || d.is_multiple_of(g) => {
-            let reached = m.min(k);
-            if g.is_multiple_of(d) {
-                let c = g / d;
-                1.0 - binomial(g - c, reached) / binomial(g, reached)
-            } else {
-                let per_group = e / f64::from(g);
-                let (q, extra) = (k / reached, k % reached);
-                let more = f64::from(extra) / f64::from(reached);
-                let miss = (1.0 - more) * all_miss(per_group, per_domain, q)
-                    + more * all_miss(per_group, per_domain, q + 1);
-                f64::from(reached) / f64::from(g) * (1.0 - miss)
-            }
-        }
-        _ => 1.0 - all_miss(e, per_domain, k),
-    };
-    (domains - 1.0) * hit
-}
-
 /// Seconds of one expert all-to-all (a dispatch or a combine) of `tokens` per GPU at
-/// `bytes_per_element`, over an `ep` group whose ranks are `stride` (tp x cp) GPUs apart.
-///
-/// A model without a routing limit sends one copy per routed expert (`perf::comm::all_to_all_s`,
-/// as inference does). A model with one (`expert_groups`) is dispatched as DeepEP does: across
-/// domains a token crosses the scale-out network once per remote domain its experts land in
-/// (`expected_remote_domains`) and is forwarded to the experts there over the scale-up domain;
-/// the combine reduces inside each domain and sends one sum back (DeepSeek-V3 report sections
-/// 2.1.2 and 3.2.2). Both tiers run at once; the slower sets the time.
-fn expert_all_to_all_s(
+/// `bytes_per_element`, over an `ep` group whose ranks are `stride` (tp x cp) GPUs apart
+/// ([`expert_all_to_all_s`], as inference does).
+fn expert_a2a_s(
     model: &Model,
     ep: u32,
     tokens: f64,
@@ -221,21 +153,15 @@ fn expert_all_to_all_s(
     stride: u32,
     r: &Rates,
 ) -> f64 {
-    let hidden = f64::from(model.hidden);
-    let k = f64::from(model.experts_per_token());
-    let copies = tokens * k * hidden * bytes_per_element;
     let local = (r.domain_gpus / stride).max(1);
-    if model.routing_groups().is_none() || ep <= local {
-        return all_to_all_s(ep, copies, local, r.tier(stride * ep), r.scaleout);
-    }
-    let domains = f64::from(ep) / f64::from(local);
-    let local = f64::from(local);
-    let outside = tokens * expected_remote_domains(model, domains) * hidden * bytes_per_element
-        / r.scaleout.bytes_per_s;
-    // Every copy reaches its expert's GPU over the scale-up domain, from the token's own GPU or
-    // from the one that received it, except the share already on that GPU.
-    let inside = copies * (local - 1.0) / local / r.scaleup.bytes_per_s;
-    r.scaleout.launch_s + r.scaleout.alpha_s + inside.max(outside)
+    expert_all_to_all_s(
+        &model.routing(),
+        ep,
+        tokens,
+        f64::from(model.hidden) * bytes_per_element,
+        local,
+        [r.tier(stride * ep), r.scaleup, r.scaleout],
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -351,7 +277,7 @@ pub fn step_time(
             _ => ACTIVATION_BYTES,
         };
         let a2a = |bytes_per_element: f64| {
-            expert_all_to_all_s(model, ep, tokens / split, bytes_per_element, tp * cp, r)
+            expert_a2a_s(model, ep, tokens / split, bytes_per_element, tp * cp, r)
         };
         passes * moe_layers * (a2a(dispatch_bytes) + a2a(ACTIVATION_BYTES))
     } else {
@@ -432,6 +358,7 @@ pub fn step_time(
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
+    use crate::perf::comm::all_to_all_s;
 
     /// `w / (w + w_half)` by hand: a 1,536-wide GEMM at w_half 1,280 runs at 6/11 of a wide
     /// one's rate, and 0 turns the effect off.
@@ -519,37 +446,45 @@ mod tests {
         // 2 of 8 experts over 2 domains of 4: both in one domain in 2 x C(4,2) = 12 of the
         // C(8,2) = 28 pairs, so 12/28 x 1 + 16/28 x 2 = 44/28 domains, of which the other one
         // is hit with chance 1 - 6/28 = 11/14.
-        close(expected_remote_domains(&moe(8, 2, None), 2.0), 11.0 / 14.0);
-        close(expected_remote_domains(&moe(8, 2, None), 1.0), 0.0);
+        close(
+            moe(8, 2, None).routing().expected_remote_domains(2.0),
+            11.0 / 14.0,
+        );
+        close(moe(8, 2, None).routing().expected_remote_domains(1.0), 0.0);
         // One expert per domain: every expert is its own domain, k distinct domains of 8, so
         // k x 7/8 remote ones, with or without groups (4 groups of 2 experts, 2 per token:
         // a reached group holds 1 or 2 of the token's 3 experts).
         close(
-            expected_remote_domains(&moe(8, 3, None), 8.0),
+            moe(8, 3, None).routing().expected_remote_domains(8.0),
             3.0 * 7.0 / 8.0,
         );
         close(
-            expected_remote_domains(&moe(8, 3, Some((4, 2))), 8.0),
+            moe(8, 3, Some((4, 2)))
+                .routing()
+                .expected_remote_domains(8.0),
             3.0 * 7.0 / 8.0,
         );
         // DeepSeek-V3 (256 experts, 8 per token, at most 4 of 8 groups): one group per domain
         // at ep 64 over 8 domains, so the token reaches 4 domains: its own with chance 1/2,
         // 3.5 others.
         let dsv3 = moe(256, 8, Some((8, 4)));
-        close(expected_remote_domains(&dsv3, 8.0), 3.5);
+        close(dsv3.routing().expected_remote_domains(8.0), 3.5);
         // Two groups per domain (4 domains): a domain is missed when all 4 groups come from
         // the other 6, C(6,4)/C(8,4) = 15/70; 3 x 55/70 others.
-        close(expected_remote_domains(&dsv3, 4.0), 3.0 * 55.0 / 70.0);
+        close(
+            dsv3.routing().expected_remote_domains(4.0),
+            3.0 * 55.0 / 70.0,
+        );
         // Two domains per group (16 domains of 16 experts): a group is reached with chance
         // 1/2 and then holds 2 of its 32 experts, both in the other half with chance
         // C(16,2)/C(32,2) = 15/62: 15 x 1/2 x 47/62.
         close(
-            expected_remote_domains(&dsv3, 16.0),
+            dsv3.routing().expected_remote_domains(16.0),
             15.0 * 0.5 * 47.0 / 62.0,
         );
         // Without the limit, 8 of 256 experts over 8 domains reach 1 - C(224,8)/C(256,8) of
         // each: about 4.6 others, and the limit is what brings it to 3.5.
-        let free = expected_remote_domains(&moe(256, 8, None), 8.0);
+        let free = moe(256, 8, None).routing().expected_remote_domains(8.0);
         assert!((free - 4.63).abs() < 0.01, "{free}");
     }
 
@@ -562,7 +497,7 @@ mod tests {
         let catalog = Catalog::builtin().unwrap();
         let dsv3 = catalog.model("deepseek-v3").unwrap();
         let out_bound = byte_rates(f64::INFINITY, 1.0);
-        let a2a = |m: &Model, bytes: f64, r: &Rates| expert_all_to_all_s(m, 64, 1.0, bytes, 1, r);
+        let a2a = |m: &Model, bytes: f64, r: &Rates| expert_a2a_s(m, 64, 1.0, bytes, 1, r);
         assert_eq!(a2a(dsv3, 1.0, &out_bound), 25_088.0);
         assert_eq!(a2a(dsv3, 2.0, &out_bound), 50_176.0);
         let up_bound = byte_rates(1.0, f64::INFINITY);
@@ -576,7 +511,7 @@ mod tests {
         // Inside one domain (ep 8) nothing crosses the network.
         let r = byte_rates(1.0, 1.0);
         assert_eq!(
-            expert_all_to_all_s(dsv3, 8, 1.0, 2.0, 1, &r),
+            expert_a2a_s(dsv3, 8, 1.0, 2.0, 1, &r),
             all_to_all_s(8, 8.0 * 7168.0 * 2.0, 8, r.scaleup, r.scaleout)
         );
     }
