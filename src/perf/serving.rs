@@ -276,6 +276,7 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
     let mut last = 0u64;
     let mut reached_batch = true;
     let mut ratio = Ratios::new(speeds, load);
+    let mut to_mark = stride;
     for n in 1..=batch {
         let k = n as f64;
         let r = ratio.at(k);
@@ -291,9 +292,11 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
         running += k * w;
         peak = peak.max(w);
         last = n;
-        if n % stride == 0 && marked < marks.len() {
+        to_mark -= 1;
+        if to_mark == 0 && marked < marks.len() {
             marks[marked] = (n, w, total, rescaled);
             marked += 1;
+            to_mark = stride;
         }
         if r < 1.0 && w < 1e-22 * peak {
             reached_batch = false;
@@ -309,20 +312,21 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
         running += b * tail;
     }
     // The percentiles of the running sequences: from the last checkpoint whose partial sum is
-    // below the target, the same recurrence. A partial sum counted `SCALE^(rescaled - s)`
-    // smaller than the total (`s` rescales by then) is compared in the total's units.
-    let below = |cdf: f64, s: i32, target: f64| cdf < target * SCALE.powi(rescaled - s);
+    // below the target (partial sums only grow, so a binary search finds it), the same
+    // recurrence. A partial sum counted `SCALE^(rescaled - s)` smaller than the total (`s`
+    // rescales by then) is compared in the total's units.
+    let threshold = |target: f64, s: i32| target * SCALE.powi(rescaled - s);
     let end = last.min(batch.saturating_sub(1));
     let quantiles = PERCENTILES.map(|p| {
         let target = p * total;
-        let from = marks[..marked]
-            .iter()
-            .rposition(|&(n, _, cdf, s)| n == 0 || below(cdf, s, target))
-            .unwrap_or(0);
-        let (mut n, mut w, mut cdf, mut s) = marks[from];
-        if n == 0 && !below(cdf, s, target) {
+        let reached =
+            marks[1..marked].partition_point(|&(_, _, cdf, s)| cdf < threshold(target, s));
+        let (mut n, mut w, mut cdf, mut s) = marks[reached];
+        // Every mark but the first (n = 0) is below the target by construction.
+        if n == 0 && cdf >= threshold(target, s) {
             return 0.0;
         }
+        let mut bound = threshold(target, s);
         let mut ratio = Ratios::new(speeds, load);
         while n < end {
             n += 1;
@@ -331,9 +335,10 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
                 w /= SCALE;
                 cdf /= SCALE;
                 s += 1;
+                bound = threshold(target, s);
             }
             cdf += w;
-            if !below(cdf, s, target) {
+            if cdf >= bound {
                 return n as f64;
             }
         }
