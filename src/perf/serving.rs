@@ -572,6 +572,65 @@ mod tests {
         assert!(occ.wait_probability < 1e-12);
     }
 
+    /// The chain summed directly in the log domain, with every term kept: the reference the
+    /// recurrence, its rescaling and its checkpoints must reproduce.
+    fn brute_force(speeds: &Speeds, rate: f64) -> Occupancy {
+        let b = speeds.max_batch;
+        let osl = speeds.output_tokens;
+        let mu_b = b / (osl * speeds.tpot_s(b));
+        let mut log_w = vec![0.0_f64];
+        for n in 1..=(b as usize) {
+            let k = n as f64;
+            log_w.push(log_w[n - 1] + (rate * osl * speeds.tpot_s(k) / k).ln());
+        }
+        let peak = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = log_w.iter().map(|l| (l - peak).exp()).collect();
+        let at_b = w[b as usize] / (1.0 - rate / mu_b);
+        let total: f64 = w[..b as usize].iter().sum::<f64>() + at_b;
+        let running: f64 = (0..b as usize).map(|n| n as f64 * w[n]).sum::<f64>() + b * at_b;
+        let quantile = |p: f64| {
+            let mut cdf = 0.0;
+            for (n, x) in w[..b as usize].iter().enumerate() {
+                cdf += x;
+                if cdf >= p * total {
+                    return n as f64;
+                }
+            }
+            b
+        };
+        Occupancy {
+            mean_running: running / total,
+            running: PERCENTILES.map(|p| quantile(p).max(1.0)),
+            wait_probability: at_b / total,
+            wait_rate_per_s: mu_b - rate,
+        }
+    }
+
+    proptest::proptest! {
+        /// Over batches up to 5,000 (terms past 1e250, more sequences than checkpoints), steps
+        /// from flat to steep and loads up to 99.9 % of capacity, the occupancy matches the
+        /// directly summed chain.
+        #[test]
+        fn occupancy_matches_the_directly_summed_chain(
+            batch in 1u32..5000,
+            t1 in 0.005f64..0.05,
+            growth in 0.0f64..20.0,
+            load in 0.01f64..0.999,
+        ) {
+            let speeds = tabulate(f64::from(batch), 200.0, |n| {
+                let t = t1 * (1.0 + growth * (n - 1.0) / 5000.0);
+                (t, t)
+            });
+            let rate = load * speeds.capacity_per_s();
+            let got = occupancy(&speeds, rate).unwrap();
+            let want = brute_force(&speeds, rate);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+            proptest::prop_assert!(close(got.mean_running, want.mean_running), "{got:?} vs {want:?}");
+            proptest::prop_assert!(close(got.wait_probability, want.wait_probability), "{got:?} vs {want:?}");
+            proptest::prop_assert_eq!(got.running, want.running);
+        }
+    }
+
     /// A step time proportional to the batch (compute-bound): the batch completes
     /// `1 / (osl b)` requests per second whatever its size, a processor-sharing M/M/1 queue:
     /// `P(n) = (1 - rho) rho^n`, mean `rho / (1 - rho)`, `P(n >= B) = rho^B`.
