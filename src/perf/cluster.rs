@@ -131,8 +131,10 @@ fn auto_racks<'a>(
             let max_instances = (u64::from(MAX_AUTO_RACKS) * u64::from(rack.gpus_per_rack())
                 / u64::from(l.gpus_per_instance)) as u32;
             let s = &ctx.plan.settings;
+            let speeds = sizing::speeds(&unit);
             let instances = sizing::min_instances(
                 &unit,
+                &speeds,
                 &phase.load,
                 s,
                 &platform.tiers,
@@ -140,7 +142,8 @@ fn auto_racks<'a>(
                 s.slo.is_set(),
             )
             .or_else(|_| {
-                sizing::min_instances(&unit, &phase.load, s, &platform.tiers, max_instances, false)
+                let tiers = &platform.tiers;
+                sizing::min_instances(&unit, &speeds, &phase.load, s, tiers, max_instances, false)
             })
             .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
             needed = needed.max(racks_for(rack, l.stage_gpus, l.pp, instances));
@@ -565,7 +568,8 @@ batch = [64]
             let speeds = sizing::speeds(&unit);
             let load = &ctx.phases[0].load;
             let tiers = &ctx.platforms[0].tiers;
-            let Ok(n) = sizing::min_instances(&unit, load, s, tiers, 100_000, false) else {
+            let Ok(n) = sizing::min_instances(&unit, &speeds, load, s, tiers, 100_000, false)
+            else {
                 continue;
             };
             let pools = unit.pools(n).unwrap();

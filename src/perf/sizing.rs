@@ -164,10 +164,10 @@ fn latencies(
     })
 }
 
-/// The peak arrival rate of `load` into `unit`'s pools: every user cycles through an answer
-/// (`osl` tokens at the full batch's TPOT) and a think time.
-fn arrivals_per_s(unit: &Unit, load: &Load, s: &Settings) -> f64 {
-    load.peak_requests_per_s(unit.inst.output_tokens * unit.decode.tpot_s + s.think_s)
+/// A user's cycle through an answer (`osl` tokens at the full batch's TPOT) and a think time,
+/// from which the peak arrival rate into `unit`'s pools follows.
+fn cycle_s(unit: &Unit, s: &Settings) -> f64 {
+    unit.inst.output_tokens * unit.decode.tpot_s + s.think_s
 }
 
 /// What `unit` in `pools` does under `load`: utilization, the serving model's latencies at the
@@ -185,8 +185,8 @@ pub fn serve(
     p99_only: bool,
 ) -> Served {
     let inst = &unit.inst;
-    let cycle_s = inst.output_tokens * unit.decode.tpot_s + s.think_s;
-    let lambda = arrivals_per_s(unit, load, s);
+    let cycle_s = cycle_s(unit, s);
+    let lambda = load.peak_requests_per_s(cycle_s);
     let capacity = unit.capacity_requests_per_s(pools);
     let utilization = lambda / capacity;
 
@@ -242,14 +242,14 @@ pub fn serve(
 /// by doubling and bisection. `Err` when `max_instances` are not enough.
 pub fn min_instances(
     unit: &Unit,
+    speeds: &Speeds,
     load: &Load,
     s: &Settings,
     tiers: &TierFacts,
     max_instances: u32,
     slo: bool,
 ) -> Result<u32, TooMany> {
-    let speeds = speeds(unit);
-    let lambda = arrivals_per_s(unit, load, s);
+    let lambda = load.peak_requests_per_s(cycle_s(unit, s));
     // The utilization test is cheap and rules out most counts; latencies are timed only for
     // counts that pass it, and the KV tiers (which change only the TTFT) only when the SLOs
     // are asked for.
@@ -260,9 +260,9 @@ pub fn min_instances(
                 return false;
             }
             if !slo {
-                return latencies(unit, &speeds, pools, lambda, Spread::of(s), true).is_some();
+                return latencies(unit, speeds, pools, lambda, Spread::of(s), true).is_some();
             }
-            let served = serve(unit, &speeds, pools, load, s, tiers, true);
+            let served = serve(unit, speeds, pools, load, s, tiers, true);
             served.demand_met && served.meets_slo
         }
         Err(_) => false,
