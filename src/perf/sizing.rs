@@ -238,8 +238,11 @@ pub fn serve(
 
 /// The fewest instances (at most `max_instances`) whose pools meet the demand and, when `slo`
 /// is true, the SLOs. Every criterion improves with more instances (more slots and servers, lower
-/// utilization and occupancy, more free HBM for cached context), so the smallest count is found
-/// by doubling and bisection. `Err` when `max_instances` are not enough.
+/// utilization and occupancy, more free HBM for cached context). The utilization test is cheap,
+/// so the search first finds the fewest instances that pass it, and times latencies only from
+/// there up: at that count, usually, the latencies pass too, and the search ends after one
+/// timing. The KV tiers (which change only the TTFT) are timed only when the SLOs are asked
+/// for. `Err` when `max_instances` are not enough.
 pub fn min_instances(
     unit: &Unit,
     speeds: &Speeds,
@@ -250,31 +253,47 @@ pub fn min_instances(
     slo: bool,
 ) -> Result<u32, TooMany> {
     let lambda = load.peak_requests_per_s(cycle_s(unit, s));
-    // The utilization test is cheap and rules out most counts; latencies are timed only for
-    // counts that pass it, and the KV tiers (which change only the TTFT) only when the SLOs
-    // are asked for.
-    let ok = |n: u32| match unit.pools(n) {
-        Ok(pools) => {
-            let utilization = lambda / unit.capacity_requests_per_s(pools);
-            if utilization > s.target_utilization * (1.0 + 1e-12) {
-                return false;
-            }
-            if !slo {
-                return latencies(unit, speeds, pools, lambda, Spread::of(s), true).is_some();
-            }
-            let served = serve(unit, speeds, pools, load, s, tiers, true);
-            served.demand_met && served.meets_slo
-        }
-        Err(_) => false,
+    let utilized = |n: u32| {
+        unit.pools(n).is_ok_and(|pools| {
+            lambda / unit.capacity_requests_per_s(pools) <= s.target_utilization * (1.0 + 1e-12)
+        })
     };
-    let mut hi = 1u32;
-    while !ok(hi) {
-        if hi >= max_instances {
-            return Err(TooMany);
+    let served = |n: u32| {
+        let Ok(pools) = unit.pools(n) else {
+            return false;
+        };
+        if !slo {
+            return latencies(unit, speeds, pools, lambda, Spread::of(s), true).is_some();
         }
-        hi = hi.saturating_mul(2).min(max_instances);
+        let served = serve(unit, speeds, pools, load, s, tiers, true);
+        served.demand_met && served.meets_slo
+    };
+    let fewest = first_passing(1, max_instances, utilized).ok_or(TooMany)?;
+    first_passing(fewest, max_instances, |n| utilized(n) && served(n)).ok_or(TooMany)
+}
+
+/// The smallest `n` in `from..=max` for which `ok` holds, given that `ok` holds for every count
+/// above one that passes: `from`, then steps doubling away from it (`from + 1`, `from + 3`,
+/// `from + 7`, ...), then bisection of the last step.
+fn first_passing(from: u32, max: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
+    if from > max {
+        return None;
     }
-    let mut lo = hi / 2; // fails (or is 0)
+    if ok(from) {
+        return Some(from);
+    }
+    let (mut lo, mut step) = (from, 1u32); // `lo` fails
+    let mut hi = loop {
+        let n = from.saturating_add(step).min(max);
+        if ok(n) {
+            break n;
+        }
+        if n == max {
+            return None;
+        }
+        lo = n;
+        step = step.saturating_mul(2).saturating_add(1);
+    };
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if ok(mid) {
@@ -283,5 +302,41 @@ pub fn min_instances(
             lo = mid;
         }
     }
-    Ok(hi)
+    Some(hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_passing;
+
+    proptest::proptest! {
+        /// For every predicate that holds from some threshold on, the search returns the
+        /// smallest passing count in range, as a scan from `from` does.
+        #[test]
+        fn first_passing_finds_the_threshold(
+            from in 1u32..60,
+            span in 0u32..300,
+            threshold in 1u32..400,
+        ) {
+            let max = from + span;
+            let (calls, outside) = (std::cell::Cell::new(0u32), std::cell::Cell::new(false));
+            let got = first_passing(from, max, |n| {
+                outside.set(outside.get() || !(from..=max).contains(&n));
+                calls.set(calls.get() + 1);
+                n >= threshold
+            });
+            let want = (from..=max).find(|&n| n >= threshold);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert!(!outside.get(), "probed outside {}..={}", from, max);
+            // Galloping then bisecting: about 2 log2(span) probes, never a scan.
+            proptest::prop_assert!(calls.get() <= 2 * (32 - span.leading_zeros()) + 2);
+        }
+    }
+
+    #[test]
+    fn first_passing_of_an_empty_range_is_none() {
+        assert_eq!(first_passing(5, 4, |_| true), None);
+        assert_eq!(first_passing(7, 7, |_| true), Some(7));
+        assert_eq!(first_passing(7, 7, |_| false), None);
+    }
 }
