@@ -18,15 +18,19 @@ pub const AUTO_RACKS: u32 = 0;
 /// several gigawatts: no single deployment plans beyond it).
 pub const MAX_AUTO_RACKS: u32 = 100_000;
 
-/// The instances (one per schedule phase) of the last placement evaluated. Consecutive grid
-/// points mostly differ only in batch or ownership, the fastest axes, which do not change the
-/// placement, its bounding stages or its rates; the engine keeps one of these per worker so that
-/// each placement is resolved once.
+/// The instances (one per schedule phase) of the last placement evaluated, and the last point's
+/// estimate before pricing. Consecutive grid points mostly differ only in batch or ownership,
+/// the fastest axes: batch does not change the placement, its bounding stages or its rates, and
+/// ownership changes only the price. The engine keeps one of these per worker so that each
+/// placement is resolved once and each point's performance, sizing and power once for all
+/// ownership models.
 #[derive(Debug, Default)]
 pub struct Placements<'a> {
     /// The point with batch and ownership cleared.
     key: Option<Point>,
     phases: Vec<Result<Instance<'a>, Estimate>>,
+    /// The last point with ownership cleared, its racks, and its unpriced estimate.
+    unpriced: Option<(Point, u32, Result<Unpriced, Estimate>)>,
 }
 
 impl<'a> Placements<'a> {
@@ -71,19 +75,26 @@ pub fn evaluate_into<'a>(
     placements: &mut Placements<'a>,
     out: &mut Estimate,
 ) {
-    let racks = if p.racks == AUTO_RACKS {
-        match auto_racks(ctx, p, placements) {
-            Ok(racks) => racks,
-            Err(e) => {
-                *out = e;
-                return;
-            }
+    let key = Point { ownership: 0, ..*p };
+    let (racks, unpriced) = match &placements.unpriced {
+        Some((k, racks, unpriced)) if *k == key => (*racks, *unpriced),
+        _ => {
+            let sized = if p.racks == AUTO_RACKS {
+                auto_racks(ctx, p, placements)
+            } else {
+                Ok(p.racks)
+            };
+            let (racks, unpriced) = match sized {
+                Ok(racks) => (racks, at_racks(ctx, &Point { racks, ..*p }, placements)),
+                Err(e) => (e.racks, Err(e)),
+            };
+            placements.unpriced = Some((key, racks, unpriced));
+            (racks, unpriced)
         }
-    } else {
-        p.racks
     };
-    *out = match at_racks(ctx, &Point { racks, ..*p }, placements) {
-        Ok(e) | Err(e) => e,
+    *out = match unpriced {
+        Ok(u) => u.priced(ctx, p),
+        Err(e) => e,
     };
     out.racks = racks;
 }
@@ -189,12 +200,46 @@ struct Sums {
     active_ratio: f64,
 }
 
-/// The cluster on `p.racks` racks, every phase served.
+/// A point's estimate before its ownership model prices it, and what the pricing needs.
+#[derive(Debug, Clone, Copy)]
+struct Unpriced {
+    estimate: Estimate,
+    footprint: Footprint,
+    /// Tokens per second the cluster serves (the demand, or its capacity without one).
+    served_tokens_per_s: f64,
+    /// Share of time the demand is active, weighted over the phases.
+    active_ratio: f64,
+}
+
+impl Unpriced {
+    /// The estimate with the costs of `p`'s ownership model.
+    fn priced(&self, ctx: &Context, p: &Point) -> Estimate {
+        let plan = &ctx.plan;
+        let prices = &ctx.platforms[p.platform as usize].prices;
+        let ownership = plan.ownership[p.ownership as usize];
+        let econ = &plan.economics;
+        let usd_per_hour = cost::usd_per_hour(ownership, &self.footprint, prices, econ);
+        Estimate {
+            usd_per_hour,
+            usd_per_month: usd_per_hour * HOURS_PER_MONTH,
+            usd_per_mtok: cost::per_mtok(usd_per_hour, self.served_tokens_per_s),
+            tco_usd: usd_per_hour * HOURS_PER_YEAR * econ.years,
+            usd_per_month_autoscaling: if plan.demand && ownership == Ownership::Cloud {
+                usd_per_hour * HOURS_PER_MONTH * self.active_ratio
+            } else {
+                f64::NAN
+            },
+            ..self.estimate
+        }
+    }
+}
+
+/// The cluster on `p.racks` racks, every phase served; everything but the price.
 fn at_racks<'a>(
     ctx: &'a Context,
     p: &Point,
     placements: &mut Placements<'a>,
-) -> Result<Estimate, Estimate> {
+) -> Result<Unpriced, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let plan = &ctx.plan;
     let power = &platform.power;
@@ -298,13 +343,11 @@ fn at_racks<'a>(
         it_kw,
         provisioned_it_kw: power.cluster_kw(racks, racks * power.gpus_per_rack, 1.0) + storage_kw,
     };
-    let ownership = plan.ownership[p.ownership as usize];
     let econ = &plan.economics;
-    let usd_per_hour = cost::usd_per_hour(ownership, &footprint, &platform.prices, econ);
     let tokens = sums.served_tokens_per_s;
     let facility_kw = it_kw * econ.pue;
     let demand = |v: f64| if plan.demand { v } else { f64::NAN };
-    Ok(Estimate {
+    let estimate = Estimate {
         ttft_ms: sums.ttft_ms,
         tpot_ms: sums.tpot_ms,
         tokens_per_s_per_user: sums.tokens_per_s_per_user,
@@ -332,23 +375,20 @@ fn at_racks<'a>(
         facility_power_kw: facility_kw,
         rack_power_kw: power.rack_kw(1.0),
         joules_per_token: it_kw * 1e3 / tokens,
-        usd_per_hour,
-        usd_per_month: usd_per_hour * HOURS_PER_MONTH,
-        usd_per_mtok: cost::per_mtok(usd_per_hour, tokens),
-        tco_usd: usd_per_hour * HOURS_PER_YEAR * econ.years,
         kg_co2e_per_mtok: cost::per_mtok(facility_kw * econ.kg_co2e_per_kwh, tokens),
         water_l_per_mtok: cost::per_mtok(it_kw * econ.water_l_per_kwh, tokens),
-        usd_per_month_autoscaling: if plan.demand && ownership == Ownership::Cloud {
-            usd_per_hour * HOURS_PER_MONTH * sums.active_ratio
-        } else {
-            f64::NAN
-        },
         usd_per_month_api: if plan.demand && plan.api_usd_per_mtok.is_some() {
             sums.api_usd_per_hour * HOURS_PER_MONTH
         } else {
             f64::NAN
         },
         ..e
+    };
+    Ok(Unpriced {
+        estimate,
+        footprint,
+        served_tokens_per_s: tokens,
+        active_ratio: sums.active_ratio,
     })
 }
 
@@ -431,6 +471,42 @@ ownership = ["cloud", "owned"]
                 assert_eq!(Some(e.racks), expected, "{demand} / {slo}: {p:?}");
             }
             assert!(sized > 0, "{demand}: nothing sized");
+        }
+    }
+
+    /// Evaluating the grid in order with one worker's caches (a placement per batch run, the
+    /// unpriced estimate per ownership run) gives every point exactly what a fresh evaluation
+    /// gives: the caches only skip work.
+    #[test]
+    fn cached_evaluation_equals_fresh_evaluation() {
+        for (demand, slo) in [
+            ("concurrent_users = 3000", "ttft_p99_ms = 300"),
+            ("requests_per_s = 40", ""),
+        ] {
+            let spec = sweep(demand, slo);
+            let ctx = spec.context();
+            let mut placements = Placements::default();
+            let (mut feasible, mut cloud_usd_per_hour, mut repriced) = (0, f64::NAN, 0);
+            for (_, p) in spec.grid.range(0, spec.grid.len()) {
+                let cached = evaluate_with(&ctx, &p, &mut placements);
+                let fresh = evaluate(&ctx, &p);
+                // Debug output compares NaN columns as equal.
+                assert_eq!(format!("{cached:?}"), format!("{fresh:?}"), "{p:?}");
+                if !cached.feasible() {
+                    continue;
+                }
+                feasible += 1;
+                // Ownership is the fastest axis: "owned" follows "cloud" at the same point.
+                if p.ownership == 0 {
+                    cloud_usd_per_hour = cached.usd_per_hour;
+                } else if cached.usd_per_hour != cloud_usd_per_hour {
+                    repriced += 1;
+                }
+            }
+            assert!(
+                feasible > 0 && repriced * 2 == feasible,
+                "{feasible} {repriced}"
+            );
         }
     }
 
