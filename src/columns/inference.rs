@@ -265,7 +265,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "hbm_kv_gb_per_gpu",
         "GB",
-        "KV cache per GPU: batch sequences at their mean context (input + output / 2, paged KV)",
+        "KV cache per GPU: batch sequences at the context their admission holds (input + output whole-request, input + output / 2 on-demand)",
         hbm_kv_gb_per_gpu
     ),
     metric!(

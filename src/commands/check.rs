@@ -59,10 +59,11 @@ fn render_inference(spec: &Spec) -> String {
     let _ = writeln!(out, "sweep: {} ({})", spec.name, spec.path.display());
     let _ = writeln!(
         out,
-        "workload: {}, {} input / {} output tokens",
+        "workload: {}, {} input / {} output tokens, KV admission {}",
         c.models[spec.model].id,
         tokens(spec.input_tokens),
-        tokens(spec.output_tokens)
+        tokens(spec.output_tokens),
+        spec.kv_admission.as_str()
     );
     let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
     let _ = writeln!(

@@ -25,6 +25,48 @@ pub const ACTIVATION_BYTES: f64 = 2.0;
 /// Bytes per element of the logits buffer (fp32).
 pub const LOGIT_BYTES: f64 = 4.0;
 
+/// How an engine admits a request against its KV cache, which sets the context each running
+/// sequence counts for in the batch that fits (docs/model.md, "Memory").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvAdmission {
+    /// Blocks for the prompt and the whole answer are reserved when a request starts, and a
+    /// started request is never evicted: TensorRT-LLM's default capacity scheduler policy,
+    /// `GUARANTEED_NO_EVICT` (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler
+    /// Policy"). Each sequence counts for `input + output` tokens.
+    #[default]
+    WholeRequest,
+    /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
+    /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; TensorRT-LLM's
+    /// `MAX_UTILIZATION`). In steady state the running sequences are spread evenly over their
+    /// lifetimes, so each counts for its mean context, `input + output / 2`.
+    OnDemand,
+}
+
+impl KvAdmission {
+    pub fn named(name: &str) -> Option<KvAdmission> {
+        match name {
+            "whole-request" => Some(KvAdmission::WholeRequest),
+            "on-demand" => Some(KvAdmission::OnDemand),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvAdmission::WholeRequest => "whole-request",
+            KvAdmission::OnDemand => "on-demand",
+        }
+    }
+
+    /// Context tokens one running sequence holds KV-cache blocks for.
+    pub fn held_context(self, input_tokens: f64, output_tokens: f64) -> f64 {
+        match self {
+            KvAdmission::WholeRequest => input_tokens + output_tokens,
+            KvAdmission::OnDemand => input_tokens + output_tokens / 2.0,
+        }
+    }
+}
+
 /// Parameters one GPU of a pipeline stage holds, by kind.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StageParams {

@@ -500,6 +500,7 @@ pub struct Workload {
     pub output_tokens: f64,
     pub spec_acceptance: f64,
     pub spec_draft_layers: f64,
+    pub kv_admission: memory::KvAdmission,
 }
 
 /// Acceptance probability of a draft token when the sweep gives none: DeepSeek-V3's MTP module
@@ -512,13 +513,14 @@ pub const DEFAULT_SPEC_ACCEPTANCE: f64 = 0.85;
 pub const DEFAULT_SPEC_DRAFT_LAYERS: f64 = 1.0;
 
 impl Workload {
-    /// A workload with the default speculative-decoding parameters.
+    /// A workload with the default speculative-decoding parameters and KV admission.
     pub fn new(input_tokens: f64, output_tokens: f64) -> Workload {
         Workload {
             input_tokens,
             output_tokens,
             spec_acceptance: DEFAULT_SPEC_ACCEPTANCE,
             spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
+            kv_admission: memory::KvAdmission::default(),
         }
     }
 }
@@ -533,6 +535,7 @@ pub struct Context {
     pub spec_acceptance: f64,
     /// Cost of proposing one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
+    pub kv_admission: memory::KvAdmission,
     pub calibration: Calibration,
     platforms: Vec<PlatformFacts>,
     /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
@@ -667,6 +670,7 @@ impl Context {
             output_tokens: workload.output_tokens,
             spec_acceptance: workload.spec_acceptance,
             spec_draft_layers: workload.spec_draft_layers,
+            kv_admission: workload.kv_admission,
             calibration: catalog.calibration,
             platforms,
             phases: vec![Phase {
@@ -700,8 +704,9 @@ pub struct Instance<'a> {
     pub ttft_idle_s: f64,
     /// Requests per second one prefill-only instance completes (disaggregated; NaN otherwise).
     pub prefill_pool_requests_per_s: f64,
-    /// Per bounding stage, per GPU: weight bytes, and KV-cache bytes of one sequence at the mean
-    /// context (input + output / 2). Batch-independent, so resolved once per placement.
+    /// Per bounding stage, per GPU: weight bytes, and KV-cache bytes of one sequence at the
+    /// context the engine's KV admission holds for it. Batch-independent, so resolved once per
+    /// placement.
     pub stage_bytes: [(f64, f64); 2],
     /// Activation workspace sizes of this layout.
     pub workspace: memory::Workspace,
@@ -792,9 +797,8 @@ impl Instance<'_> {
     }
 
     /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
-    /// cache plus the step's activations. Paged KV caches (vLLM PagedAttention, TensorRT-LLM paged
-    /// KV) hold only the tokens produced so far; in steady state the running sequences are spread
-    /// evenly over their lifetimes, so the mean context is input + output / 2.
+    /// cache plus the step's activations. Each sequence holds KV for the context its admission
+    /// policy reserves ([`memory::KvAdmission`]).
     pub fn memory(&self, sequences: f64) -> Memory {
         self.memory_with(sequences, &self.decode_shape(sequences))
     }
@@ -904,7 +908,7 @@ pub fn instance_serving<'a>(
         stage_bytes: [(0.0, 0.0); 2],
         workspace: memory::Workspace::new(m, &l),
     };
-    let context = input_tokens + output_tokens / 2.0;
+    let context = ctx.kv_admission.held_context(input_tokens, output_tokens);
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
             s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),
@@ -998,6 +1002,29 @@ pub(crate) mod tests {
         let model = catalog.model("llama-3.1-70b").unwrap();
         let ctx = Context::new(catalog, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
         (ctx, grid.point(0))
+    }
+
+    /// KV held per GPU by llama-3.1-70b at tp 8 (one KV head per GPU: 80 layers x 2 x 128 x 2 B
+    /// = 40,960 B per token), 256 sequences of 1k in / 1k out, by hand: reserved for the whole
+    /// request, 2,048 tokens each, 21.47 GB; on demand, the mean 1,536, 16.11 GB. Over budget,
+    /// the whole-request batch no longer fits where the on-demand one does.
+    #[test]
+    fn kv_admission_sets_the_context_held_per_sequence() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 8, 256);
+        let per_token = 80.0 * 2.0 * 128.0 * 2.0;
+        let mut on_demand = ctx.clone();
+        on_demand.kv_admission = memory::KvAdmission::OnDemand;
+        let whole = evaluate(&ctx, &p);
+        let mean = evaluate(&on_demand, &p);
+        assert!(whole.feasible() && mean.feasible(), "{whole:?} {mean:?}");
+        assert!((whole.hbm_kv_gb_per_gpu - 256.0 * 2048.0 * per_token / 1e9).abs() < 1e-9);
+        assert!((mean.hbm_kv_gb_per_gpu - 256.0 * 1536.0 * per_token / 1e9).abs() < 1e-9);
+        // 72 GB usable less 17.6 GB of weights holds about 640 sequences at 2,048 tokens and
+        // about 860 at 1,536: 768 sequences fit only on demand.
+        let p = Point { batch: 768, ..p };
+        assert_eq!(evaluate(&ctx, &p).reason, Some(Reason::DoesNotFit));
+        assert!(evaluate(&on_demand, &p).feasible());
     }
 
     /// llama-3.1-70b, bf16, tp = 8 on a DGX H100 rack, batch 1, 1k in / 1k out, by hand.

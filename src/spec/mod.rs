@@ -76,6 +76,7 @@ pub struct Spec {
     pub spec_acceptance: f64,
     /// Cost of one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
+    pub kv_admission: crate::perf::memory::KvAdmission,
     pub catalog: Catalog,
     pub grid: Grid,
     /// Sizing, SLO and cost settings, and the schedule.
@@ -92,6 +93,7 @@ impl Spec {
             output_tokens: self.output_tokens,
             spec_acceptance: self.spec_acceptance,
             spec_draft_layers: self.spec_draft_layers,
+            kv_admission: self.kv_admission,
         };
         let mut ctx = crate::perf::Context::new(&self.catalog, model, &self.grid, workload)
             .expect("spec validation guarantees the model has a vocabulary");
@@ -396,6 +398,20 @@ impl Loader<'_> {
                 ));
             }
         };
+        let kv_admission = match &workload.kv_admission {
+            None => crate::perf::memory::KvAdmission::default(),
+            Some(v) => crate::perf::memory::KvAdmission::named(v.get_ref()).ok_or_else(|| {
+                self.at(
+                    v.span(),
+                    format!("workload.kv_admission: unknown policy \"{}\"", v.get_ref()),
+                )
+                .with_hint(
+                    "use \"whole-request\" (KV reserved for prompt and answer at admission, \
+                     TensorRT-LLM's default) or \"on-demand\" (allocated as tokens come, with \
+                     preemption: vLLM, SGLang)",
+                )
+            })?,
+        };
         let max_context = f64::from(catalog.models[model].max_context);
         if input_tokens + output_tokens > max_context {
             return Err(self
@@ -439,6 +455,7 @@ impl Loader<'_> {
             output_tokens,
             spec_acceptance,
             spec_draft_layers,
+            kv_admission,
             catalog,
             grid,
             plan,
@@ -1026,6 +1043,22 @@ hardware = ["h100-sxm", "b200"]
         assert_eq!(s.grid.len(), 2 * 4 * 9);
         assert_eq!(s.objectives.len(), 2);
         assert_eq!(s.sha256.len(), 64);
+    }
+
+    #[test]
+    fn kv_admission_defaults_to_the_whole_request_and_reaches_the_model() {
+        use crate::perf::memory::KvAdmission;
+        assert_eq!(
+            spec(MINIMAL).unwrap().kv_admission,
+            KvAdmission::WholeRequest
+        );
+        let text = MINIMAL.replace(
+            "output_tokens = 256",
+            "output_tokens = 256\nkv_admission = \"on-demand\"",
+        );
+        let s = spec(&text).unwrap();
+        assert_eq!(s.kv_admission, KvAdmission::OnDemand);
+        assert_eq!(s.context().kv_admission, KvAdmission::OnDemand);
     }
 
     #[test]

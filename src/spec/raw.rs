@@ -56,6 +56,7 @@ pub struct RawWorkload {
     pub think_s: Option<Spanned<f64>>,
     pub input_tokens_cv: Option<Spanned<f64>>,
     pub output_tokens_cv: Option<Spanned<f64>>,
+    pub kv_admission: Option<Spanned<String>>,
     pub demand: Option<Spanned<RawDemand>>,
     #[serde(default)]
     pub phase: Vec<Spanned<RawPhase>>,
