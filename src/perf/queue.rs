@@ -182,18 +182,6 @@ impl Queue {
     }
 }
 
-/// Mean waiting time in M/M/c: `C(c, a) * service / (c - a)`.
-pub fn mmc_wait_mean_s(servers: f64, offered: f64, service_s: f64) -> f64 {
-    Queue::new(servers, offered, service_s, 1.0).wait_mean_s()
-}
-
-/// `p`-quantile of the waiting time in M/M/c with `servers`, offered load `offered` and mean
-/// service time `service_s`: waiting is zero with probability `1 - C`, else exponential with rate
-/// `(c - a) / service`.
-pub fn mmc_wait_quantile_s(servers: f64, offered: f64, service_s: f64, p: f64) -> f64 {
-    Queue::new(servers, offered, service_s, 1.0).wait_quantile_s(p)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,11 +267,12 @@ mod tests {
 
     #[test]
     fn waiting_quantiles() {
+        let mmc = |servers: f64, offered: f64| Queue::new(servers, offered, 1.0, 1.0);
         // M/M/1 at rho = 0.5, service 1 s: P(W > t) = 0.5 e^{-0.5 t}; p99 = 2 ln(50) s.
-        let t = mmc_wait_quantile_s(1.0, 0.5, 1.0, 0.99);
+        let t = mmc(1.0, 0.5).wait_quantile_s(0.99);
         assert!((t - 2.0 * 50f64.ln()).abs() < 1e-9, "{t}");
-        assert_eq!(mmc_wait_quantile_s(100.0, 10.0, 1.0, 0.99), 0.0);
+        assert_eq!(mmc(100.0, 10.0).wait_quantile_s(0.99), 0.0);
         // M/M/1 at rho = 0.5: mean wait = rho / (mu - lambda) = 1 s.
-        assert!((mmc_wait_mean_s(1.0, 0.5, 1.0) - 1.0).abs() < 1e-12);
+        assert!((mmc(1.0, 0.5).wait_mean_s() - 1.0).abs() < 1e-12);
     }
 }
