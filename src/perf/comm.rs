@@ -117,10 +117,9 @@ impl Routing {
     }
 }
 
-/// Seconds of one expert all-to-all (a dispatch or a combine) in which each GPU sends `tokens`
-/// tokens of `token_bytes` each to their routed experts, over an `ep` group of which `local`
-/// GPUs share a scale-up domain; `tiers` are the group's own tier when it fits one domain, the
-/// scale-up and the scale-out tiers.
+/// The shape of one layout's expert all-to-all (a dispatch or a combine): an `ep` group of which
+/// `local` GPUs share a scale-up domain, and for a model with a routing limit the expected remote
+/// domains a token reaches. Depends on the layout only, so it is resolved once per placement.
 ///
 /// A model without a routing limit sends one copy per routed expert ([`all_to_all_s`]). A
 /// model with one (`expert_groups`) is dispatched as DeepEP does: across domains a token
@@ -129,26 +128,44 @@ impl Routing {
 /// scale-up domain; the combine reduces inside each domain and sends one sum back (DeepSeek-V3
 /// report sections 2.1.2 and 3.2.2; DeepEP's internode kernels, github.com/deepseek-ai/DeepEP).
 /// Both tiers run at once; the slower sets the time.
-pub fn expert_all_to_all_s(
-    routing: &Routing,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpertExchange {
     ep: u32,
-    tokens: f64,
-    token_bytes: f64,
     local: u32,
-    tiers: [Tier; 3],
-) -> f64 {
-    let [group, up, out] = tiers;
-    let copies = tokens * f64::from(routing.experts_per_token) * token_bytes;
-    if routing.groups.is_none() || ep <= local {
-        return all_to_all_s(ep, copies, local, group, out);
+    experts_per_token: u32,
+    /// Remote domains per token, when the model's routing is limited and the group spans
+    /// domains (the DeepEP path).
+    remote_domains: Option<f64>,
+}
+
+impl ExpertExchange {
+    pub fn new(routing: &Routing, ep: u32, local: u32) -> ExpertExchange {
+        let remote_domains = (routing.groups.is_some() && ep > local)
+            .then(|| routing.expected_remote_domains(f64::from(ep) / f64::from(local)));
+        ExpertExchange {
+            ep,
+            local,
+            experts_per_token: routing.experts_per_token,
+            remote_domains,
+        }
     }
-    let domains = f64::from(ep) / f64::from(local);
-    let local = f64::from(local);
-    let outside = tokens * routing.expected_remote_domains(domains) * token_bytes / out.bytes_per_s;
-    // Every copy reaches its expert's GPU over the scale-up domain, from the token's own GPU or
-    // from the one that received it, except the share already on that GPU.
-    let inside = copies * (local - 1.0) / local / up.bytes_per_s;
-    out.launch_s + out.alpha_s + inside.max(outside)
+
+    /// Seconds in which each GPU sends `tokens` tokens of `token_bytes` each to their routed
+    /// experts; `tiers` are the group's own tier when it fits one domain, the scale-up and the
+    /// scale-out tiers.
+    pub fn time_s(&self, tokens: f64, token_bytes: f64, tiers: [Tier; 3]) -> f64 {
+        let [group, up, out] = tiers;
+        let copies = tokens * f64::from(self.experts_per_token) * token_bytes;
+        let Some(remote_domains) = self.remote_domains else {
+            return all_to_all_s(self.ep, copies, self.local, group, out);
+        };
+        let local = f64::from(self.local);
+        let outside = tokens * remote_domains * token_bytes / out.bytes_per_s;
+        // Every copy reaches its expert's GPU over the scale-up domain, from the token's own GPU
+        // or from the one that received it, except the share already on that GPU.
+        let inside = copies * (local - 1.0) / local / up.bytes_per_s;
+        out.launch_s + out.alpha_s + inside.max(outside)
+    }
 }
 
 /// `C(pool - hit, k) / C(pool, k)`: the chance that `k` experts drawn without replacement from

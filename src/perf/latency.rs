@@ -13,7 +13,7 @@
 //! kernel launches outside CUDA graphs).
 
 use super::ModelFacts;
-use super::comm::{all_reduce_s, expert_all_to_all_s, point_to_point_s};
+use super::comm::{ExpertExchange, all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
@@ -40,7 +40,8 @@ pub struct Rates {
     pub kv_bytes_per_element: f64,
     pub scaleup: Tier,
     pub scaleout: Tier,
-    pub scaleup_domain_gpus: u32,
+    /// The layout's expert all-to-all over its ep group.
+    pub expert_exchange: ExpertExchange,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
     pub one_shot_all_reduce: bool,
     /// Rows at which a GEMM reaches half its large-matrix efficiency (calibration).
@@ -137,12 +138,9 @@ fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tok
         s.moe_layers * tp_all_reduce
     } else {
         let a2a = |bytes_per_element: f64| {
-            expert_all_to_all_s(
-                &m.routing(),
-                l.ep,
+            r.expert_exchange.time_s(
                 rank_tokens / f64::from(l.tp),
                 m.hidden * bytes_per_element,
-                r.scaleup_domain_gpus,
                 [r.scaleup, r.scaleup, r.scaleout],
             )
         };

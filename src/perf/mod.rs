@@ -882,7 +882,11 @@ pub fn instance_serving<'a>(
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
-        scaleup_domain_gpus: platform.rack.scaleup_domain_gpus,
+        expert_exchange: comm::ExpertExchange::new(
+            &m.routing(),
+            l.ep,
+            platform.rack.scaleup_domain_gpus,
+        ),
         one_shot_all_reduce: true,
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,
@@ -1264,8 +1268,9 @@ pub(crate) mod tests {
             bytes_per_s: f64::INFINITY,
             ..out
         };
-        let bytes =
-            |r: &comm::Routing| comm::expert_all_to_all_s(r, 32, 1.0, 7168.0, 8, [up, up, out]);
+        let bytes = |r: &comm::Routing| {
+            comm::ExpertExchange::new(r, 32, 8).time_s(1.0, 7168.0, [up, up, out])
+        };
         let limited = bytes(&m.routing());
         assert!(
             (limited - 3.0 * 55.0 / 70.0 * 7168.0).abs() < 1e-6,

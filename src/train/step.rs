@@ -4,7 +4,7 @@
 //! Collectives use the alpha-beta costs of `perf::comm` on the tier each group spans.
 
 use crate::catalog::Model;
-use crate::perf::comm::{all_reduce_s, expert_all_to_all_s, point_to_point_s, reduce_scatter_s};
+use crate::perf::comm::{ExpertExchange, all_reduce_s, point_to_point_s, reduce_scatter_s};
 use crate::perf::layout::Tier;
 
 use super::flops::ForwardFlops;
@@ -144,7 +144,7 @@ fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f6
 
 /// Seconds of one expert all-to-all (a dispatch or a combine) of `tokens` per GPU at
 /// `bytes_per_element`, over an `ep` group whose ranks are `stride` (tp x cp) GPUs apart
-/// ([`expert_all_to_all_s`], as inference does).
+/// ([`ExpertExchange`], as inference does).
 fn expert_a2a_s(
     model: &Model,
     ep: u32,
@@ -154,12 +154,9 @@ fn expert_a2a_s(
     r: &Rates,
 ) -> f64 {
     let local = (r.domain_gpus / stride).max(1);
-    expert_all_to_all_s(
-        &model.routing(),
-        ep,
+    ExpertExchange::new(&model.routing(), ep, local).time_s(
         tokens,
         f64::from(model.hidden) * bytes_per_element,
-        local,
         [r.tier(stride * ep), r.scaleup, r.scaleout],
     )
 }
