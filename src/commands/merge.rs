@@ -209,6 +209,7 @@ pub fn manifest(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        kv_admission: spec.kv_admission().map(str::to_string),
         configurations,
         axes,
         parts,

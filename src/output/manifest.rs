@@ -20,6 +20,10 @@ pub struct Manifest {
     /// parameters of an inference sweep; sequence length, global batch and tokens to train of
     /// a training sweep.
     pub workload: BTreeMap<String, f64>,
+    /// How the engine admits requests against its KV cache (`[workload] kv_admission`) in an
+    /// inference sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_admission: Option<String>,
     /// Configurations evaluated (the whole grid once complete).
     pub configurations: u64,
     /// Axis name -> number of values.

@@ -717,11 +717,18 @@ fn workload(m: &Manifest) -> String {
     let get = |k: &str| m.workload.get(k).copied().unwrap_or(f64::NAN);
     let w = |k: &str| number(get(k));
     match m.mode {
-        Mode::Inference => format!(
-            "{} input tokens, {} output tokens per request",
-            w("input_tokens"),
-            w("output_tokens")
-        ),
+        Mode::Inference => {
+            let admission = match m.kv_admission.as_deref() {
+                Some("whole-request") => "; KV reserved for the whole request at admission",
+                Some("on-demand") => "; KV allocated on demand (engines that preempt)",
+                _ => "",
+            };
+            format!(
+                "{} input tokens, {} output tokens per request{admission}",
+                w("input_tokens"),
+                w("output_tokens")
+            )
+        }
         Mode::Training => {
             let steps = get("train_tokens") / get("global_batch_tokens");
             let about = if steps.fract() == 0.0 { "" } else { "about " };

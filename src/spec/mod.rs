@@ -203,6 +203,14 @@ impl Sweep {
         }
     }
 
+    /// The KV admission policy of an inference sweep.
+    pub fn kv_admission(&self) -> Option<&'static str> {
+        match self {
+            Sweep::Inference(s) => Some(s.kv_admission.as_str()),
+            Sweep::Training(_) => None,
+        }
+    }
+
     /// Label dictionaries of the sweep: hardware and rack ids (deduplicated), model and
     /// formats.
     pub fn labels(&self) -> LabelValues {
