@@ -75,9 +75,11 @@ pub fn evaluate_into<'a>(
     placements: &mut Placements<'a>,
     out: &mut Estimate,
 ) {
+    // With one ownership model there is nothing to reuse, and keeping a copy would cost.
+    let reuse = ctx.plan.ownership.len() > 1;
     let key = Point { ownership: 0, ..*p };
     let (racks, unpriced) = match &placements.unpriced {
-        Some((k, racks, unpriced)) if *k == key => (*racks, *unpriced),
+        Some((k, racks, unpriced)) if reuse && *k == key => (*racks, *unpriced),
         _ => {
             let sized = if p.racks == AUTO_RACKS {
                 auto_racks(ctx, p, placements)
@@ -88,14 +90,19 @@ pub fn evaluate_into<'a>(
                 Ok(racks) => (racks, at_racks(ctx, &Point { racks, ..*p }, placements)),
                 Err(e) => (e.racks, Err(e)),
             };
-            placements.unpriced = Some((key, racks, unpriced));
+            if reuse {
+                placements.unpriced = Some((key, racks, unpriced));
+            }
             (racks, unpriced)
         }
     };
-    *out = match unpriced {
-        Ok(u) => u.priced(ctx, p),
-        Err(e) => e,
-    };
+    match unpriced {
+        Ok(u) => {
+            *out = u.estimate;
+            u.price(ctx, p, out);
+        }
+        Err(e) => *out = e,
+    }
     out.racks = racks;
 }
 
@@ -212,25 +219,22 @@ struct Unpriced {
 }
 
 impl Unpriced {
-    /// The estimate with the costs of `p`'s ownership model.
-    fn priced(&self, ctx: &Context, p: &Point) -> Estimate {
+    /// Sets `out`'s costs to those of `p`'s ownership model.
+    fn price(&self, ctx: &Context, p: &Point, out: &mut Estimate) {
         let plan = &ctx.plan;
         let prices = &ctx.platforms[p.platform as usize].prices;
         let ownership = plan.ownership[p.ownership as usize];
         let econ = &plan.economics;
         let usd_per_hour = cost::usd_per_hour(ownership, &self.footprint, prices, econ);
-        Estimate {
-            usd_per_hour,
-            usd_per_month: usd_per_hour * HOURS_PER_MONTH,
-            usd_per_mtok: cost::per_mtok(usd_per_hour, self.served_tokens_per_s),
-            tco_usd: usd_per_hour * HOURS_PER_YEAR * econ.years,
-            usd_per_month_autoscaling: if plan.demand && ownership == Ownership::Cloud {
-                usd_per_hour * HOURS_PER_MONTH * self.active_ratio
-            } else {
-                f64::NAN
-            },
-            ..self.estimate
-        }
+        out.usd_per_hour = usd_per_hour;
+        out.usd_per_month = usd_per_hour * HOURS_PER_MONTH;
+        out.usd_per_mtok = cost::per_mtok(usd_per_hour, self.served_tokens_per_s);
+        out.tco_usd = usd_per_hour * HOURS_PER_YEAR * econ.years;
+        out.usd_per_month_autoscaling = if plan.demand && ownership == Ownership::Cloud {
+            usd_per_hour * HOURS_PER_MONTH * self.active_ratio
+        } else {
+            f64::NAN
+        };
     }
 }
 
