@@ -58,6 +58,14 @@ impl KvAdmission {
         }
     }
 
+    /// The policy in words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KvAdmission::WholeRequest => "KV reserved for the whole request at admission",
+            KvAdmission::OnDemand => "KV allocated on demand (engines that preempt)",
+        }
+    }
+
     /// Context tokens one running sequence holds KV-cache blocks for.
     pub fn held_context(self, input_tokens: f64, output_tokens: f64) -> f64 {
         match self {

@@ -718,11 +718,11 @@ fn workload(m: &Manifest) -> String {
     let w = |k: &str| number(get(k));
     match m.mode {
         Mode::Inference => {
-            let admission = match m.kv_admission.as_deref() {
-                Some("whole-request") => "; KV reserved for the whole request at admission",
-                Some("on-demand") => "; KV allocated on demand (engines that preempt)",
-                _ => "",
-            };
+            let admission = m
+                .kv_admission
+                .as_deref()
+                .and_then(crate::perf::memory::KvAdmission::named)
+                .map_or(String::new(), |a| format!("; {}", a.describe()));
             format!(
                 "{} input tokens, {} output tokens per request{admission}",
                 w("input_tokens"),
