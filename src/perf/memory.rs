@@ -44,11 +44,9 @@ pub enum KvAdmission {
 
 impl KvAdmission {
     pub fn named(name: &str) -> Option<KvAdmission> {
-        match name {
-            "whole-request" => Some(KvAdmission::WholeRequest),
-            "on-demand" => Some(KvAdmission::OnDemand),
-            _ => None,
-        }
+        [KvAdmission::WholeRequest, KvAdmission::OnDemand]
+            .into_iter()
+            .find(|a| a.as_str() == name)
     }
 
     pub fn as_str(self) -> &'static str {
