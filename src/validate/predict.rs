@@ -9,9 +9,13 @@
 //! - `at-interactivity`: the highest tokens/s/GPU at or above the measured tokens/s/user;
 //! - `min-latency`: the lowest time per output token;
 //! - `training`: the training model (`validate::train`).
+//!
+//! A batch cap the KV cache cannot hold runs at the most sequences it holds, and the KV
+//! admission policy is the one of the harness the case's source names ([`harness_admission`]).
 
 use crate::catalog::{Catalog, Rack};
 use crate::grid::{Grid, Platform};
+use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
 use crate::perf::{self, Context, Instance, Workload};
 
@@ -215,8 +219,18 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         batch,
         ownership: vec![crate::perf::cost::Ownership::Cloud],
     };
-    let mut ctx =
-        Context::new(&catalog, model, &grid, Workload::new(isl, osl)).expect("vocabulary checked");
+    let admission = harness_admission(case);
+    if admission != KvAdmission::default() {
+        notes.push(format!(
+            "KV held {} (the harness's scheduler)",
+            admission.describe()
+        ));
+    }
+    let workload = Workload {
+        kv_admission: admission,
+        ..Workload::new(isl, osl)
+    };
+    let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
     // The measurements give mean lengths only: prompt lengths spread by the calibrated
     // coefficient of variation (docs/validation.md, "Calibration").
     ctx.plan.settings.prefill_variability =
@@ -226,6 +240,12 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     if let Some((tps_user, per_gpu)) = best.toward {
         notes.push(format!(
             "read on the frontier between the chosen configuration and the knot at {tps_user:.1} tokens/s/user ({per_gpu:.0} output tokens/s/GPU), as InferenceX interpolates"
+        ));
+    }
+    if let Some(cap) = best.kv_limited_from {
+        notes.push(format!(
+            "a batch of {cap} does not fit the KV cache: the engine runs the {} sequences that do",
+            best.point.batch
         ));
     }
     let inst = &best.instance;
@@ -285,6 +305,23 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     })
 }
 
+/// How the harness that measured a case admits requests against the KV cache
+/// (docs/validation.md). MLPerf submissions run NVIDIA's harness, whose TensorRT-LLM runtime
+/// defaults to the `MAX_UTILIZATION` capacity scheduler (`batch_scheduler_policy = 'max_util'`
+/// in `TrtllmHarnessConfig.DEFAULT_RUNTIME_FLAGS`, mlcommons/inference_results_v5.1
+/// closed/NVIDIA/code/llmlib/config.py), which admits what fits now and pauses requests when
+/// the cache runs out, or vLLM, which allocates KV blocks as tokens arrive and preempts (vLLM
+/// docs, "Preemption"): both hold KV on demand. Other sources (TensorRT-LLM's `trtllm-bench`
+/// tables at its default `GUARANTEED_NO_EVICT`; InferenceX, whose engines are not stated) keep
+/// the sweep default, the whole request.
+fn harness_admission(case: &Case) -> KvAdmission {
+    if case.source.starts_with("MLPerf Inference") {
+        KvAdmission::OnDemand
+    } else {
+        KvAdmission::default()
+    }
+}
+
 /// A rack holding exactly `gpus` GPUs of the base rack's kind: whole servers, and a scale-up
 /// domain no larger than the system.
 fn system_rack(base: &Rack, gpus: u32) -> Result<Rack, String> {
@@ -320,6 +357,8 @@ struct Best<'a> {
     serving: Option<Serving>,
     /// At-interactivity: the knot below the target read toward, `(tokens/s/user, per GPU)`.
     toward: Option<(f64, f64)>,
+    /// The batch cap the KV cache could not hold, where the batch is the most it holds.
+    kv_limited_from: Option<u32>,
 }
 
 /// Evaluates every configuration of the case's grid and keeps the one the scenario prefers.
@@ -360,7 +399,19 @@ fn choose<'a>(
         if batch_cap.is_some_and(|b| p.batch > b * ranks) {
             continue;
         }
-        let e = perf::estimate(&inst, p.batch);
+        let mut p = p;
+        let mut e = perf::estimate(&inst, p.batch);
+        // An engine whose batch cap outruns its KV cache runs as many sequences as the cache
+        // holds: every scheduler admits against free KV blocks (docs/validation.md).
+        let mut kv_limited_from = None;
+        if !e.feasible()
+            && batch_cap.is_some_and(|b| p.batch == b * ranks)
+            && let Some(k) = largest_fitting_batch(&inst, p.batch)
+        {
+            kv_limited_from = Some(p.batch);
+            p.batch = k;
+            e = perf::estimate(&inst, k);
+        }
         if !e.feasible() {
             continue;
         }
@@ -417,6 +468,7 @@ fn choose<'a>(
                 ttft_s: e.ttft_ms / 1e3,
                 serving,
                 toward: None,
+                kv_limited_from,
             });
         }
     }
@@ -437,6 +489,26 @@ fn choose<'a>(
                 .to_string()
         }
     })
+}
+
+/// The largest batch below `batch` that fits the instance's memory (weights, the KV cache its
+/// admission policy holds, activations), if even one sequence does. Memory grows with the batch,
+/// so bisection finds it.
+fn largest_fitting_batch(inst: &Instance, batch: u32) -> Option<u32> {
+    let fits = |k: u32| inst.memory(f64::from(k)).fits;
+    if !fits(1) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1, batch);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 /// The knot of an upper-left (interactivity, throughput) frontier just below a target: among
@@ -491,6 +563,53 @@ mod tests {
         // At the knot itself, its own throughput; nothing faster below, nothing to read toward.
         assert_eq!(read_between((50.0, 100.0), (40.0, 200.0), 50.0), 100.0);
         assert_eq!(frontier_knot_below(300.0, &below), None);
+    }
+
+    /// MLPerf's harnesses hold KV on demand (NVIDIA's `max_util` scheduler, vLLM); other
+    /// sources keep the sweep default, the whole request.
+    #[test]
+    fn admission_follows_the_harness() {
+        let row = |source: &str| {
+            format!(
+                "c,inference,{source},u,llama-3.1-70b,h200-sxm,1,1,1,1,,,fp8,fp8,8,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,"
+            )
+        };
+        let mlperf = case(&[&row(
+            "MLPerf Inference v5.1 closed - NVIDIA H200-SXM-141GBx8_TRT",
+        )]);
+        assert_eq!(harness_admission(&mlperf), KvAdmission::OnDemand);
+        let trtllm = case(&[&row("TensorRT-LLM docs performance/perf-overview.md")]);
+        assert_eq!(harness_admission(&trtllm), KvAdmission::WholeRequest);
+    }
+
+    /// A batch cap far beyond the KV cache runs at the most sequences the cache holds.
+    /// llama-3.1-70b in fp8 on one H200: 141 GB x 0.9 usable = 126.9 GB, less 70.55 GB of
+    /// weights (plus the bf16 embedding and head, 2.1 GB) and 0.8 GB of activations leaves
+    /// 53-55 GB for KV. A token's fp8 KV is 2 x 80 layers x 8 heads x 128 = 163,840 B; held for
+    /// the whole request (2,048 tokens) a sequence takes 335.5 MB, so 159-165 fit; held on
+    /// demand (1,024 + 512 tokens), 251.7 MB, 4/3 as many.
+    #[test]
+    fn batch_cap_beyond_the_kv_cache_runs_at_the_kv_limit() {
+        let catalog = Catalog::builtin().unwrap();
+        let row = |source: &str| {
+            format!(
+                "c,inference,{source},u,llama-3.1-70b,h200-sxm,1,1,1,1,,,fp8,fp8,100000,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,"
+            )
+        };
+        let whole = predict(&case(&[&row("TensorRT-LLM docs")]), &catalog).unwrap();
+        let k = whole.chosen.batch;
+        assert!((150..=166).contains(&k), "{k}");
+        assert!(
+            whole
+                .notes
+                .iter()
+                .any(|n| n.contains("does not fit the KV cache")),
+            "{:?}",
+            whole.notes
+        );
+        let on_demand = predict(&case(&[&row("MLPerf Inference v5.1")]), &catalog).unwrap();
+        let ratio = f64::from(on_demand.chosen.batch) / f64::from(k);
+        assert!((ratio - 4.0 / 3.0).abs() < 0.03, "{ratio}");
     }
 
     /// An InferenceX point measures one deployment holding `conc` requests: the chosen instance
