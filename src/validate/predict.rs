@@ -11,7 +11,7 @@
 //! - `training`: the training model (`validate::train`).
 //!
 //! A batch cap the KV cache cannot hold runs at the most sequences it holds, and the KV
-//! admission policy is the one of the harness the case's source names ([`harness_admission`]).
+//! admission policy is the one of the harness the case's source names (`harness_admission`).
 
 use crate::catalog::{Catalog, Rack};
 use crate::grid::{Grid, Platform};
