@@ -1,0 +1,221 @@
+//! Everything `evaluate` needs, resolved once per sweep so the hot loop only does arithmetic:
+//! the workload, each platform's rates per format, the schedule phases and the sizing, power
+//! and cost plan.
+
+use crate::catalog::{Calibration, Catalog, ComputeClass, Model, Rack};
+use crate::grid::Grid;
+
+use super::layout::Tier;
+use super::{ModelFacts, compute, cost, demand, kv_tiers, memory, power, sizing};
+
+/// Per-platform facts, resolved once per sweep.
+#[derive(Debug, Clone)]
+pub(super) struct PlatformFacts {
+    pub(super) rack: Rack,
+    pub(super) usable_hbm_bytes: f64,
+    /// Rates per weight-dtype axis entry and kv-dtype axis entry; `None` = unsupported.
+    pub(super) linear_flops_per_s: Vec<Option<f64>>,
+    pub(super) weight_bytes_per_param: Vec<f64>,
+    /// Routed-expert FLOP/s and bytes per parameter per weight-dtype axis entry.
+    pub(super) expert_compute: Vec<Option<(f64, f64, ComputeClass)>>,
+    pub(super) kv_bytes_per_element: Vec<Option<f64>>,
+    pub(super) attention_flops_per_s: f64,
+    pub(super) hbm_bytes_per_s: f64,
+    pub(super) scaleup: Tier,
+    pub(super) scaleout: Tier,
+    pub(super) power: power::PowerFacts,
+    pub(super) prices: cost::Prices,
+    pub(super) tiers: kv_tiers::TierFacts,
+}
+
+/// What is served: mean prompt and output lengths, and the speculative-decoding parameters used
+/// where the grid's `spec_tokens` is above 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Workload {
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub spec_acceptance: f64,
+    pub spec_draft_layers: f64,
+    pub kv_admission: memory::KvAdmission,
+}
+
+/// Acceptance probability of a draft token when the sweep gives none: DeepSeek-V3's MTP module
+/// predicts the second token with an 85-90 % acceptance rate (DeepSeek-V3 report,
+/// arXiv:2412.19437, section 5.4.3); we take the low end.
+pub const DEFAULT_SPEC_ACCEPTANCE: f64 = 0.85;
+
+/// Draft cost when the sweep gives none: one MTP module is one transformer block (DeepSeek-V3
+/// report, section 2.2), so one draft token costs about one layer of the target model.
+pub const DEFAULT_SPEC_DRAFT_LAYERS: f64 = 1.0;
+
+impl Workload {
+    /// A workload with the default speculative-decoding parameters and KV admission.
+    pub fn new(input_tokens: f64, output_tokens: f64) -> Workload {
+        Workload {
+            input_tokens,
+            output_tokens,
+            spec_acceptance: DEFAULT_SPEC_ACCEPTANCE,
+            spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
+            kv_admission: memory::KvAdmission::default(),
+        }
+    }
+}
+
+/// Everything `evaluate` needs, precomputed from the sweep so the hot loop only does arithmetic.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub model: ModelFacts,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    /// Probability that a draft token is accepted (speculative decoding).
+    pub spec_acceptance: f64,
+    /// Cost of proposing one draft token, in layers of the target model.
+    pub spec_draft_layers: f64,
+    pub kv_admission: memory::KvAdmission,
+    pub calibration: Calibration,
+    pub(super) platforms: Vec<PlatformFacts>,
+    /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
+    pub phases: Vec<Phase>,
+    pub plan: Plan,
+}
+
+/// One phase of the schedule: its share of time, its load and its request lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    pub weight: f64,
+    pub load: demand::Load,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+}
+
+/// Sizing, power and cost settings of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Whether `[workload.demand]` is set (sizing columns are null without it).
+    pub demand: bool,
+    pub settings: sizing::Settings,
+    pub economics: crate::catalog::Economics,
+    /// Values of the grid's `ownership` axis.
+    pub ownership: Vec<cost::Ownership>,
+    /// Per-token API prices (input, output), USD per million tokens.
+    pub api_usd_per_mtok: Option<(f64, f64)>,
+}
+
+impl Plan {
+    /// No demand, no SLOs, the catalog's economics, cloud prices.
+    pub fn without_demand(economics: crate::catalog::Economics) -> Plan {
+        Plan {
+            demand: false,
+            settings: sizing::Settings {
+                target_utilization: demand::DEFAULT_TARGET_UTILIZATION,
+                think_s: 0.0,
+                prefill_variability: 1.0,
+                decode_variability: 1.0,
+                cached_tokens: 0.0,
+                slo: sizing::Slo::default(),
+            },
+            economics,
+            ownership: vec![cost::Ownership::Cloud],
+            api_usd_per_mtok: None,
+        }
+    }
+}
+
+impl Context {
+    /// Resolves the grid's categorical axes against the catalog. `None` when the model lacks a
+    /// vocabulary (the spec layer reports that as a user error first).
+    pub fn new(
+        catalog: &Catalog,
+        model: &Model,
+        grid: &Grid,
+        workload: Workload,
+    ) -> Option<Context> {
+        let checkpoint_experts = model
+            .checkpoint_expert_dtype
+            .as_deref()
+            .and_then(|id| catalog.dtype(id));
+        let model = ModelFacts::new(model)?;
+        let platforms = grid
+            .platforms
+            .iter()
+            .map(|p| {
+                let gpu = &catalog.gpus[p.gpu];
+                let rack = catalog.racks[p.rack].clone();
+                let link = gpu.efficiency.link;
+                let linear_flops_per_s = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| {
+                        compute::compute_class(gpu, &catalog.dtypes[d], &catalog.calibration)
+                            .map(|(_, flops)| flops)
+                    })
+                    .collect();
+                let weight_bytes_per_param = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| catalog.dtypes[d].bytes_per_param())
+                    .collect();
+                let expert_compute = grid
+                    .weight_dtypes
+                    .iter()
+                    .map(|&d| {
+                        compute::expert_compute(
+                            gpu,
+                            &catalog.dtypes[d],
+                            checkpoint_experts,
+                            &catalog.calibration,
+                        )
+                    })
+                    .collect();
+                let kv_bytes_per_element = grid
+                    .kv_dtypes
+                    .iter()
+                    .map(|&d| {
+                        let dtype = &catalog.dtypes[d];
+                        (dtype.kv_without_native || gpu.supports_natively(&dtype.id))
+                            .then(|| dtype.bytes_per_param())
+                    })
+                    .collect();
+                PlatformFacts {
+                    usable_hbm_bytes: gpu.hbm_bytes() * memory::MEMORY_UTILIZATION,
+                    linear_flops_per_s,
+                    weight_bytes_per_param,
+                    expert_compute,
+                    kv_bytes_per_element,
+                    attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
+                    hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,
+                    scaleup: Tier::scaleup(&rack, link),
+                    scaleout: Tier::scaleout(&rack, link),
+                    power: power::PowerFacts::new(gpu, &rack),
+                    prices: cost::Prices::new(gpu),
+                    tiers: kv_tiers::TierFacts {
+                        host_bytes_per_gpu: rack.host_memory_gb_per_gpu * 1e9,
+                        host_link_bytes_per_s_per_gpu: rack.host_link_gbps_per_gpu * 1e9,
+                        storage_bytes_per_s_per_gpu: rack.storage_gbps_per_gpu * 1e9,
+                        storage_bytes_per_server: catalog.economics.storage_tb_per_server * 1e12,
+                        storage_bytes_per_s_per_server: catalog.economics.storage_gbps_per_server
+                            * 1e9,
+                    },
+                    rack,
+                }
+            })
+            .collect();
+        Some(Context {
+            model,
+            input_tokens: workload.input_tokens,
+            output_tokens: workload.output_tokens,
+            spec_acceptance: workload.spec_acceptance,
+            spec_draft_layers: workload.spec_draft_layers,
+            kv_admission: workload.kv_admission,
+            calibration: catalog.calibration,
+            platforms,
+            phases: vec![Phase {
+                weight: 1.0,
+                load: demand::Load::default(),
+                input_tokens: workload.input_tokens,
+                output_tokens: workload.output_tokens,
+            }],
+            plan: Plan::without_demand(catalog.economics),
+        })
+    }
+}

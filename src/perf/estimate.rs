@@ -1,0 +1,268 @@
+//! What `evaluate` answers for one configuration: the estimate's values, why a configuration
+//! cannot run ([`Reason`]) and which resource bounds it ([`Limit`]).
+
+use super::Memory;
+use super::layout::Layout;
+
+/// Why a configuration cannot run. Written to `infeasible_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    EpNeedsMoe,
+    TpDoesNotDivideHeads,
+    TpDoesNotDivideKvHeads,
+    EpDoesNotDivideExperts,
+    TpEpMismatch,
+    TpExceedsScaleupDomain,
+    StageDoesNotTileDomains,
+    PpExceedsLayers,
+    InstanceExceedsCluster,
+    DtypeUnsupported,
+    DoesNotFit,
+    DisaggNeedsTwoPools,
+    RackPowerOverBudget,
+    DemandExceedsMaxRacks,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 14] = [
+        Reason::EpNeedsMoe,
+        Reason::TpDoesNotDivideHeads,
+        Reason::TpDoesNotDivideKvHeads,
+        Reason::EpDoesNotDivideExperts,
+        Reason::TpEpMismatch,
+        Reason::TpExceedsScaleupDomain,
+        Reason::StageDoesNotTileDomains,
+        Reason::PpExceedsLayers,
+        Reason::InstanceExceedsCluster,
+        Reason::DtypeUnsupported,
+        Reason::DoesNotFit,
+        Reason::DisaggNeedsTwoPools,
+        Reason::RackPowerOverBudget,
+        Reason::DemandExceedsMaxRacks,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::EpNeedsMoe => "ep_needs_moe",
+            Reason::TpDoesNotDivideHeads => "tp_does_not_divide_heads",
+            Reason::TpDoesNotDivideKvHeads => "tp_does_not_divide_kv_heads",
+            Reason::EpDoesNotDivideExperts => "ep_does_not_divide_experts",
+            Reason::TpEpMismatch => "tp_ep_mismatch",
+            Reason::TpExceedsScaleupDomain => "tp_exceeds_scaleup_domain",
+            Reason::StageDoesNotTileDomains => "stage_does_not_tile_domains",
+            Reason::PpExceedsLayers => "pp_exceeds_layers",
+            Reason::InstanceExceedsCluster => "instance_exceeds_cluster",
+            Reason::DtypeUnsupported => "dtype_unsupported",
+            Reason::DoesNotFit => "does_not_fit",
+            Reason::DisaggNeedsTwoPools => "disagg_needs_two_pools",
+            Reason::RackPowerOverBudget => "rack_power_over_budget",
+            Reason::DemandExceedsMaxRacks => "demand_exceeds_max_racks",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reason::EpNeedsMoe => "ep > 1 on a dense model (expert parallelism needs experts)",
+            Reason::TpDoesNotDivideHeads => "tp does not divide the attention heads",
+            Reason::TpDoesNotDivideKvHeads => "tp and kv_heads do not divide one another",
+            Reason::EpDoesNotDivideExperts => "ep does not divide the routed experts",
+            Reason::TpEpMismatch => "tp and ep do not divide one another",
+            Reason::TpExceedsScaleupDomain => "tp exceeds the scale-up (NVLink/xGMI) domain",
+            Reason::StageDoesNotTileDomains => {
+                "a stage wider than the scale-up domain is not a whole number of domains, or its tp groups would straddle domains"
+            }
+            Reason::PpExceedsLayers => "pp exceeds the number of layers",
+            Reason::InstanceExceedsCluster => "one instance needs more GPUs than the racks hold",
+            Reason::DtypeUnsupported => {
+                "the GPU has no tensor cores for the weight format, or cannot keep the KV cache in its format"
+            }
+            Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
+            Reason::DisaggNeedsTwoPools => {
+                "disaggregated serving needs at least one prefill and one decode instance"
+            }
+            Reason::RackPowerOverBudget => "a rack at full load draws more than its power budget",
+            Reason::DemandExceedsMaxRacks => {
+                "racks = \"auto\" needs more than 100,000 racks to meet the demand"
+            }
+        }
+    }
+}
+
+/// The resource that bounds a configuration. Written to `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Limit {
+    Compute,
+    Hbm,
+    Comm,
+    /// The configuration does not fit in HBM.
+    Memory,
+}
+
+impl Limit {
+    pub const ALL: [Limit; 4] = [Limit::Compute, Limit::Hbm, Limit::Comm, Limit::Memory];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Compute => "compute",
+            Limit::Hbm => "hbm",
+            Limit::Comm => "comm",
+            Limit::Memory => "memory",
+        }
+    }
+}
+
+/// What the model predicts for one configuration. Quantities that do not apply are NaN here and
+/// null in the output (never an invented number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// `None` when the configuration runs.
+    pub reason: Option<Reason>,
+    pub limit: Option<Limit>,
+    /// Racks of the cluster: the grid's, or with `racks = "auto"` the fewest that meet the
+    /// demand and the SLOs (0 when they could not be sized).
+    pub racks: u32,
+    pub gpus: u32,
+    /// 0 when the layout is invalid (written as null).
+    pub gpus_per_instance: u32,
+    pub instances: u32,
+    /// Instances in the prefill pool (disaggregated serving); 0 when aggregated.
+    pub prefill_instances: u32,
+    pub attention_dp: u32,
+    pub hbm_used_gb_per_gpu: f64,
+    pub hbm_weights_gb_per_gpu: f64,
+    pub hbm_kv_gb_per_gpu: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub tokens_per_s_per_user: f64,
+    pub tokens_per_s_per_instance: f64,
+    pub tokens_per_s_per_gpu: f64,
+    pub output_tokens_per_s: f64,
+    pub compute_bound_tokens_per_s_per_gpu: f64,
+    pub hbm_bound_tokens_per_s_per_gpu: f64,
+    pub comm_bound_tokens_per_s_per_gpu: f64,
+    /// Sizing against `[workload.demand]` (NaN / `None` without demand).
+    pub demand_requests_per_s: f64,
+    pub utilization: f64,
+    pub users_supported: f64,
+    pub demand_met: Option<bool>,
+    /// Whether the SLOs of `[sweep]` hold (`None` when the sweep sets none).
+    pub meets_slo: Option<bool>,
+    /// First-token latency percentiles at the operating load (the serving model, with the
+    /// prefill pool's wait when disaggregated, and KV reloads); and the p99 had the lengths been
+    /// exponential.
+    pub ttft_p50_ms: f64,
+    pub ttft_p95_ms: f64,
+    pub ttft_p99_ms: f64,
+    pub ttft_p99_mmc_ms: f64,
+    pub tpot_p99_ms: f64,
+    /// Cached session context held off the GPU (cluster totals) and its reload time.
+    pub kv_host_gb: f64,
+    pub kv_storage_gb: f64,
+    pub kv_reload_ms: f64,
+    pub storage_servers: f64,
+    /// Power at the operating load: IT (GPUs, hosts, switches, storage), facility (x PUE), the
+    /// busiest rack's, and IT energy per output token.
+    pub power_kw: f64,
+    pub facility_power_kw: f64,
+    pub rack_power_kw: f64,
+    pub joules_per_token: f64,
+    pub usd_per_hour: f64,
+    pub usd_per_month: f64,
+    pub usd_per_mtok: f64,
+    pub tco_usd: f64,
+    pub kg_co2e_per_mtok: f64,
+    pub water_l_per_mtok: f64,
+    pub usd_per_month_autoscaling: f64,
+    pub usd_per_month_api: f64,
+}
+
+impl Default for Estimate {
+    fn default() -> Estimate {
+        Estimate::EMPTY
+    }
+}
+
+impl Estimate {
+    /// No configuration, no numbers: every metric NaN.
+    pub const EMPTY: Estimate = Estimate {
+        reason: None,
+        limit: None,
+        racks: 0,
+        gpus: 0,
+        gpus_per_instance: 0,
+        instances: 0,
+        prefill_instances: 0,
+        attention_dp: 0,
+        hbm_used_gb_per_gpu: f64::NAN,
+        hbm_weights_gb_per_gpu: f64::NAN,
+        hbm_kv_gb_per_gpu: f64::NAN,
+        ttft_ms: f64::NAN,
+        tpot_ms: f64::NAN,
+        tokens_per_s_per_user: f64::NAN,
+        tokens_per_s_per_instance: f64::NAN,
+        tokens_per_s_per_gpu: f64::NAN,
+        output_tokens_per_s: f64::NAN,
+        compute_bound_tokens_per_s_per_gpu: f64::NAN,
+        hbm_bound_tokens_per_s_per_gpu: f64::NAN,
+        comm_bound_tokens_per_s_per_gpu: f64::NAN,
+        demand_requests_per_s: f64::NAN,
+        utilization: f64::NAN,
+        users_supported: f64::NAN,
+        demand_met: None,
+        meets_slo: None,
+        ttft_p50_ms: f64::NAN,
+        ttft_p95_ms: f64::NAN,
+        ttft_p99_ms: f64::NAN,
+        ttft_p99_mmc_ms: f64::NAN,
+        tpot_p99_ms: f64::NAN,
+        kv_host_gb: f64::NAN,
+        kv_storage_gb: f64::NAN,
+        kv_reload_ms: f64::NAN,
+        storage_servers: f64::NAN,
+        power_kw: f64::NAN,
+        facility_power_kw: f64::NAN,
+        rack_power_kw: f64::NAN,
+        joules_per_token: f64::NAN,
+        usd_per_hour: f64::NAN,
+        usd_per_month: f64::NAN,
+        usd_per_mtok: f64::NAN,
+        tco_usd: f64::NAN,
+        kg_co2e_per_mtok: f64::NAN,
+        water_l_per_mtok: f64::NAN,
+        usd_per_month_autoscaling: f64::NAN,
+        usd_per_month_api: f64::NAN,
+    };
+
+    pub(super) fn with_layout(reason: Reason, l: &Layout) -> Estimate {
+        Estimate {
+            gpus_per_instance: l.gpus_per_instance,
+            instances: l.instances,
+            attention_dp: l.attention_dp,
+            ..Estimate::infeasible(reason, l.gpus)
+        }
+    }
+
+    /// An infeasible estimate that still reports its memory demand.
+    pub(super) fn with_memory(reason: Reason, l: &Layout, m: &Memory) -> Estimate {
+        Estimate {
+            hbm_used_gb_per_gpu: m.used_bytes / 1e9,
+            hbm_weights_gb_per_gpu: m.weights_bytes / 1e9,
+            hbm_kv_gb_per_gpu: m.kv_bytes / 1e9,
+            ..Estimate::with_layout(reason, l)
+        }
+    }
+
+    pub(super) fn infeasible(reason: Reason, gpus: u32) -> Estimate {
+        Estimate {
+            reason: Some(reason),
+            gpus,
+            ..Estimate::EMPTY
+        }
+    }
+
+    pub fn feasible(&self) -> bool {
+        self.reason.is_none()
+    }
+}

@@ -1,0 +1,254 @@
+//! One configuration placed and resolved ([`Instance`]): its layout, bounding stages and
+//! hardware rates, and from them its step shapes, memory per GPU and prefill times.
+
+use crate::catalog::ComputeClass;
+use crate::grid::Point;
+
+use super::latency::{self, Rates, Speculation};
+use super::layout::{self, Layout};
+use super::memory::{self, StageParams};
+use super::{Context, Estimate, ModelFacts, Reason, comm};
+
+/// One configuration placed and resolved: its layout, bounding stages and hardware rates. Cheap
+/// to build (no allocation); the serving model evaluates it at many loads.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    pub ctx: &'a Context,
+    pub layout: Layout,
+    pub stages: [StageParams; 2],
+    pub rates: Rates,
+    pub speculation: Speculation,
+    /// Percent of instances in the prefill pool; 0 = aggregated serving.
+    pub disagg_prefill_pct: u32,
+    /// Mean prompt and output lengths served (the workload's, or a schedule phase's).
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub usable_hbm_bytes: f64,
+    /// Time to first token of a request alone on the idle instance (with the KV transfer when
+    /// disaggregated). Independent of the batch, so resolved once per placement.
+    pub ttft_idle_s: f64,
+    /// Requests per second one prefill-only instance completes (disaggregated; NaN otherwise).
+    pub prefill_pool_requests_per_s: f64,
+    /// Per bounding stage, per GPU: weight bytes, and KV-cache bytes of one sequence at the
+    /// context the engine's KV admission holds for it. Batch-independent, so resolved once per
+    /// placement.
+    pub stage_bytes: [(f64, f64); 2],
+    /// Activation workspace sizes of this layout.
+    pub workspace: memory::Workspace,
+}
+
+/// Per-GPU memory of an instance holding a given number of sequences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    pub weights_bytes: f64,
+    pub kv_bytes: f64,
+    pub used_bytes: f64,
+    pub fits: bool,
+}
+
+impl Instance<'_> {
+    /// Decode at `sequences` concurrent sequences (fractional for a mean concurrency).
+    pub fn decode(&self, sequences: f64) -> latency::Decode {
+        self.decode_step(&self.decode_shape(sequences))
+    }
+
+    /// The tokens of a decode step with `sequences` sequences (no timing).
+    pub fn decode_shape(&self, sequences: f64) -> latency::DecodeShape {
+        latency::DecodeShape::new(
+            &self.layout,
+            sequences,
+            self.input_tokens,
+            self.output_tokens,
+            &self.speculation,
+            self.disagg_prefill_pct == 0,
+        )
+    }
+
+    /// Times the decode step of `shape`.
+    pub fn decode_step(&self, shape: &latency::DecodeShape) -> latency::Decode {
+        latency::decode(
+            &self.ctx.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            shape,
+            &self.speculation,
+        )
+    }
+
+    /// Time to first token of one request on an idle instance.
+    pub fn prefill_s(&self) -> f64 {
+        latency::prefill_s(
+            &self.ctx.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            self.input_tokens,
+        )
+    }
+
+    /// Requests per second one prefill-only instance completes: each iteration fills every
+    /// attention rank's token budget (`MAX_NUM_TOKENS`, or one whole prompt if longer) with
+    /// prompts.
+    pub fn prefill_requests_per_s(&self) -> f64 {
+        let c = self.ctx;
+        let isl = self.input_tokens;
+        let tokens = memory::MAX_NUM_TOKENS.max(isl);
+        let step_s = latency::prefill_step_s(
+            &c.model,
+            &self.layout,
+            &self.stages,
+            &self.rates,
+            tokens,
+            isl,
+        );
+        f64::from(self.layout.attention_dp) * tokens / isl / step_s
+    }
+
+    /// Seconds to ship one request's KV cache from a prefill to a decode instance: each GPU sends
+    /// its shard over its scale-out NIC (DistServe, Zhong et al. 2024; Splitwise, Patel et al.
+    /// 2024), all GPUs in parallel.
+    pub fn kv_transfer_s(&self) -> f64 {
+        let (c, l) = (self.ctx, &self.layout);
+        let layers = self.stages[0].layers.max(self.stages[1].layers);
+        let bytes = memory::kv_bytes_per_sequence(
+            &c.model,
+            l.tp,
+            layers,
+            self.rates.kv_bytes_per_element,
+            self.input_tokens,
+        );
+        comm::point_to_point_s(bytes, self.rates.scaleout)
+    }
+
+    /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
+    /// cache plus the step's activations. Each sequence holds KV for the context its admission
+    /// policy reserves ([`memory::KvAdmission`]).
+    pub fn memory(&self, sequences: f64) -> Memory {
+        self.memory_with(sequences, &self.decode_shape(sequences))
+    }
+
+    /// [`Instance::memory`] with the step of `sequences` already shaped.
+    pub(crate) fn memory_with(&self, sequences: f64, step: &latency::DecodeShape) -> Memory {
+        let l = &self.layout;
+        let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
+        let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
+        for &(w, kv_per_sequence) in &self.stage_bytes {
+            let kv = rank_sequences * kv_per_sequence;
+            if w + kv > weights_bytes + kv_bytes {
+                (weights_bytes, kv_bytes) = (w, kv);
+            }
+        }
+        let used_bytes = weights_bytes
+            + kv_bytes
+            + self
+                .workspace
+                .bytes(step.tokens.rank_tokens(), step.tokens.logit_rows);
+        Memory {
+            weights_bytes,
+            kv_bytes,
+            used_bytes,
+            fits: used_bytes <= self.usable_hbm_bytes,
+        }
+    }
+}
+
+/// Bytes per element of a token's hidden state in the expert dispatch. Models with node-limited
+/// routing are served over DeepEP-style kernels, which dispatch the activations already
+/// quantized for the expert GEMM (FP8, DeepEP's dispatch format; DeepSeek-V3 report section
+/// 3.3.2) when it runs in 8 bits or fewer; the combine stays bf16. Other models dispatch bf16.
+pub(super) fn dispatch_bytes(m: &ModelFacts, expert_activations: ComputeClass) -> f64 {
+    if m.routing_groups.is_some() && expert_activations != ComputeClass::Bf16 {
+        1.0
+    } else {
+        memory::ACTIVATION_BYTES
+    }
+}
+
+/// Places and resolves a configuration, or returns the estimate that says why it cannot run.
+pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
+    instance_serving(ctx, p, ctx.input_tokens, ctx.output_tokens)
+}
+
+/// [`instance`] serving prompts of `input_tokens` and answers of `output_tokens` (a phase).
+pub fn instance_serving<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    input_tokens: f64,
+    output_tokens: f64,
+) -> Result<Instance<'a>, Estimate> {
+    let platform = &ctx.platforms[p.platform as usize];
+    let m = &ctx.model;
+    let gpus = p.racks * platform.rack.gpus_per_rack();
+    let l = layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep)
+        .map_err(|reason| Estimate::infeasible(reason, gpus))?;
+    let (
+        Some(linear_flops_per_s),
+        Some((expert_flops_per_s, expert_bytes_per_param, expert_activations)),
+        Some(kv_bytes_per_element),
+    ) = (
+        platform.linear_flops_per_s[p.weight_dtype as usize],
+        platform.expert_compute[p.weight_dtype as usize],
+        platform.kv_bytes_per_element[p.kv_dtype as usize],
+    )
+    else {
+        return Err(Estimate::with_layout(Reason::DtypeUnsupported, &l));
+    };
+    let cal = &ctx.calibration;
+    let rates = Rates {
+        linear_flops_per_s,
+        attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
+        hbm_bytes_per_s: platform.hbm_bytes_per_s,
+        attention_bytes_per_s: platform.hbm_bytes_per_s * cal.attention_efficiency,
+        weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
+        expert_flops_per_s,
+        expert_bytes_per_param,
+        expert_dispatch_bytes: dispatch_bytes(m, expert_activations),
+        kv_bytes_per_element,
+        scaleup: platform.scaleup,
+        scaleout: platform.scaleout,
+        expert_exchange: comm::ExpertExchange::new(
+            &m.routing(),
+            l.ep,
+            platform.rack.scaleup_domain_gpus,
+        ),
+        one_shot_all_reduce: true,
+        gemm_half_rows: cal.gemm_half_rows,
+        step_overhead_s: cal.step_overhead_ms * 1e-3,
+        moe_gemm_efficiency: cal.moe_gemm_efficiency,
+    };
+    let speculation = Speculation {
+        tokens: p.spec_tokens,
+        acceptance: ctx.spec_acceptance,
+        draft_layers: ctx.spec_draft_layers,
+    };
+    let mut inst = Instance {
+        ctx,
+        layout: l,
+        stages: StageParams::bounding_stages(m, &l),
+        rates,
+        speculation,
+        disagg_prefill_pct: p.disagg_prefill_pct,
+        input_tokens,
+        output_tokens,
+        usable_hbm_bytes: platform.usable_hbm_bytes,
+        ttft_idle_s: f64::NAN,
+        prefill_pool_requests_per_s: f64::NAN,
+        stage_bytes: [(0.0, 0.0); 2],
+        workspace: memory::Workspace::new(m, &l),
+    };
+    let context = ctx.kv_admission.held_context(input_tokens, output_tokens);
+    for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
+        *bytes = (
+            s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),
+            memory::kv_bytes_per_sequence(m, l.tp, s.layers, rates.kv_bytes_per_element, context),
+        );
+    }
+    if inst.disagg_prefill_pct > 0 {
+        inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s();
+        inst.prefill_pool_requests_per_s = inst.prefill_requests_per_s();
+    } else {
+        inst.ttft_idle_s = inst.prefill_s();
+    }
+    Ok(inst)
+}
