@@ -275,7 +275,7 @@ pub fn min_instances(
 /// The smallest `n` in `from..=max` for which `ok` holds, given that `ok` holds for every count
 /// above one that passes: `from`, then steps doubling away from it (`from + 1`, `from + 3`,
 /// `from + 7`, ...), then bisection of the last step.
-fn first_passing(from: u32, max: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
+pub fn first_passing(from: u32, max: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
     if from > max {
         return None;
     }

@@ -491,24 +491,16 @@ fn choose<'a>(
     })
 }
 
-/// The largest batch below `batch` that fits the instance's memory (weights, the KV cache its
+/// The largest batch up to `batch` that fits the instance's memory (weights, the KV cache its
 /// admission policy holds, activations), if even one sequence does. Memory grows with the batch,
-/// so bisection finds it.
+/// so the first batch that does not fit is found by galloping search.
 fn largest_fitting_batch(inst: &Instance, batch: u32) -> Option<u32> {
-    let fits = |k: u32| inst.memory(f64::from(k)).fits;
-    if !fits(1) {
-        return None;
+    let too_many = |k: u32| !inst.memory(f64::from(k)).fits;
+    match perf::sizing::first_passing(1, batch, too_many) {
+        None => Some(batch),
+        Some(1) => None,
+        Some(k) => Some(k - 1),
     }
-    let (mut lo, mut hi) = (1, batch);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Some(lo)
 }
 
 /// The knot of an upper-left (interactivity, throughput) frontier just below a target: among
