@@ -88,7 +88,55 @@ pub struct Case {
     pub measurements: Vec<Measurement>,
 }
 
+/// The benchmark harness behind a case, as its `source` names it: what sets how the engine was
+/// driven (its scheduler defaults, the lengths it fed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Harness {
+    /// MLPerf Inference submissions (NVIDIA's TensorRT-LLM harness, vLLM for AMD).
+    MlPerf,
+    /// TensorRT-LLM's published `trtllm-bench` tables and blogs.
+    TensorRtLlm,
+    /// InferenceMAX / InferenceX points.
+    InferenceX,
+    /// Anything else (training papers and tables).
+    Other,
+}
+
+impl Harness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::MlPerf => "MLPerf",
+            Harness::TensorRtLlm => "TensorRT-LLM",
+            Harness::InferenceX => "InferenceMAX",
+            Harness::Other => "other",
+        }
+    }
+}
+
 impl Case {
+    /// The harness the case's source names.
+    pub fn harness(&self) -> Harness {
+        let s = self.source.as_str();
+        if s.starts_with("MLPerf Inference") {
+            Harness::MlPerf
+        } else if s.starts_with("TensorRT-LLM") {
+            Harness::TensorRtLlm
+        } else if s.starts_with("InferenceX") || s.starts_with("InferenceMAX") {
+            Harness::InferenceX
+        } else {
+            Harness::Other
+        }
+    }
+
+    /// The model's family: its catalog id up to the first part that starts with a digit
+    /// (`llama-3.1-70b` is `llama`, `gpt-oss-120b` is `gpt-oss`).
+    pub fn model_family(&self) -> &str {
+        let id = self.setup.model.as_str();
+        id.match_indices('-')
+            .find(|(i, _)| id[i + 1..].starts_with(|c: char| c.is_ascii_digit()))
+            .map_or(id, |(i, _)| &id[..i])
+    }
+
     pub fn measured(&self, metric: &str) -> Option<f64> {
         self.measurements
             .iter()

@@ -19,7 +19,7 @@ use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
 use crate::perf::{self, Context, Instance, Workload};
 
-use super::cases::Case;
+use super::cases::{Case, Harness};
 
 /// Metrics `validate` predicts.
 pub const METRICS: [&str; 6] = [
@@ -315,7 +315,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
 /// tables at its default `GUARANTEED_NO_EVICT`; InferenceX, whose engines are not stated) keep
 /// the sweep default, the whole request.
 fn harness_admission(case: &Case) -> KvAdmission {
-    if case.source.starts_with("MLPerf Inference") {
+    if case.harness() == Harness::MlPerf {
         KvAdmission::OnDemand
     } else {
         KvAdmission::default()
@@ -572,6 +572,9 @@ mod tests {
         assert_eq!(harness_admission(&mlperf), KvAdmission::OnDemand);
         let trtllm = case(&[&row("TensorRT-LLM docs performance/perf-overview.md")]);
         assert_eq!(harness_admission(&trtllm), KvAdmission::WholeRequest);
+        let ix = case(&[&row("InferenceX compare: DeepSeek R1 — B200 vs MI300X")]);
+        assert_eq!(ix.harness(), Harness::InferenceX);
+        assert_eq!(harness_admission(&ix), KvAdmission::WholeRequest);
     }
 
     /// A batch cap far beyond the KV cache runs at the most sequences the cache holds.

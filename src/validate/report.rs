@@ -27,6 +27,13 @@ pub fn pct_error(predicted: f64, measured: f64) -> f64 {
     (predicted / measured - 1.0) * 100.0
 }
 
+/// The throughput metrics, pooled in the error breakdown by harness and by model family.
+pub const THROUGHPUT_METRICS: [&str; 3] = [
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "total_tokens_per_s_per_gpu",
+];
+
 /// Targets per metric: (median, optional p90) absolute % error. Inference: the fidelity
 /// issue; training: the training issue (MFU and TFLOP/s per GPU, median 10 %).
 pub fn target(metric: &str) -> Option<(f64, Option<f64>)> {
@@ -200,6 +207,31 @@ impl Results<'_> {
         out
     }
 
+    /// Absolute % errors of the scored throughput predictions, grouped by `key` of their case:
+    /// `(group, n, median, p90)`, groups in order.
+    pub fn throughput_by<K: Ord>(&self, key: impl Fn(&Case) -> K) -> Vec<(K, usize, f64, f64)> {
+        let mut groups: BTreeMap<K, Vec<f64>> = BTreeMap::new();
+        for (case, outcome) in &self.outcomes {
+            let Ok(p) = outcome else { continue };
+            for (metric, measured, predicted, scored) in &p.values {
+                if *scored && THROUGHPUT_METRICS.contains(&metric.as_str()) {
+                    groups
+                        .entry(key(case))
+                        .or_default()
+                        .push(pct_error(*predicted, *measured).abs());
+                }
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(k, mut abs)| {
+                abs.sort_by(f64::total_cmp);
+                let (median, p90) = (percentile(&abs, 0.5), percentile(&abs, 0.9));
+                (k, abs.len(), median, p90)
+            })
+            .collect()
+    }
+
     /// The summary against the targets, the worst cases, the skipped cases and every prediction,
     /// as Markdown (the generated part of docs/validation.md).
     pub fn markdown(&self) -> String {
@@ -241,6 +273,30 @@ impl Results<'_> {
                     None => "-",
                 }
             );
+        }
+        let _ = writeln!(out, "\n### Throughput by harness and by model family\n");
+        let _ = writeln!(
+            out,
+            "The three throughput metrics ({}) pooled.\n",
+            THROUGHPUT_METRICS.map(|m| format!("`{m}`")).join(", ")
+        );
+        let _ = writeln!(
+            out,
+            "| group | predictions | median abs error | p90 abs error |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|");
+        let by_harness = self.throughput_by(|c| c.harness());
+        let by_family = self.throughput_by(|c| c.model_family().to_string());
+        let rows = by_harness
+            .into_iter()
+            .map(|(h, n, med, p90)| (format!("harness: {}", h.as_str()), n, med, p90))
+            .chain(
+                by_family
+                    .into_iter()
+                    .map(|(f, n, med, p90)| (format!("model: {f}"), n, med, p90)),
+            );
+        for (group, n, median, p90) in rows {
+            let _ = writeln!(out, "| {group} | {n} | {median:.1}% | {p90:.1}% |");
         }
         let _ = writeln!(out, "\n### Worst cases\n");
         let _ = writeln!(out, "| metric | case | error |");
@@ -381,6 +437,81 @@ mod tests {
         assert_eq!(percentile(&v, 0.5), 3.0);
         assert!((percentile(&v, 0.9) - 7.6).abs() < 1e-12);
         assert_eq!(percentile(&[5.0], 0.9), 5.0);
+    }
+
+    /// Throughput errors pool by harness: latency metrics and unscored inputs stay out, and each
+    /// group's median and p90 are of its absolute errors.
+    #[test]
+    fn throughput_pools_by_harness() {
+        use super::super::cases::{self, Harness};
+        use super::super::predict::Chosen;
+        let text = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes
+a,inference,MLPerf Inference v5.1,u,llama-3.1-70b,h200-sxm,8,1,1,,,,fp8,fp8,8,100,100,server,2000,200,,,output_tokens_per_s,100,tokens/s,
+b,inference,TensorRT-LLM docs,u,deepseek-v3,b200,8,1,1,8,,,fp8,fp8,8,100,100,offline,,,,,output_tokens_per_s_per_gpu,100,tokens/s/GPU,
+c,inference,TensorRT-LLM docs,u,gpt-oss-120b,b200,1,1,1,1,,,fp8,fp8,8,100,100,offline,,,,,output_tokens_per_s_per_gpu,200,tokens/s/GPU,";
+        let cs = cases::parse(Path::new("t.csv"), text).unwrap();
+        let chosen = Chosen {
+            gpus: 8,
+            tp: 1,
+            pp: 1,
+            ep: 1,
+            batch: 8,
+            instances: 1,
+            weight_dtype: "fp8".into(),
+            kv_dtype: "fp8".into(),
+        };
+        let prediction = |values: Vec<(&str, f64, f64, bool)>| {
+            Ok(Prediction {
+                chosen: chosen.clone(),
+                values: values
+                    .into_iter()
+                    .map(|(m, measured, predicted, scored)| {
+                        (m.to_string(), measured, predicted, scored)
+                    })
+                    .collect(),
+                notes: Vec::new(),
+            })
+        };
+        let results = Results {
+            outcomes: vec![
+                (
+                    &cs[0],
+                    prediction(vec![
+                        ("output_tokens_per_s", 100.0, 110.0, true),
+                        ("ttft_p99_ms", 100.0, 300.0, true),
+                    ]),
+                ),
+                (
+                    &cs[1],
+                    prediction(vec![("output_tokens_per_s_per_gpu", 100.0, 70.0, true)]),
+                ),
+                (
+                    &cs[2],
+                    prediction(vec![
+                        ("output_tokens_per_s_per_gpu", 200.0, 250.0, true),
+                        ("tokens_per_s_per_user", 10.0, 99.0, false),
+                    ]),
+                ),
+            ],
+        };
+        let by = results.throughput_by(|c| c.harness());
+        assert_eq!(by.len(), 2);
+        let (h, n, median, p90) = by[0];
+        assert_eq!((h, n), (Harness::MlPerf, 1));
+        assert!((median - 10.0).abs() < 1e-9 && (p90 - 10.0).abs() < 1e-9);
+        // |errors| 30 % and 25 %: median 27.5 %, p90 25 + 0.9 x 5 = 29.5 %.
+        let (h, n, median, p90) = by[1];
+        assert_eq!((h, n), (Harness::TensorRtLlm, 2));
+        assert!(
+            (median - 27.5).abs() < 1e-9 && (p90 - 29.5).abs() < 1e-9,
+            "{median} {p90}"
+        );
+        let families: Vec<String> = results
+            .throughput_by(|c| c.model_family().to_string())
+            .into_iter()
+            .map(|g| g.0)
+            .collect();
+        assert_eq!(families, ["deepseek-v3", "gpt-oss", "llama"]);
     }
 
     #[test]
