@@ -222,7 +222,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let admission = harness_admission(case);
     if admission != KvAdmission::default() {
         notes.push(format!(
-            "KV held {} (the harness's scheduler)",
+            "{} (the harness's scheduler)",
             admission.describe()
         ));
     }

@@ -38,9 +38,7 @@ pub const THROUGHPUT_METRICS: [&str; 3] = [
 /// issue; training: the training issue (MFU and TFLOP/s per GPU, median 10 %).
 pub fn target(metric: &str) -> Option<(f64, Option<f64>)> {
     match metric {
-        "output_tokens_per_s" | "output_tokens_per_s_per_gpu" | "total_tokens_per_s_per_gpu" => {
-            Some((15.0, Some(40.0)))
-        }
+        m if THROUGHPUT_METRICS.contains(&m) => Some((15.0, Some(40.0))),
         "ttft_p99_ms" | "tpot_p99_ms" | "tokens_per_s_per_user" => Some((25.0, None)),
         "model_tflops_per_gpu" | "hardware_tflops_per_gpu" | "mfu_pct" | "hfu_pct" => {
             Some((10.0, None))
