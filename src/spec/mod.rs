@@ -2,11 +2,11 @@
 //! whose every id resolves and whose grid is within bounds. Errors are [`UserError`]s naming the
 //! file, line, column, key and value, with a hint. Nothing here evaluates configurations.
 
+mod grid;
 mod plan;
 mod raw;
 mod training;
 
-use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -16,10 +16,10 @@ use toml::Spanned;
 use crate::catalog::{self, Catalog};
 use crate::columns::{LabelValues, Mode, Schema};
 use crate::error::UserError;
-use crate::grid::{Grid, Platform};
+use crate::grid::Grid;
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
-use raw::{IntAxis, Names, RawModeProbe, RawSpec, RawTrainingSpec};
+use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
 
 pub use training::{DEFAULT_TRAINING_OBJECTIVES, TrainingSpec};
 
@@ -31,32 +31,6 @@ pub const MAX_AXIS_VALUES: u64 = 1_000_000;
 
 /// Objectives used when the sweep names none.
 pub const DEFAULT_OBJECTIVES: [&str; 2] = ["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"];
-
-/// Values an integer axis accepts.
-#[derive(Debug, Clone, Copy)]
-struct Bounds {
-    min: u32,
-    max: u32,
-}
-
-/// Racks, degrees, batch sizes: whole numbers from 1.
-const COUNT: Bounds = Bounds {
-    min: 1,
-    max: u32::MAX,
-};
-/// Share of instances in the prefill pool; 0 = aggregated serving.
-const PERCENT: Bounds = Bounds { min: 0, max: 99 };
-/// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
-/// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
-const DRAFT_TOKENS: Bounds = Bounds { min: 0, max: 16 };
-
-/// Axis defaults (docs/sweep-format.md, section 4, "[grid]").
-const DEFAULT_RACKS: &[u32] = &[1];
-const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
-const DEFAULT_PP: &[u32] = &[1];
-const DEFAULT_EP: &[u32] = &[1];
-const DEFAULT_BATCH: &[u32] = &[1, 2, 4, 8, 16, 32, 64, 128, 256];
-const DEFAULT_DTYPE: &str = "bf16";
 
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -723,290 +697,6 @@ impl Loader<'_> {
         }
         Ok(out)
     }
-
-    fn grid(&self, catalog: &Catalog, g: raw::RawGrid, demand: bool) -> Result<Grid, UserError> {
-        let raw::RawGrid {
-            hardware,
-            rack,
-            racks,
-            tp,
-            pp,
-            ep,
-            disagg_prefill_pct,
-            spec_tokens,
-            batch,
-            weight_dtype,
-            kv_dtype,
-            ownership,
-        } = g;
-        if let Some(r) = &racks
-            && matches!(r.get_ref(), IntAxis::Word(w) if w == "auto")
-            && !demand
-        {
-            return Err(self
-                .at(r.span(), "grid.racks: \"auto\" sizes the cluster to [workload.demand], which this sweep does not set")
-                .with_hint("add a [workload.demand] table (e.g. concurrent_users = 1000), or list rack counts"));
-        }
-        let ownership = self.ownership(&ownership)?;
-        let platforms = self.platforms(catalog, &hardware, &rack)?;
-        let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
-        let dtypes = |names: &Option<Names>, key: &str| -> Result<Vec<usize>, UserError> {
-            match names {
-                None => Ok(vec![
-                    catalog
-                        .dtype_index(DEFAULT_DTYPE)
-                        .expect("bf16 is built in"),
-                ]),
-                Some(n) => self.names(
-                    n,
-                    key,
-                    "number format",
-                    |id| catalog.dtype_index(id),
-                    &dtype_ids,
-                    "racksweep catalog dtypes",
-                ),
-            }
-        };
-        Ok(Grid {
-            platforms,
-            weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
-            kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
-            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, COUNT)?,
-            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, COUNT)?,
-            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, COUNT)?,
-            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, COUNT)?,
-            disagg_prefill_pct: self.int_axis(
-                &disagg_prefill_pct,
-                "grid.disagg_prefill_pct",
-                &[0],
-                PERCENT,
-            )?,
-            spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
-            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
-            ownership,
-        })
-    }
-
-    /// `grid.ownership`: how the hardware is paid for (default cloud).
-    fn ownership(
-        &self,
-        ownership: &Option<Names>,
-    ) -> Result<Vec<crate::perf::cost::Ownership>, UserError> {
-        Ok(match ownership {
-            None => vec![crate::perf::cost::Ownership::Cloud],
-            Some(names) => {
-                if names.get_ref().is_empty() {
-                    return Err(self.at(names.span(), "grid.ownership: empty").with_hint(
-                        "list \"cloud\", \"owned\" or both, or remove the key for cloud",
-                    ));
-                }
-                let mut out = Vec::new();
-                for (i, n) in names.get_ref().iter().enumerate() {
-                    let o = crate::perf::cost::Ownership::parse(n.get_ref()).ok_or_else(|| {
-                        self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", n.get_ref()))
-                            .with_hint("use \"cloud\" (GPU-hours at list price) or \"owned\" (capex amortized plus opex)")
-                    })?;
-                    if out.contains(&o) {
-                        return Err(self.at(
-                            n.span(),
-                            format!("grid.ownership[{i}]: \"{}\" appears twice", n.get_ref()),
-                        ));
-                    }
-                    out.push(o);
-                }
-                out
-            }
-        })
-    }
-
-    /// `grid.hardware` and `grid.rack`: each GPU with the listed racks that host it, or with
-    /// its default rack.
-    fn platforms(
-        &self,
-        catalog: &Catalog,
-        hardware: &Names,
-        rack: &Option<Names>,
-    ) -> Result<Vec<Platform>, UserError> {
-        let gpu_ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
-        let gpus = self.names(
-            hardware,
-            "grid.hardware",
-            "GPU",
-            |id| catalog.gpu_index(id),
-            &gpu_ids,
-            "racksweep catalog gpus",
-        )?;
-        let rack_ids: Vec<&str> = catalog.racks.iter().map(|r| r.id.as_str()).collect();
-        Ok(match rack {
-            None => gpus
-                .iter()
-                .map(|&g| Platform {
-                    gpu: g,
-                    rack: catalog
-                        .rack_index(&catalog.gpus[g].default_rack)
-                        .expect("checked default rack"),
-                })
-                .collect(),
-            Some(names) => {
-                let racks = self.names(
-                    names,
-                    "grid.rack",
-                    "rack",
-                    |id| catalog.rack_index(id),
-                    &rack_ids,
-                    "racksweep catalog racks",
-                )?;
-                for (i, &r) in racks.iter().enumerate() {
-                    let hosted = &catalog.racks[r].gpu;
-                    if !gpus.iter().any(|&g| &catalog.gpus[g].id == hosted) {
-                        return Err(self
-                            .at(names.get_ref()[i].span(), format!("grid.rack[{i}]: \"{}\" hosts {hosted}, which is not in grid.hardware", catalog.racks[r].id))
-                            .with_hint(format!("add \"{hosted}\" to grid.hardware or drop this rack")));
-                    }
-                }
-                // Each GPU pairs with the listed racks that host it, or with its default rack.
-                let mut platforms = Vec::new();
-                for &g in &gpus {
-                    let mut mine: Vec<usize> = racks
-                        .iter()
-                        .copied()
-                        .filter(|&r| catalog.racks[r].gpu == catalog.gpus[g].id)
-                        .collect();
-                    if mine.is_empty() {
-                        mine.push(
-                            catalog
-                                .rack_index(&catalog.gpus[g].default_rack)
-                                .expect("checked default rack"),
-                        );
-                    }
-                    platforms.extend(mine.into_iter().map(|r| Platform { gpu: g, rack: r }));
-                }
-                platforms
-            }
-        })
-    }
-
-    fn in_bounds(&self, v: &Spanned<i64>, key: &str, bounds: Bounds) -> Result<u32, UserError> {
-        let x = *v.get_ref();
-        if x < i64::from(bounds.min) {
-            return Err(self.at(
-                v.span(),
-                format!("{key}: {x} must be at least {}", bounds.min),
-            ));
-        }
-        if x > i64::from(bounds.max) {
-            return Err(self.at(
-                v.span(),
-                format!("{key}: {x} is larger than {}", bounds.max),
-            ));
-        }
-        Ok(x as u32)
-    }
-
-    fn int_axis(
-        &self,
-        axis: &Option<Spanned<IntAxis>>,
-        key: &str,
-        default: &[u32],
-        bounds: Bounds,
-    ) -> Result<Vec<u32>, UserError> {
-        let Some(axis) = axis else {
-            return Ok(default.to_vec());
-        };
-        let values = match axis.get_ref() {
-            IntAxis::List(list) => {
-                if list.is_empty() {
-                    return Err(self
-                        .at(axis.span(), format!("{key}: empty"))
-                        .with_hint("list at least one value, or remove the key for the default"));
-                }
-                if list.len() as u64 > MAX_AXIS_VALUES {
-                    let n = thousands(list.len() as u64);
-                    let max = thousands(MAX_AXIS_VALUES);
-                    return Err(self.at(axis.span(), format!("{key}: {n} values, more than {max}")));
-                }
-                let mut seen = HashSet::new();
-                let mut out = Vec::with_capacity(list.len());
-                for (i, v) in list.iter().enumerate() {
-                    let x = self.in_bounds(v, &format!("{key}[{i}]"), bounds)?;
-                    if !seen.insert(x) {
-                        return Err(self.at(v.span(), format!("{key}[{i}]: {x} appears twice")));
-                    }
-                    out.push(x);
-                }
-                out
-            }
-            IntAxis::Word(w) if key == "grid.racks" && w == "auto" => {
-                vec![crate::perf::cluster::AUTO_RACKS]
-            }
-            IntAxis::Word(w) => {
-                let hint = if key == "grid.racks" {
-                    "a list of rack counts, a range, or \"auto\" to size the cluster to the demand"
-                } else {
-                    "a list of integers, or a range { from, to, step } / { from, to, factor }"
-                };
-                return Err(self
-                    .at(axis.span(), format!("{key}: \"{w}\" is not a number"))
-                    .with_hint(hint));
-            }
-            IntAxis::Range(r) => {
-                let from = self.in_bounds(&r.from, &format!("{key}.from"), bounds)?;
-                let to = self.in_bounds(&r.to, &format!("{key}.to"), bounds)?;
-                if to < from {
-                    return Err(self.at(
-                        r.to.span(),
-                        format!("{key}.to: {to} is less than from ({from})"),
-                    ));
-                }
-                match (&r.step, &r.factor) {
-                    (Some(step), None) => {
-                        let step = self.in_bounds(step, &format!("{key}.step"), COUNT)?;
-                        let count = u64::from((to - from) / step) + 1;
-                        if count > MAX_AXIS_VALUES {
-                            return Err(self
-                                .at(
-                                    axis.span(),
-                                    format!(
-                                        "{key}: the range has {} values, more than {}",
-                                        thousands(count),
-                                        thousands(MAX_AXIS_VALUES)
-                                    ),
-                                )
-                                .with_hint("use a larger step or a factor"));
-                        }
-                        (0..count).map(|i| from + (i as u32) * step).collect()
-                    }
-                    (None, Some(factor)) => {
-                        let f = *factor.get_ref();
-                        if f < 2 {
-                            return Err(self.at(
-                                factor.span(),
-                                format!("{key}.factor: {f} must be at least 2"),
-                            ));
-                        }
-                        if from == 0 {
-                            return Err(self.at(
-                                r.from.span(),
-                                format!("{key}.from: a factor range starts at 1 or more"),
-                            ));
-                        }
-                        let f = u64::try_from(f).unwrap_or(u64::MAX);
-                        let mut out = Vec::new();
-                        let mut v = u64::from(from);
-                        while v <= u64::from(to) {
-                            out.push(v as u32);
-                            v = v.saturating_mul(f);
-                        }
-                        out
-                    }
-                    _ => {
-                        return Err(self.at(axis.span(), format!("{key}: a range needs exactly one of step or factor")).with_hint("e.g. { from = 1, to = 64, step = 1 } or { from = 1, to = 512, factor = 2 }"));
-                    }
-                }
-            }
-        };
-        Ok(values)
-    }
 }
 
 /// `1234567` as `1,234,567`.
@@ -1024,6 +714,7 @@ pub fn thousands(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::grid::{DEFAULT_BATCH, DEFAULT_TP};
     use super::*;
 
     const MINIMAL: &str = r#"

@@ -13,8 +13,9 @@ use crate::pareto::{Constraint, Objective};
 use crate::train::grid::{Scale, TrainGrid};
 use crate::train::{self, Precision, Recompute};
 
+use super::Loader;
+use super::grid::{Bounds, COUNT};
 use super::raw::{IntAxis, Names, RawTrainingGrid, RawTrainingSpec};
-use super::{Bounds, COUNT, Loader};
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
