@@ -632,7 +632,7 @@ batch = [64]
     /// pool's wait and the KV transfer to the decode instance's slot wait.
     #[test]
     fn sized_latencies_are_the_serving_models() {
-        use super::super::serving::{self, P99, Spread};
+        use super::super::serving::{self, P99};
         let spec = sweep("concurrent_users = 3000", "");
         let ctx = spec.context();
         let s = &ctx.plan.settings;
@@ -658,7 +658,7 @@ batch = [64]
             let rate = served.demand_requests_per_s / f64::from(pools.decode);
             let occ = serving::occupancy(&speeds, rate).unwrap();
             if pools.prefill == 0 {
-                let sv = serving::at_rate_with(&inst, &speeds, rate, Spread::of(s)).unwrap();
+                let sv = serving::at_rate_with(&inst, &speeds, rate, s.spread()).unwrap();
                 assert_eq!(served.ttft_s[P99], sv.ttft_p99_s);
                 assert_eq!(served.ttft_s[0], sv.ttft_s(&inst, 0));
                 assert_eq!(served.tpot_p99_s, sv.tpot_p99_s);

@@ -35,7 +35,6 @@ use super::Instance;
 use super::latency;
 use super::memory::MAX_NUM_TOKENS;
 use super::queue::standard_normal_quantile;
-use super::sizing::Settings;
 
 /// Percentiles of the first-token latency columns.
 pub const PERCENTILES: [f64; 3] = [0.5, 0.95, 0.99];
@@ -58,14 +57,6 @@ impl Spread {
         prompt_cv2: 1.0,
         slot_variability: 1.0,
     };
-
-    /// The workload's spreads (`input_tokens_cv`, `output_tokens_cv`).
-    pub fn of(s: &Settings) -> Spread {
-        Spread {
-            prompt_cv2: (2.0 * s.prefill_variability - 1.0).max(0.0),
-            slot_variability: s.decode_variability,
-        }
-    }
 }
 
 /// Latency limits a rate must meet (99th percentiles); `None` = no limit.
@@ -509,7 +500,7 @@ pub fn at_rate_with(
 /// grow with load), or `None` when even a trickle of requests misses them.
 pub fn max_rate(inst: &Instance, max_batch: f64, limits: &Limits) -> Option<Serving> {
     let speeds = Speeds::new(inst, max_batch);
-    let spread = Spread::of(&inst.ctx.plan.settings);
+    let spread = inst.ctx.plan.settings.spread();
     let capacity = speeds.capacity_per_s();
     let (mut lo, mut hi) = (0.0, capacity);
     let mut best = None;

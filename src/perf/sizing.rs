@@ -51,6 +51,17 @@ pub struct Settings {
     pub slo: Slo,
 }
 
+impl Settings {
+    /// The workload's spreads (`input_tokens_cv`, `output_tokens_cv`) as the serving model's
+    /// queues take them.
+    pub fn spread(&self) -> Spread {
+        Spread {
+            prompt_cv2: (2.0 * self.prefill_variability - 1.0).max(0.0),
+            slot_variability: self.decode_variability,
+        }
+    }
+}
+
 /// Squared coefficient of variation to the Allen-Cunneen variability with Poisson arrivals.
 pub fn variability(cv: f64) -> f64 {
     (1.0 + cv * cv) / 2.0
@@ -214,7 +225,7 @@ pub fn serve(
         Offload::default()
     };
 
-    let queued = latencies(unit, speeds, pools, lambda, Spread::of(s), p99_only);
+    let queued = latencies(unit, speeds, pools, lambda, s.spread(), p99_only);
     let reload = |i: usize| offload.reload_quantile_s(PERCENTILES[i]);
     let ttft_s = match &queued {
         Some(l) => [0, 1, 2].map(|i| l.ttft_s[i] + reload(i)),
@@ -263,7 +274,7 @@ pub fn min_instances(
             return false;
         };
         if !slo {
-            return latencies(unit, speeds, pools, lambda, Spread::of(s), true).is_some();
+            return latencies(unit, speeds, pools, lambda, s.spread(), true).is_some();
         }
         let served = serve(unit, speeds, pools, load, s, tiers, true);
         served.demand_met && served.meets_slo

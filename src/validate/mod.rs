@@ -50,7 +50,17 @@ pub fn predict_all<'a>(cases: &'a [cases::Case], catalog: &Catalog) -> Results<'
     Results {
         outcomes: cases
             .par_iter()
-            .map(|c| (c, predict::predict(c, catalog)))
+            .map(|c| (c, predict_case(c, catalog)))
             .collect(),
+    }
+}
+
+/// Predicts one case with the model its kind names: inference (`predict`) or training
+/// (`train`), or says why it cannot be modelled.
+pub fn predict_case(case: &cases::Case, catalog: &Catalog) -> Result<predict::Prediction, String> {
+    match case.setup.kind.as_str() {
+        "inference" => predict::predict(case, catalog),
+        "training" => train::predict(case, catalog),
+        other => Err(format!("unknown kind \"{other}\"")),
     }
 }

@@ -7,8 +7,7 @@
 //! - `server`, `interactive`: the highest throughput whose predicted p99 TTFT and TPOT meet the
 //!   case's limits (serving model), latencies predicted at that operating point;
 //! - `at-interactivity`: the highest tokens/s/GPU at or above the measured tokens/s/user;
-//! - `min-latency`: the lowest time per output token;
-//! - `training`: the training model (`validate::train`).
+//! - `min-latency`: the lowest time per output token.
 //!
 //! A batch cap the KV cache cannot hold runs at the most sequences it holds, and the KV
 //! admission policy is the one of the harness the case's source names (`harness_admission`).
@@ -84,15 +83,9 @@ pub fn model<'a>(case: &Case, catalog: &'a Catalog) -> Result<&'a crate::catalog
     Ok(model)
 }
 
-/// Predicts a case, or says why it cannot be modelled.
+/// Predicts an inference case, or says why it cannot be modelled.
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let s = &case.setup;
-    if s.kind == "training" {
-        return super::train::predict(case, catalog);
-    }
-    if s.kind != "inference" {
-        return Err(format!("unknown kind \"{}\"", s.kind));
-    }
     let model = model(case, catalog)?;
     let gpu_index = catalog
         .gpu_index(&s.hardware)
