@@ -64,3 +64,21 @@ pub fn predict_case(case: &cases::Case, catalog: &Catalog) -> Result<predict::Pr
         other => Err(format!("unknown kind \"{other}\"")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case of a kind no model predicts is skipped with a reason naming the kind.
+    #[test]
+    fn unknown_kind_is_skipped_with_its_name() {
+        let text = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes
+c,finetuning,s,u,llama-3.1-70b,h100-sxm,8,8,1,,,,bf16,,,,,training,,,,,mfu_pct,40,%,";
+        let case = cases::parse(Path::new("t.csv"), text).unwrap().remove(0);
+        let catalog = Catalog::builtin().unwrap();
+        assert_eq!(
+            predict_case(&case, &catalog).unwrap_err(),
+            "unknown kind \"finetuning\""
+        );
+    }
+}
