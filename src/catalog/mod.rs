@@ -7,6 +7,7 @@ pub mod economics;
 pub mod gpu;
 pub mod model;
 pub mod rack;
+pub mod training;
 
 use serde::Deserialize;
 
@@ -103,7 +104,7 @@ pub struct Catalog {
     pub calibration: Calibration,
     pub economics: Economics,
     /// Global factors of the training model.
-    pub training: crate::train::Factors,
+    pub training: training::Factors,
 }
 
 #[derive(Deserialize)]
@@ -145,7 +146,7 @@ impl Catalog {
                 .map_err(|e| format!("built-in calibration.toml: {e}"))?,
             economics: Economics::parse(ECONOMICS_TOML)
                 .map_err(|e| format!("built-in economics.toml: {e}"))?,
-            training: crate::train::Factors::builtin(),
+            training: training::Factors::builtin(),
         };
         for gpu in &catalog.gpus {
             catalog

@@ -157,15 +157,6 @@ impl Model {
         self.expert_groups.zip(self.expert_groups_per_token)
     }
 
-    /// The routing its expert all-to-all sees.
-    pub fn routing(&self) -> crate::perf::comm::Routing {
-        crate::perf::comm::Routing {
-            experts: self.experts(),
-            experts_per_token: self.experts_per_token(),
-            groups: self.routing_groups(),
-        }
-    }
-
     /// Parameter counts from the layer shapes; `None` when the vocabulary is unknown.
     pub fn param_counts(&self) -> Option<ParamCounts> {
         let h = f64::from(self.hidden);

@@ -10,6 +10,8 @@
 //! the other `n-1` buffers in a single step (TensorRT-LLM `customAllReduce` one-shot kernel); the
 //! engine takes whichever is faster, and so do we.
 
+use crate::catalog::Model;
+
 use super::layout::Tier;
 
 /// Seconds to all-reduce `bytes` (the message each GPU holds) across `n` GPUs on `tier`.
@@ -74,6 +76,15 @@ pub struct Routing {
 }
 
 impl Routing {
+    /// A catalog model's routing.
+    pub fn of(model: &Model) -> Routing {
+        Routing {
+            experts: model.experts(),
+            experts_per_token: model.experts_per_token(),
+            groups: model.routing_groups(),
+        }
+    }
+
     /// Expected number of scale-up domains, other than the token's own, that a token's
     /// `experts_per_token` routed experts land in, when an expert-parallel group spreads the model's
     /// experts evenly over `domains` domains (consecutive experts on consecutive domains) and the

@@ -2,10 +2,7 @@
 //! failure rate, the checkpoint interval that minimizes lost time (Young 1974; Daly 2006), and
 //! the resulting goodput.
 
-/// Unexpected interruptions per GPU-hour: 419 unexpected interruptions in a 54-day snapshot of
-/// Llama 3 405B pre-training on up to 16,384 H100 GPUs (Dubey et al. 2024, "The Llama 3 Herd of
-/// Models", arXiv:2407.21783, section 3.3.4 and Table 5), i.e. 419 / (54 x 24 x 16,384).
-pub const FAILURES_PER_GPU_HOUR: f64 = 419.0 / (54.0 * 24.0 * 16_384.0);
+pub use crate::catalog::training::FAILURES_PER_GPU_HOUR;
 
 /// Reliability of one job.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

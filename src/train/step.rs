@@ -4,7 +4,9 @@
 //! Collectives use the alpha-beta costs of `perf::comm` on the tier each group spans.
 
 use crate::catalog::Model;
-use crate::perf::comm::{ExpertExchange, all_reduce_s, point_to_point_s, reduce_scatter_s};
+use crate::perf::comm::{
+    ExpertExchange, Routing, all_reduce_s, point_to_point_s, reduce_scatter_s,
+};
 use crate::perf::layout::Tier;
 
 use super::flops::ForwardFlops;
@@ -154,7 +156,7 @@ fn expert_a2a_s(
     r: &Rates,
 ) -> f64 {
     let local = (r.domain_gpus / stride).max(1);
-    ExpertExchange::new(&model.routing(), ep, local).time_s(
+    ExpertExchange::new(&Routing::of(model), ep, local).time_s(
         tokens,
         f64::from(model.hidden) * bytes_per_element,
         [r.tier(stride * ep), r.scaleup, r.scaleout],
@@ -444,44 +446,45 @@ mod tests {
         // C(8,2) = 28 pairs, so 12/28 x 1 + 16/28 x 2 = 44/28 domains, of which the other one
         // is hit with chance 1 - 6/28 = 11/14.
         close(
-            moe(8, 2, None).routing().expected_remote_domains(2.0),
+            Routing::of(&moe(8, 2, None)).expected_remote_domains(2.0),
             11.0 / 14.0,
         );
-        close(moe(8, 2, None).routing().expected_remote_domains(1.0), 0.0);
+        close(
+            Routing::of(&moe(8, 2, None)).expected_remote_domains(1.0),
+            0.0,
+        );
         // One expert per domain: every expert is its own domain, k distinct domains of 8, so
         // k x 7/8 remote ones, with or without groups (4 groups of 2 experts, 2 per token:
         // a reached group holds 1 or 2 of the token's 3 experts).
         close(
-            moe(8, 3, None).routing().expected_remote_domains(8.0),
+            Routing::of(&moe(8, 3, None)).expected_remote_domains(8.0),
             3.0 * 7.0 / 8.0,
         );
         close(
-            moe(8, 3, Some((4, 2)))
-                .routing()
-                .expected_remote_domains(8.0),
+            Routing::of(&moe(8, 3, Some((4, 2)))).expected_remote_domains(8.0),
             3.0 * 7.0 / 8.0,
         );
         // DeepSeek-V3 (256 experts, 8 per token, at most 4 of 8 groups): one group per domain
         // at ep 64 over 8 domains, so the token reaches 4 domains: its own with chance 1/2,
         // 3.5 others.
         let dsv3 = moe(256, 8, Some((8, 4)));
-        close(dsv3.routing().expected_remote_domains(8.0), 3.5);
+        close(Routing::of(&dsv3).expected_remote_domains(8.0), 3.5);
         // Two groups per domain (4 domains): a domain is missed when all 4 groups come from
         // the other 6, C(6,4)/C(8,4) = 15/70; 3 x 55/70 others.
         close(
-            dsv3.routing().expected_remote_domains(4.0),
+            Routing::of(&dsv3).expected_remote_domains(4.0),
             3.0 * 55.0 / 70.0,
         );
         // Two domains per group (16 domains of 16 experts): a group is reached with chance
         // 1/2 and then holds 2 of its 32 experts, both in the other half with chance
         // C(16,2)/C(32,2) = 15/62: 15 x 1/2 x 47/62.
         close(
-            dsv3.routing().expected_remote_domains(16.0),
+            Routing::of(&dsv3).expected_remote_domains(16.0),
             15.0 * 0.5 * 47.0 / 62.0,
         );
         // Without the limit, 8 of 256 experts over 8 domains reach 1 - C(224,8)/C(256,8) of
         // each: about 4.6 others, and the limit is what brings it to 3.5.
-        let free = moe(256, 8, None).routing().expected_remote_domains(8.0);
+        let free = Routing::of(&moe(256, 8, None)).expected_remote_domains(8.0);
         assert!((free - 4.63).abs() < 0.01, "{free}");
     }
 
