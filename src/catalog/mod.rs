@@ -64,24 +64,9 @@ impl Calibration {
 
     pub fn parse(text: &str) -> Result<Calibration, String> {
         let c: Calibration = toml::from_str(text).map_err(|e| e.to_string())?;
-        if !(c.gemm_half_rows.is_finite() && c.gemm_half_rows >= 0.0) {
-            return Err(format!(
-                "gemm_half_rows: {} must be zero or positive",
-                c.gemm_half_rows
-            ));
-        }
-        if !(c.step_overhead_ms.is_finite() && c.step_overhead_ms >= 0.0) {
-            return Err(format!(
-                "step_overhead_ms: {} must be zero or positive",
-                c.step_overhead_ms
-            ));
-        }
-        if !(c.prompt_length_cv.is_finite() && c.prompt_length_cv >= 0.0) {
-            return Err(format!(
-                "prompt_length_cv: {} must be zero or positive",
-                c.prompt_length_cv
-            ));
-        }
+        non_negative("gemm_half_rows", c.gemm_half_rows)?;
+        non_negative("step_overhead_ms", c.step_overhead_ms)?;
+        non_negative("prompt_length_cv", c.prompt_length_cv)?;
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),
             ("serving_gemm_efficiency_fp4", c.serving_gemm_efficiency_fp4),
@@ -485,6 +470,15 @@ fn positive(key: &str, value: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{key}: {value} must be positive"))
+    }
+}
+
+/// `Ok` when `value` is finite and zero or more; the error names the key and value.
+fn non_negative(key: &str, value: f64) -> Result<(), String> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key}: {value} must be zero or positive"))
     }
 }
 

@@ -47,24 +47,14 @@ impl Factors {
                 return Err(format!("{key}: {v} must be between 0 and 1"));
             }
         }
-        if !(f.gemm_half_width.is_finite() && f.gemm_half_width >= 0.0) {
-            return Err(format!(
-                "gemm_half_width: {} must be zero or positive",
-                f.gemm_half_width
-            ));
-        }
+        super::non_negative("gemm_half_width", f.gemm_half_width)?;
         if !(f.failures_per_gpu_hour.is_finite() && f.failures_per_gpu_hour > 0.0) {
             return Err(format!(
                 "failures_per_gpu_hour: {} must be positive",
                 f.failures_per_gpu_hour
             ));
         }
-        if !(f.restart_minutes.is_finite() && f.restart_minutes >= 0.0) {
-            return Err(format!(
-                "restart_minutes: {} must be zero or positive",
-                f.restart_minutes
-            ));
-        }
+        super::non_negative("restart_minutes", f.restart_minutes)?;
         Ok(f)
     }
 }
