@@ -598,6 +598,18 @@ mod tests {
         let on_demand = predict(&case(&[&row("MLPerf Inference v5.1")]), &catalog).unwrap();
         let ratio = f64::from(on_demand.chosen.batch) / f64::from(k);
         assert!((ratio - 4.0 / 3.0).abs() < 0.03, "{ratio}");
+        // At the boundary: a cap of k + 1 runs k, a cap of k runs k as given, k - 1 runs k - 1.
+        let at_cap = |cap: u32| {
+            let row = format!(
+                "c,inference,TensorRT-LLM docs,u,llama-3.1-70b,h200-sxm,1,1,1,1,,,fp8,fp8,{cap},1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,"
+            );
+            let p = predict(&case(&[&row]), &catalog).unwrap();
+            let limited = p.notes.iter().any(|n| n.contains("does not fit"));
+            (p.chosen.batch, limited)
+        };
+        assert_eq!(at_cap(k + 1), (k, true));
+        assert_eq!(at_cap(k), (k, false));
+        assert_eq!(at_cap(k - 1), (k - 1, false));
     }
 
     /// An InferenceX point measures one deployment holding `conc` requests: the chosen instance
