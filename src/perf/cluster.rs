@@ -7,6 +7,7 @@ use crate::catalog::Rack;
 use crate::grid::Point;
 
 use super::cost::{self, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
+use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::unit::Unit;
 use super::{Context, Estimate, Instance, Reason, instance_serving};
@@ -31,12 +32,36 @@ pub struct Placements<'a> {
     phases: Vec<Result<Instance<'a>, Estimate>>,
     /// The last point with ownership cleared, its racks, and its unpriced estimate.
     unpriced: Option<(Point, u32, Result<Unpriced, Estimate>)>,
+    /// Decode speeds per phase that automatic sizing timed, and the point (ownership cleared,
+    /// at the rack count it chose) whose instances run at them.
+    timed: Timed,
+}
+
+/// Decode speeds of each phase's instance, valid for one point.
+#[derive(Debug, Default)]
+struct Timed {
+    point: Option<Point>,
+    speeds: Vec<Speeds>,
+}
+
+impl Timed {
+    /// The speeds of phase `i` if they were timed for `p`.
+    fn for_point(&self, p: &Point, i: usize) -> Option<&Speeds> {
+        (self.point == Some(Point { ownership: 0, ..*p }))
+            .then(|| self.speeds.get(i))
+            .flatten()
+    }
 }
 
 impl<'a> Placements<'a> {
-    /// The instance of every phase for `p`'s placement.
+    /// The instance of every phase for `p`'s placement, and beside them the speeds automatic
+    /// sizing timed.
     #[inline]
-    fn get(&mut self, ctx: &'a Context, p: &Point) -> &[Result<Instance<'a>, Estimate>] {
+    fn get(
+        &mut self,
+        ctx: &'a Context,
+        p: &Point,
+    ) -> (&[Result<Instance<'a>, Estimate>], &mut Timed) {
         let key = Point {
             batch: 0,
             ownership: 0,
@@ -51,7 +76,7 @@ impl<'a> Placements<'a> {
             );
             self.key = Some(key);
         }
-        &self.phases
+        (&self.phases, &mut self.timed)
     }
 }
 
@@ -141,7 +166,10 @@ fn auto_racks<'a>(
         let q = Point { racks, ..*p };
         let mut needed = 0u64;
         let mut layout = None;
-        for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, &q)) {
+        let (phases, timed) = placements.get(ctx, &q);
+        timed.point = None;
+        timed.speeds.clear();
+        for (phase, inst) in ctx.phases.iter().zip(phases) {
             let inst = inst.as_ref().map_err(|e| *e)?;
             let unit = Unit::new(inst, p.batch)?;
             let l = inst.layout;
@@ -149,10 +177,11 @@ fn auto_racks<'a>(
             let max_instances = (u64::from(MAX_AUTO_RACKS) * u64::from(rack.gpus_per_rack())
                 / u64::from(l.gpus_per_instance)) as u32;
             let s = &ctx.plan.settings;
-            let speeds = sizing::speeds(&unit);
+            timed.speeds.push(sizing::speeds(&unit));
+            let speeds = timed.speeds.last().expect("just pushed");
             let instances = sizing::min_instances(
                 &unit,
-                &speeds,
+                speeds,
                 &phase.load,
                 s,
                 &platform.tiers,
@@ -161,7 +190,7 @@ fn auto_racks<'a>(
             )
             .or_else(|_| {
                 let tiers = &platform.tiers;
-                sizing::min_instances(&unit, &speeds, &phase.load, s, tiers, max_instances, false)
+                sizing::min_instances(&unit, speeds, &phase.load, s, tiers, max_instances, false)
             })
             .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
             needed = needed.max(racks_for(rack, l.stage_gpus, l.pp, instances));
@@ -175,6 +204,12 @@ fn auto_racks<'a>(
                 .is_ok_and(|big| big.pp_hops_scaleout == l.pp_hops_scaleout)
         });
         if same_speed || needed == racks {
+            // The instances at `needed` racks decode at the speeds just timed.
+            timed.point = Some(Point {
+                racks: needed,
+                ownership: 0,
+                ..*p
+            });
             return Ok(needed);
         }
         racks = needed;
@@ -252,7 +287,8 @@ fn at_racks<'a>(
     let (mut utilization, mut users_supported) = (0.0_f64, f64::INFINITY);
     let (mut demand_met, mut meets_slo) = (true, true);
     let mut storage_servers = 0.0_f64;
-    for (phase, inst) in ctx.phases.iter().zip(placements.get(ctx, p)) {
+    let (phases, timed) = placements.get(ctx, p);
+    for (i, (phase, inst)) in ctx.phases.iter().zip(phases).enumerate() {
         let inst = inst.as_ref().map_err(|e| *e)?;
         let l = inst.layout;
         if power.over_budget(1.0) {
@@ -269,10 +305,17 @@ fn at_racks<'a>(
         let w = phase.weight;
         let active_gpus = f64::from(l.instances * l.gpus_per_instance);
         let served: Option<Served> = plan.demand.then(|| {
-            let speeds = sizing::speeds(&unit);
+            let fresh;
+            let speeds = match timed.for_point(p, i) {
+                Some(speeds) => speeds,
+                None => {
+                    fresh = sizing::speeds(&unit);
+                    &fresh
+                }
+            };
             sizing::serve(
                 &unit,
-                &speeds,
+                speeds,
                 pools,
                 &phase.load,
                 &plan.settings,
@@ -510,6 +553,38 @@ ownership = ["cloud", "owned"]
             assert!(
                 feasible > 0 && repriced * 2 == feasible,
                 "{feasible} {repriced}"
+            );
+        }
+    }
+
+    /// The decode speeds automatic sizing timed serve the rack count it chose exactly as speeds
+    /// timed afresh there would: with the hand-off withheld, every sized point is the same. The
+    /// hand-off is taken for most points (the speeds would otherwise be timed twice).
+    #[test]
+    fn sized_speeds_handed_on_equal_speeds_timed_afresh() {
+        for (demand, slo) in [
+            ("concurrent_users = 3000", "ttft_p99_ms = 300"),
+            ("requests_per_s = 40", ""),
+        ] {
+            let spec = sweep(demand, slo);
+            let ctx = spec.context();
+            let (mut compared, mut handed_on) = (0, 0);
+            for (_, p) in spec.grid.range(0, spec.grid.len()) {
+                let mut placements = Placements::default();
+                let Ok(racks) = auto_racks(&ctx, &p, &mut placements) else {
+                    continue;
+                };
+                let q = Point { racks, ..p };
+                handed_on += usize::from(placements.timed.for_point(&q, 0).is_some());
+                let with = at_racks(&ctx, &q, &mut placements).map(|u| u.estimate);
+                placements.timed = Timed::default();
+                let without = at_racks(&ctx, &q, &mut placements).map(|u| u.estimate);
+                assert_eq!(format!("{with:?}"), format!("{without:?}"), "{p:?}");
+                compared += 1;
+            }
+            assert!(
+                compared > 0 && handed_on * 2 > compared,
+                "{compared} {handed_on}"
             );
         }
     }
