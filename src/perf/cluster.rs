@@ -47,9 +47,8 @@ struct Timed {
 impl Timed {
     /// The speeds of phase `i` if they were timed for `p`.
     fn for_point(&self, p: &Point, i: usize) -> Option<&Speeds> {
-        (self.point == Some(Point { ownership: 0, ..*p }))
-            .then(|| self.speeds.get(i))
-            .flatten()
+        let timed_for_p = self.point == Some(Point { ownership: 0, ..*p });
+        self.speeds.get(i).filter(|_| timed_for_p)
     }
 }
 
@@ -521,15 +520,19 @@ ownership = ["cloud", "owned"]
         }
     }
 
+    /// Demands (and SLOs) under which the caches are checked: users with an SLO, and a request
+    /// rate without one.
+    const SIZED_CASES: [(&str, &str); 2] = [
+        ("concurrent_users = 3000", "ttft_p99_ms = 300"),
+        ("requests_per_s = 40", ""),
+    ];
+
     /// Evaluating the grid in order with one worker's caches (a placement per batch run, the
     /// unpriced estimate per ownership run) gives every point exactly what a fresh evaluation
     /// gives: the caches only skip work.
     #[test]
     fn cached_evaluation_equals_fresh_evaluation() {
-        for (demand, slo) in [
-            ("concurrent_users = 3000", "ttft_p99_ms = 300"),
-            ("requests_per_s = 40", ""),
-        ] {
+        for (demand, slo) in SIZED_CASES {
             let spec = sweep(demand, slo);
             let ctx = spec.context();
             let mut placements = Placements::default();
@@ -562,10 +565,7 @@ ownership = ["cloud", "owned"]
     /// hand-off is taken for most points (the speeds would otherwise be timed twice).
     #[test]
     fn sized_speeds_handed_on_equal_speeds_timed_afresh() {
-        for (demand, slo) in [
-            ("concurrent_users = 3000", "ttft_p99_ms = 300"),
-            ("requests_per_s = 40", ""),
-        ] {
+        for (demand, slo) in SIZED_CASES {
             let spec = sweep(demand, slo);
             let ctx = spec.context();
             let (mut compared, mut handed_on) = (0, 0);
