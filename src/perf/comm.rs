@@ -31,6 +31,34 @@ pub fn all_reduce_s(n: u32, bytes: f64, tier: Tier, one_shot: bool) -> f64 {
     }
 }
 
+/// Seconds to all-reduce `bytes` across a tensor-parallel group of `n` GPUs whose scale-up
+/// domains hold `domain` GPUs each. Inside one domain, [`all_reduce_s`] on `up`. A group of whole
+/// domains (`n` a multiple of `domain`, as [`super::layout::place`] requires) all-reduces
+/// hierarchically: a ring reduce-scatter inside each domain, a ring all-reduce of each GPU's
+/// `1/domain` slice across the `n / domain` domains over its own NIC, and a ring all-gather inside
+/// the domain, under one launch (Jia et al. 2018, "Highly Scalable Deep Learning Training System
+/// with Mixed-Precision", arXiv:1807.11205, section 3.3; each phase costed as in Thakur et al.
+/// 2005).
+pub fn group_all_reduce_s(
+    n: u32,
+    domain: u32,
+    bytes: f64,
+    up: Tier,
+    out: Tier,
+    one_shot: bool,
+) -> f64 {
+    if n <= domain {
+        return all_reduce_s(n, bytes, up, one_shot);
+    }
+    let d = f64::from(domain);
+    let domains = f64::from(n / domain);
+    up.launch_s
+        + 2.0 * (d - 1.0) * up.alpha_s
+        + 2.0 * (d - 1.0) / d * bytes / up.bytes_per_s
+        + 2.0 * (domains - 1.0) * out.alpha_s
+        + 2.0 * (domains - 1.0) / domains * bytes / d / out.bytes_per_s
+}
+
 /// Seconds for a ring reduce-scatter of `bytes` (the whole buffer) across `n` GPUs on `tier`:
 /// the first half of the ring all-reduce, `n - 1` steps moving `(n-1)/n` of the buffer. A ring
 /// all-gather of the same buffer costs the same (Thakur et al. 2005).
@@ -239,6 +267,25 @@ mod tests {
         assert!((t - (5e-6 + 1e-6 + 7.0 * bytes / 400e9)).abs() < 1e-12);
         assert!(t < all_reduce_s(8, bytes, NVLINK, false));
         assert_eq!(all_reduce_s(1, bytes, NVLINK, true), 0.0);
+    }
+
+    /// 1 MB over 16 GPUs in two domains of 8: reduce-scatter and all-gather inside the domain
+    /// move 2 x 7/8 MB at 400 GB/s (4.375 us) in 14 alpha steps, the slices of 1/8 MB cross
+    /// InfiniBand in a two-member ring, 2 x 1/2 x 125 kB at 50 GB/s (2.5 us) in 2 alpha steps;
+    /// one launch. Inside one domain it is the plain all-reduce.
+    #[test]
+    fn all_reduce_across_domains_is_hierarchical() {
+        let t = group_all_reduce_s(16, 8, 1e6, NVLINK, IB, true);
+        let by_hand = 5e-6 + 14.0 * 1e-6 + 1.75e6 / 400e9 + 2.0 * 5e-6 + 1.25e5 / 50e9;
+        assert!((t - by_hand).abs() < 1e-15, "{t} vs {by_hand}");
+        assert_eq!(
+            group_all_reduce_s(8, 8, 1e6, NVLINK, IB, true),
+            all_reduce_s(8, 1e6, NVLINK, true)
+        );
+        // Four domains: 6 alpha steps and 2 x 3/4 of the slice on InfiniBand.
+        let t4 = group_all_reduce_s(32, 8, 1e6, NVLINK, IB, true);
+        let by_hand = 5e-6 + 14.0 * 1e-6 + 1.75e6 / 400e9 + 6.0 * 5e-6 + 1.5 * 1.25e5 / 50e9;
+        assert!((t4 - by_hand).abs() < 1e-15, "{t4} vs {by_hand}");
     }
 
     #[test]

@@ -68,7 +68,9 @@ impl Reason {
             Reason::TpDoesNotDivideKvHeads => "tp and kv_heads do not divide one another",
             Reason::EpDoesNotDivideExperts => "ep does not divide the routed experts",
             Reason::TpEpMismatch => "tp and ep do not divide one another",
-            Reason::TpExceedsScaleupDomain => "tp exceeds the scale-up (NVLink/xGMI) domain",
+            Reason::TpExceedsScaleupDomain => {
+                "tp exceeds the scale-up (NVLink/xGMI) domain without spanning whole domains"
+            }
             Reason::StageDoesNotTileDomains => {
                 "a stage wider than the scale-up domain is not a whole number of domains, or its tp groups would straddle domains"
             }

@@ -213,6 +213,7 @@ pub fn instance_serving<'a>(
             platform.rack.scaleup_domain_gpus,
         ),
         one_shot_all_reduce: true,
+        domain_gpus: platform.rack.scaleup_domain_gpus,
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,
         moe_gemm_efficiency: cal.moe_gemm_efficiency,

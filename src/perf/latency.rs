@@ -13,7 +13,7 @@
 //! kernel launches outside CUDA graphs).
 
 use super::ModelFacts;
-use super::comm::{ExpertExchange, all_reduce_s, point_to_point_s};
+use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
@@ -44,6 +44,9 @@ pub struct Rates {
     pub expert_exchange: ExpertExchange,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
     pub one_shot_all_reduce: bool,
+    /// GPUs per scale-up domain: a tensor-parallel group wider than one spans whole domains and
+    /// all-reduces over both tiers.
+    pub domain_gpus: u32,
     /// Rows at which a GEMM reaches half its large-matrix efficiency (calibration).
     pub gemm_half_rows: f64,
     /// Fixed cost of one engine iteration, seconds (calibration).
@@ -129,7 +132,14 @@ pub fn stage_time(
 /// tensor-parallel all-reduce of the shared path.
 fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tokens: f64) -> f64 {
     let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
-    let tp_all_reduce = all_reduce_s(l.tp, message, r.scaleup, r.one_shot_all_reduce);
+    let tp_all_reduce = group_all_reduce_s(
+        l.tp,
+        r.domain_gpus,
+        message,
+        r.scaleup,
+        r.scaleout,
+        r.one_shot_all_reduce,
+    );
     let attention = s.layers * tp_all_reduce;
     let dense = s.dense_layers * tp_all_reduce;
     let moe = if s.moe_layers == 0.0 {

@@ -100,14 +100,19 @@ pub fn place(
         return Err(Reason::TpEpMismatch);
     }
     let domain = rack.scaleup_domain_gpus;
-    // Tensor parallelism all-reduces twice per layer on the critical path; engines keep it inside
-    // the scale-up domain (TensorRT-LLM and vLLM span nodes with pipeline or expert parallelism).
-    if tp > domain {
+    // Tensor parallelism all-reduces twice per layer on the critical path. A group wider than a
+    // domain spans whole domains and all-reduces over the scale-out network as well (SGLang and
+    // vLLM run tp 16 over two 8-GPU servers: SGLang docs/references/multi_node.md, Llama 3.1 405B;
+    // benchmark/deepseek_v3/README.md, DeepSeek-V3 on two H100/H800 nodes).
+    if tp > domain && !tp.is_multiple_of(domain) {
         return Err(Reason::TpExceedsScaleupDomain);
     }
     // A stage wider than a domain must span whole domains, and its tp groups must not straddle
-    // a domain boundary.
-    if stage_gpus > domain && (!stage_gpus.is_multiple_of(domain) || !domain.is_multiple_of(tp)) {
+    // a domain boundary: each lies inside one domain or spans whole ones.
+    if stage_gpus > domain
+        && (!stage_gpus.is_multiple_of(domain)
+            || !(domain.is_multiple_of(tp) || tp.is_multiple_of(domain)))
+    {
         return Err(Reason::StageDoesNotTileDomains);
     }
     if pp > m.layers {
@@ -260,10 +265,33 @@ mod tests {
             place(&DSV3, &r, 1, 2, 1, 3),
             Err(Reason::EpDoesNotDivideExperts)
         );
+        // 128 heads over tp 128 on a 72-GPU domain: neither inside one domain nor whole ones.
         assert_eq!(
-            place(&DSV3, &r, 1, 16, 1, 1),
+            place(&DSV3, &rack(72, 4, 18), 2, 128, 1, 1),
             Err(Reason::TpExceedsScaleupDomain)
         );
+    }
+
+    /// tp 16 over two 8-GPU domains (SGLang's two-node DeepSeek-V3): a stage of two whole
+    /// domains, two instances on four servers; with ep 32, one instance of four domains.
+    #[test]
+    fn tensor_parallelism_spans_whole_domains() {
+        let r = rack(8, 8, 4);
+        let l = place(&DSV3, &r, 1, 16, 1, 1).unwrap();
+        assert_eq!(
+            (
+                l.stage_gpus,
+                l.attention_dp,
+                l.instances,
+                l.gpus_per_instance
+            ),
+            (16, 1, 2, 16)
+        );
+        let l = place(&DSV3, &r, 1, 16, 1, 32).unwrap();
+        assert_eq!((l.stage_gpus, l.attention_dp, l.instances), (32, 2, 1));
+        // With pp 2 every hop of a stage wider than a domain crosses the scale-out network.
+        let l = place(&DSV3, &r, 1, 16, 2, 1).unwrap();
+        assert_eq!((l.instances, l.pp_hops_scaleout), (1, 1));
     }
 
     #[test]

@@ -203,6 +203,32 @@ pub(crate) mod tests {
         );
     }
 
+    /// llama-3.1-70b at tp 16 over two DGX H100 servers, batch 1, 1k in / 1k out, by hand: each
+    /// of the 160 all-reduces per step (two per layer) of 2 tokens x 8192 x 2 B = 32 KiB runs
+    /// hierarchically: launch 6.6 us, reduce-scatter and all-gather inside the server (14 steps
+    /// of 0.6 us, 2 x 7/8 x 32 KiB at 450 GB/s x 0.8), then each GPU's eighth across the two
+    /// servers over its NIC (2 steps of 2.7 us, 2 x 1/2 x 4 KiB at 50 GB/s x 0.8).
+    #[test]
+    fn llama_70b_tp16_across_two_servers_by_hand() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 16, 1);
+        let e = evaluate(&ctx, &p);
+        assert!(e.feasible(), "{e:?}");
+        assert_eq!((e.gpus_per_instance, e.instances), (16, 2));
+        let bytes = 2.0 * 8192.0 * 2.0;
+        let all_reduce_s = 6.6e-6
+            + 14.0 * 0.6e-6
+            + 2.0 * 7.0 / 8.0 * bytes / (450e9 * 0.8)
+            + 2.0 * 2.7e-6
+            + bytes / 8.0 / (50e9 * 0.8);
+        let comm_s = instance(&ctx, &p).unwrap().decode(1.0).stage.comm_s;
+        assert!(
+            (comm_s - 160.0 * all_reduce_s).abs() < 1e-12,
+            "{comm_s} vs {}",
+            160.0 * all_reduce_s
+        );
+    }
+
     /// Leviathan et al. eq. 1: three drafts at 85 % acceptance gain (1 - 0.85^4) / 0.15 = 3.186
     /// tokens per step; none gain one.
     #[test]

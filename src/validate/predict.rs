@@ -128,7 +128,6 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         gpu: gpu_index,
         rack: catalog.racks.len() - 1,
     };
-    let domain = catalog.racks[platform.rack].scaleup_domain_gpus;
 
     // Blank columns become axes.
     let axis =
@@ -140,7 +139,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             }
         };
     let most_gpus = gpus * racks.iter().max().copied().unwrap_or(1);
-    let tp = axis(s.tp, "tp", powers_of_two(domain.min(gpus)), &mut notes);
+    let tp = axis(s.tp, "tp", powers_of_two(most_gpus), &mut notes);
     let pp = axis(s.pp, "pp", powers_of_two(most_gpus.min(16)), &mut notes);
     let ep = if model.is_moe() {
         axis(s.ep, "ep", powers_of_two(most_gpus), &mut notes)
