@@ -110,15 +110,17 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let base = catalog
         .rack(&gpu.default_rack)
         .expect("checked default rack");
-    // Without a GPU count the system is 1, 2 or 4 scale-up domains, scored per GPU.
+    // Without a GPU count the system is 1, 2, 4 or 8 scale-up domains, scored per GPU: up to the
+    // nine servers of InferenceX's largest multi-node recipes (one prefill and eight decode
+    // workers of eight B200s, `dsr1-fp8-b200-dynamo-trt` in its .github/configs/nvidia-master.yaml).
     let (gpus, racks) = match s.gpus {
         Some(g) => (g, vec![1]),
         None => {
             notes.push(format!(
-                "gpus blank: 1, 2 or 4 scale-up domains of {} GPUs swept",
+                "gpus blank: 1, 2, 4 or 8 scale-up domains of {} GPUs swept",
                 base.scaleup_domain_gpus
             ));
-            (base.scaleup_domain_gpus, vec![1, 2, 4])
+            (base.scaleup_domain_gpus, vec![1, 2, 4, 8])
         }
     };
     let rack = system_rack(base, gpus)?;
