@@ -327,7 +327,10 @@ pub fn evaluate_into(
     if l.virtual_stages > 1 && !microbatches.is_multiple_of(l.pp) {
         return Err(Infeasible::MicrobatchesNotDivisibleByPp);
     }
-    if l.tp > sys.rack.scaleup_domain_gpus {
+    // A tp group wider than a scale-up domain must span whole domains; it then all-reduces
+    // hierarchically (`step`). Megatron-LM runs keep tp inside one domain, but such a layout runs.
+    let domain = sys.rack.scaleup_domain_gpus;
+    if l.tp > domain && !l.tp.is_multiple_of(domain) {
         return Err(Infeasible::TpBeyondScaleup);
     }
     let packing = Packing::new(l.tp, l.cp, l.ep, sys.rack);
@@ -594,7 +597,13 @@ mod tests {
             reason(layout(8, 1, 3)),
             Infeasible::BatchNotDivisibleByDpMicrobatch
         );
-        assert_eq!(reason(layout(16, 1, 4)), Infeasible::TpBeyondScaleup);
+        // 128 heads at tp 128 on a 72-GPU NVL72 domain: neither inside one domain nor whole ones.
+        let nvl72 = system(&catalog, "gb200-nvl72");
+        let llama_405b = catalog.model("llama-3.1-405b").unwrap();
+        assert_eq!(
+            evaluate(llama_405b, &nvl72, &layout(128, 1, 1), &job).unwrap_err(),
+            Infeasible::TpBeyondScaleup
+        );
         assert_eq!(
             reason(Layout {
                 ep: 2,

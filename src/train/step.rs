@@ -5,7 +5,7 @@
 
 use crate::catalog::Model;
 use crate::perf::comm::{
-    ExpertExchange, Routing, all_reduce_s, point_to_point_s, reduce_scatter_s,
+    ExpertExchange, Routing, all_reduce_s, group_all_reduce_s, point_to_point_s, reduce_scatter_s,
 };
 use crate::perf::layout::Tier;
 
@@ -235,7 +235,8 @@ pub fn step_time(
 
     // Tensor parallelism with sequence parallelism (Korthikanti et al. 2022, section 4.2.2):
     // per layer and pass, two all-gathers and two reduce-scatters of the layer's activations,
-    // the cost of two all-reduces; forward, backward, and the recomputed forward.
+    // the cost of two all-reduces; forward, backward, and the recomputed forward. A tp group of
+    // whole domains all-reduces hierarchically over both tiers, as serving's does.
     let hidden = f64::from(model.hidden);
     let activation = tokens / f64::from(cp) * hidden * ACTIVATION_BYTES;
     let passes = if l.recompute == Recompute::Full {
@@ -243,11 +244,18 @@ pub fn step_time(
     } else {
         2.0
     };
-    let tp_comm_s = 2.0
+    // Transformer Engine's comm-GEMM overlap pipelines these collectives with the layer GEMMs
+    // that produce or consume them (Megatron-LM `--tp-comm-overlap`; Wang et al. 2023,
+    // "Overlap Communication with Dependent Computation via Decomposition", ASPLOS), so it can
+    // hide them only behind that GEMM time: `tp_comm_overlap` of the smaller of the two.
+    let tp_traffic_s = 2.0
         * passes
         * layers
-        * all_reduce_s(tp, activation, r.tier(tp), false)
-        * (1.0 - r.tp_comm_overlap);
+        * group_all_reduce_s(tp, r.domain_gpus, activation, r.scaleup, r.scaleout, false);
+    let layer_gemm_s = tokens * (3.0 * flops.layer_matmul + recompute_linear) * stage * slowdown
+        / split
+        / r.linear_flops_per_s;
+    let tp_comm_s = tp_traffic_s - r.tp_comm_overlap * tp_traffic_s.min(layer_gemm_s);
 
     // Context parallelism, ring attention (Liu et al. 2023, arXiv:2310.01889; Megatron-Core
     // context parallelism): each layer passes K and V chunks cp - 1 times forward and K, V and
@@ -424,6 +432,69 @@ mod tests {
             tp_comm_overlap: 0.0,
             gemm_half_width: 0.0,
         }
+    }
+
+    /// llama-3.1-70b (80 layers, hidden 8,192) at tp 16 over two 8-GPU domains, one 4k-token
+    /// microbatch, no recomputation: per layer and pass the two all-reduces' worth of sequence
+    /// parallelism moves, per GPU, 2 x 7/8 of the 64 MiB activation inside the domain and
+    /// 2 x 1/2 of its eighth across the two domains (latency-free tiers at 1 byte/s, so the
+    /// seconds are the bytes on the tier that is not free; no overlap).
+    #[test]
+    fn tensor_parallelism_across_domains_is_hierarchical() {
+        let catalog = Catalog::builtin().unwrap();
+        let (model, l, seq_len, flops, shard) = llama_70b_tp16(&catalog);
+        let activation = 4096.0 * 8192.0 * 2.0;
+        let per_layer_and_pass = 2.0 * 2.0 * 80.0;
+        let t = |r: &Rates| step_time(model, &l, seq_len, 1.0, &flops, &shard, r).tp_comm_s;
+        assert_eq!(
+            t(&byte_rates(1.0, f64::INFINITY)),
+            per_layer_and_pass * 1.75 * activation
+        );
+        assert_eq!(
+            t(&byte_rates(f64::INFINITY, 1.0)),
+            per_layer_and_pass * activation / 8.0
+        );
+    }
+
+    /// The overlap hides traffic only behind the layer GEMMs: with GEMMs taking half the
+    /// traffic's time, half stays exposed; with GEMMs longer than it, none.
+    #[test]
+    fn tensor_parallel_overlap_is_bounded_by_the_gemms() {
+        let catalog = Catalog::builtin().unwrap();
+        let (model, l, seq_len, flops, shard) = llama_70b_tp16(&catalog);
+        let traffic = 2.0 * 2.0 * 80.0 * 4096.0 * 8192.0 * 2.0 / 8.0;
+        // Layer GEMMs: forward and backward, 3 x the layer matmul FLOPs, over tp 16.
+        let gemm_flops = 4096.0 * 3.0 * flops.layer_matmul / 16.0;
+        let rates = |gemm_s: f64| Rates {
+            linear_flops_per_s: gemm_flops / gemm_s,
+            tp_comm_overlap: 1.0,
+            ..byte_rates(f64::INFINITY, 1.0)
+        };
+        let t = |r: &Rates| step_time(model, &l, seq_len, 1.0, &flops, &shard, r).tp_comm_s;
+        let half = t(&rates(traffic / 2.0));
+        assert!((half / (traffic / 2.0) - 1.0).abs() < 1e-12, "{half}");
+        assert_eq!(t(&rates(traffic * 2.0)), 0.0);
+    }
+
+    /// llama-3.1-70b at tp 16, one 4,096-token microbatch.
+    fn llama_70b_tp16(catalog: &Catalog) -> (&Model, Layout, f64, ForwardFlops, ShardParams) {
+        let model = catalog.model("llama-3.1-70b").unwrap();
+        let l = Layout {
+            tp: 16,
+            pp: 1,
+            dp: 1,
+            cp: 1,
+            ep: 1,
+            microbatch: 1,
+            virtual_stages: 1,
+            zero_stage: 1,
+            recompute: Recompute::None,
+            precision: crate::train::Precision::Bf16,
+        };
+        let seq_len = 4096.0;
+        let flops = ForwardFlops::new(model, seq_len).unwrap();
+        let shard = ShardParams::new(model, &l).unwrap();
+        (model, l, seq_len, flops, shard)
     }
 
     /// DeepSeek-V3 with other expert counts and routing limits.
