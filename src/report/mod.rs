@@ -457,125 +457,10 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         profile: p,
     };
     let rule = admission_rule(p, constraints);
-    let description = toml::from_str::<toml::Table>(sweep_text)
-        .ok()
-        .and_then(|t| {
-            t.get("sweep")?
-                .get("description")?
-                .as_str()
-                .map(String::from)
-        });
     let mut blocks = Vec::new();
 
-    blocks.push(Block::Section {
-        id: "summary",
-        title: "Summary".into(),
-    });
-    if let Some(text) = description {
-        blocks.push(Block::Paragraph(text));
-    }
-    let mut facts = vec![
-        ("model".to_string(), m.model.clone()),
-        ("workload".into(), workload(m)),
-        ("configurations".into(), number(m.configurations as f64)),
-        (
-            "run".into(),
-            format!(
-                "{} feasible; {} admitted; {} on the frontier",
-                number(m.feasible as f64),
-                number(d.admission.admitted as f64),
-                number(m.frontier_size as f64)
-            ),
-        ),
-        (
-            "admitted".into(),
-            format!("configurations that {rule}; every table and chart below considers only these"),
-        ),
-        ("objectives".into(), describe_objectives(objectives)),
-        ("constraints".into(), describe_constraints(constraints)),
-        (
-            "evaluated".into(),
-            format!(
-                "{} by racksweep {} in {} s ({} configurations/s, {} threads)",
-                m.finished_at,
-                m.racksweep_version,
-                number(m.wall_time_s),
-                number(m.configs_per_s),
-                m.threads
-            ),
-        ),
-        (
-            "report".into(),
-            format!(
-                "{} by racksweep {}",
-                rfc3339(SystemTime::now()),
-                env!("CARGO_PKG_VERSION")
-            ),
-        ),
-    ];
-    if !fixed.is_empty() {
-        let same: Vec<String> = fixed.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        facts.push(("in every row shown".into(), same.join(", ")));
-    }
-    blocks.push(Block::Facts(facts));
-
-    blocks.push(Block::Section {
-        id: "charts",
-        title: "Frontiers".into(),
-    });
-    // One style per hardware for every chart: all hardware with an admitted configuration.
-    let styles: BTreeMap<String, Style> = d.ranked[0]
-        .iter()
-        .filter_map(|(g, _)| g.as_ref().map(|g| g.text()))
-        .chain(
-            d.traded
-                .iter()
-                .flat_map(|t| t.per_hardware.iter().map(|(h, _)| h.clone())),
-        )
-        .collect::<std::collections::BTreeSet<String>>()
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| (h, Style::nth(i)))
-        .collect();
-    let mut omitted = Vec::new();
-    for ((title, x, y), traded) in p.trades.iter().zip(&d.traded) {
-        let (xo, yo) = (
-            Objective::parse(x, schema).expect("valid"),
-            Objective::parse(y, schema).expect("valid"),
-        );
-        if traded.per_hardware.iter().all(|(_, p)| p.is_empty()) {
-            omitted.push(format!(
-                "{} (no admitted configuration has both {} and {})",
-                title.to_lowercase(),
-                xo.name,
-                yo.name
-            ));
-            continue;
-        }
-        let chart = chart(title, [xo, yo], traded, &t, &styles);
-        let caption = format!(
-            "Each line is one hardware's frontier: the configurations no other configuration on \
-             that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
-             the frontier over all hardware. Faint dots are a sample of {} admitted \
-             configurations. Hover a point for its configuration.",
-            xo.name,
-            direction(xo),
-            yo.name,
-            direction(yo),
-            number(traded.sample.len() as f64),
-        );
-        blocks.push(Block::Figure {
-            file: format!("report-{}.svg", slug(title)),
-            chart,
-            caption,
-        });
-    }
-    if !omitted.is_empty() {
-        blocks.push(Block::Paragraph(format!(
-            "Not drawn: {}.",
-            omitted.join("; ")
-        )));
-    }
+    blocks.extend(summary(c, d, rule, &fixed));
+    blocks.extend(frontier_charts(c, d, &t));
 
     let primary = objectives[0];
     let mut r = d.ranked.iter().zip(&q.rankings);
@@ -628,6 +513,177 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         blocks.push(t.table(ids));
     }
 
+    blocks.extend(turned_away(m, d, p));
+
+    blocks.push(Block::Section {
+        id: "moves",
+        title: "How the best configuration moves".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "The best configuration by {primary} at each value of {}, among \
+         the admitted ones.",
+        p.moves_are
+    )));
+    for ((ranked, _), (_, label)) in r.zip(p.moves) {
+        if ranked.len() < 2 {
+            continue;
+        }
+        blocks.push(Block::Subheading(format!("By {label}")));
+        blocks.push(t.table(ranked.iter().filter_map(|(_, l)| l.first().map(|p| p.0))));
+    }
+
+    blocks.push(Block::Section {
+        id: "sweep",
+        title: "Sweep definition".into(),
+    });
+    blocks.push(Block::Paragraph(format!(
+        "{} (sha256 {}), as run:",
+        m.sweep_file, m.sweep_sha256
+    )));
+    blocks.push(Block::Code(sweep_text.to_string()));
+
+    Document {
+        title: format!("racksweep report: {}", m.sweep_name),
+        blocks,
+    }
+}
+
+/// The summary: the sweep's description and the run's facts.
+fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) -> Vec<Block> {
+    let m = c.m;
+    let description = toml::from_str::<toml::Table>(c.sweep_text)
+        .ok()
+        .and_then(|t| {
+            t.get("sweep")?
+                .get("description")?
+                .as_str()
+                .map(String::from)
+        });
+    let mut blocks = Vec::new();
+    blocks.push(Block::Section {
+        id: "summary",
+        title: "Summary".into(),
+    });
+    if let Some(text) = description {
+        blocks.push(Block::Paragraph(text));
+    }
+    let mut facts = vec![
+        ("model".to_string(), m.model.clone()),
+        ("workload".into(), workload(m)),
+        ("configurations".into(), number(m.configurations as f64)),
+        (
+            "run".into(),
+            format!(
+                "{} feasible; {} admitted; {} on the frontier",
+                number(m.feasible as f64),
+                number(d.admission.admitted as f64),
+                number(m.frontier_size as f64)
+            ),
+        ),
+        (
+            "admitted".into(),
+            format!("configurations that {rule}; every table and chart below considers only these"),
+        ),
+        ("objectives".into(), describe_objectives(c.objectives)),
+        ("constraints".into(), describe_constraints(c.constraints)),
+        (
+            "evaluated".into(),
+            format!(
+                "{} by racksweep {} in {} s ({} configurations/s, {} threads)",
+                m.finished_at,
+                m.racksweep_version,
+                number(m.wall_time_s),
+                number(m.configs_per_s),
+                m.threads
+            ),
+        ),
+        (
+            "report".into(),
+            format!(
+                "{} by racksweep {}",
+                rfc3339(SystemTime::now()),
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
+    ];
+    if !fixed.is_empty() {
+        let same: Vec<String> = fixed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        facts.push(("in every row shown".into(), same.join(", ")));
+    }
+    blocks.push(Block::Facts(facts));
+
+    blocks
+}
+
+/// One chart per trade of the mode's profile, each hardware's frontier a line.
+fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
+    let (p, schema) = (c.profile, c.schema);
+    let mut blocks = Vec::new();
+    blocks.push(Block::Section {
+        id: "charts",
+        title: "Frontiers".into(),
+    });
+    // One style per hardware for every chart: all hardware with an admitted configuration.
+    let styles: BTreeMap<String, Style> = d.ranked[0]
+        .iter()
+        .filter_map(|(g, _)| g.as_ref().map(|g| g.text()))
+        .chain(
+            d.traded
+                .iter()
+                .flat_map(|t| t.per_hardware.iter().map(|(h, _)| h.clone())),
+        )
+        .collect::<std::collections::BTreeSet<String>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| (h, Style::nth(i)))
+        .collect();
+    let mut omitted = Vec::new();
+    for ((title, x, y), traded) in p.trades.iter().zip(&d.traded) {
+        let (xo, yo) = (
+            Objective::parse(x, schema).expect("valid"),
+            Objective::parse(y, schema).expect("valid"),
+        );
+        if traded.per_hardware.iter().all(|(_, p)| p.is_empty()) {
+            omitted.push(format!(
+                "{} (no admitted configuration has both {} and {})",
+                title.to_lowercase(),
+                xo.name,
+                yo.name
+            ));
+            continue;
+        }
+        let chart = chart(title, [xo, yo], traded, t, &styles);
+        let caption = format!(
+            "Each line is one hardware's frontier: the configurations no other configuration on \
+             that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
+             the frontier over all hardware. Faint dots are a sample of {} admitted \
+             configurations. Hover a point for its configuration.",
+            xo.name,
+            direction(xo),
+            yo.name,
+            direction(yo),
+            number(traded.sample.len() as f64),
+        );
+        blocks.push(Block::Figure {
+            file: format!("report-{}.svg", slug(title)),
+            chart,
+            caption,
+        });
+    }
+    if !omitted.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "Not drawn: {}.",
+            omitted.join("; ")
+        )));
+    }
+
+    blocks
+}
+
+/// Configurations turned away: infeasible ones by reason, then feasible ones by the requirement
+/// they miss, then the admitted.
+fn turned_away(m: &Manifest, d: &Digest, p: &Profile) -> Vec<Block> {
+    let mut blocks = Vec::new();
     blocks.push(Block::Section {
         id: "excluded",
         title: "Configurations turned away".into(),
@@ -679,37 +735,7 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         ));
     }
 
-    blocks.push(Block::Section {
-        id: "moves",
-        title: "How the best configuration moves".into(),
-    });
-    blocks.push(Block::Paragraph(format!(
-        "The best configuration by {primary} at each value of {}, among \
-         the admitted ones.",
-        p.moves_are
-    )));
-    for ((ranked, _), (_, label)) in r.zip(p.moves) {
-        if ranked.len() < 2 {
-            continue;
-        }
-        blocks.push(Block::Subheading(format!("By {label}")));
-        blocks.push(t.table(ranked.iter().filter_map(|(_, l)| l.first().map(|p| p.0))));
-    }
-
-    blocks.push(Block::Section {
-        id: "sweep",
-        title: "Sweep definition".into(),
-    });
-    blocks.push(Block::Paragraph(format!(
-        "{} (sha256 {}), as run:",
-        m.sweep_file, m.sweep_sha256
-    )));
-    blocks.push(Block::Code(sweep_text.to_string()));
-
-    Document {
-        title: format!("racksweep report: {}", m.sweep_name),
-        blocks,
-    }
+    blocks
 }
 
 /// The workload in words.
