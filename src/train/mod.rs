@@ -413,7 +413,7 @@ pub fn evaluate_into(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::catalog::Catalog;
 
@@ -430,7 +430,8 @@ mod tests {
         }
     }
 
-    fn layout(tp: u32, pp: u32, dp: u32) -> Layout {
+    /// A bf16 layout of degrees tp, pp and dp, everything else at its simplest.
+    pub(crate) fn layout(tp: u32, pp: u32, dp: u32) -> Layout {
         Layout {
             tp,
             pp,

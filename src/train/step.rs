@@ -479,18 +479,7 @@ mod tests {
     /// llama-3.1-70b at tp 16, one 4,096-token microbatch.
     fn llama_70b_tp16(catalog: &Catalog) -> (&Model, Layout, f64, ForwardFlops, ShardParams) {
         let model = catalog.model("llama-3.1-70b").unwrap();
-        let l = Layout {
-            tp: 16,
-            pp: 1,
-            dp: 1,
-            cp: 1,
-            ep: 1,
-            microbatch: 1,
-            virtual_stages: 1,
-            zero_stage: 1,
-            recompute: Recompute::None,
-            precision: crate::train::Precision::Bf16,
-        };
+        let l = crate::train::tests::layout(16, 1, 1);
         let seq_len = 4096.0;
         let flops = ForwardFlops::new(model, seq_len).unwrap();
         let shard = ShardParams::new(model, &l).unwrap();
