@@ -139,7 +139,9 @@ fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> 
             fs::remove_dir_all(&dir.root)
                 .with_context(|| format!("removing {}", dir.root.display()))?;
         } else if args.resume {
-            check_same_sweep(&dir, spec)?;
+            if !dir.never_started()? {
+                check_same_sweep(&dir, spec)?;
+            }
         } else {
             return Err(
                 UserError::new(format!("{} already exists", dir.root.display()))

@@ -129,6 +129,30 @@ impl RunDir {
         Ok(())
     }
 
+    /// Whether the directory holds nothing a run wrote yet: no `sweep.toml`, only empty
+    /// `configs/` and `parts/` folders and `sweep.toml`'s temporary file. That is what a run
+    /// killed while it was creating them leaves, and `--resume` starts it afresh.
+    pub fn never_started(&self) -> Result<bool> {
+        if self.sweep().exists() {
+            return Ok(false);
+        }
+        let listing =
+            |dir: &Path| fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()));
+        for entry in listing(&self.root)? {
+            let path = entry?.path();
+            let skeleton = path == self.configs_dir() || path == self.parts_dir();
+            let started = if skeleton {
+                listing(&path)?.next().is_some()
+            } else {
+                path != tmp_path(&self.sweep())
+            };
+            if started {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// The committed record of part `s`, if the part is complete: its record parses, belongs
     /// to this sweep and its rows file has the recorded size. Anything else is not committed.
     pub fn committed(&self, s: Shard, sweep_sha256: &str) -> Option<PartRecord> {
@@ -252,5 +276,26 @@ mod tests {
         assert_eq!(parse_part_count("part-3-of-12.pareto.parquet"), Some(12));
         assert_eq!(parse_part_count(".part-3-of-8.json.tmp"), None);
         assert_eq!(parse_part_count("notes.txt"), None);
+    }
+
+    /// A run killed while it created its folders has not started; one with its sweep file, a
+    /// part file or anything else in the directory has.
+    #[test]
+    fn a_run_killed_at_its_start_never_started() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("run"));
+        fs::create_dir_all(dir.configs_dir()).unwrap();
+        assert!(dir.never_started().unwrap());
+        fs::create_dir_all(dir.parts_dir()).unwrap();
+        fs::write(tmp_path(&dir.sweep()), "half").unwrap();
+        assert!(dir.never_started().unwrap());
+        fs::write(dir.parts_dir().join(".part-0-of-2.json.tmp"), "").unwrap();
+        assert!(!dir.never_started().unwrap());
+        fs::remove_file(dir.parts_dir().join(".part-0-of-2.json.tmp")).unwrap();
+        fs::write(dir.root.join("notes.txt"), "").unwrap();
+        assert!(!dir.never_started().unwrap());
+        fs::remove_file(dir.root.join("notes.txt")).unwrap();
+        dir.create("[sweep]\n").unwrap();
+        assert!(!dir.never_started().unwrap());
     }
 }
