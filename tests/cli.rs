@@ -279,28 +279,23 @@ fn resume_after_a_kill_at_the_very_start() {
     let root = tmp.path().join("quickstart");
     std::fs::create_dir_all(root.join("configs")).unwrap();
     std::fs::create_dir_all(root.join("parts")).unwrap();
-    let args = [
-        "run",
-        "sweeps/quickstart.toml",
-        "--quiet",
-        "--resume",
-        "--out",
-        out,
-    ];
-    let o = run(&args);
+    let resume = |out: &str| {
+        run(&[
+            "run",
+            "sweeps/quickstart.toml",
+            "--quiet",
+            "--resume",
+            "--out",
+            out,
+        ])
+    };
+    let o = resume(out);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(manifest(&root)["complete"], true);
     let other = tmp.path().join("other");
     std::fs::create_dir_all(other.join("quickstart")).unwrap();
     std::fs::write(other.join("quickstart/notes.txt"), "mine").unwrap();
-    let o = run(&[
-        "run",
-        "sweeps/quickstart.toml",
-        "--quiet",
-        "--resume",
-        "--out",
-        other.to_str().unwrap(),
-    ]);
+    let o = resume(other.to_str().unwrap());
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("is not a racksweep run directory"),

@@ -197,11 +197,11 @@ pub fn step_time(
             hidden_or_shard(model.hidden, model.vocab.unwrap_or(0), tp),
             r.gemm_half_width,
         );
+    // The layer matmuls' FLOPs at the large-GEMM rate, and with the logits.
+    let layers_linear =
+        |passes: f64, extra: f64| (passes * flops.layer_matmul + extra) * stage * slowdown;
     let linear = |passes: f64, extra: f64| {
-        tokens
-            * ((passes * flops.layer_matmul + extra) * stage * slowdown
-                + passes * flops.logits * logits_slowdown)
-            / split
+        tokens * (layers_linear(passes, extra) + passes * flops.logits * logits_slowdown) / split
     };
     let attention =
         |passes: f64, extra: f64| tokens * (passes * flops.attention + extra) * stage / split;
@@ -252,9 +252,7 @@ pub fn step_time(
         * passes
         * layers
         * group_all_reduce_s(tp, r.domain_gpus, activation, r.scaleup, r.scaleout, false);
-    let layer_gemm_s = tokens * (3.0 * flops.layer_matmul + recompute_linear) * stage * slowdown
-        / split
-        / r.linear_flops_per_s;
+    let layer_gemm_s = tokens * layers_linear(3.0, recompute_linear) / split / r.linear_flops_per_s;
     let tp_comm_s = tp_traffic_s - r.tp_comm_overlap * tp_traffic_s.min(layer_gemm_s);
 
     // Context parallelism, ring attention (Liu et al. 2023, arXiv:2310.01889; Megatron-Core
