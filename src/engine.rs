@@ -166,11 +166,22 @@ impl<S: Space> Job<'_, S> {
                         frontier.offer(row, candidates);
                     });
                     // The evaluation is pure: the few survivors are evaluated again rather than
-                    // every candidate row being kept.
+                    // every candidate row being kept (with the task's scratch, whose caches only
+                    // save work).
                     counts.frontier = frontier
                         .survivors(candidates)
                         .into_iter()
-                        .map(|config_id| self.space.evaluate(config_id))
+                        .map(|config_id| {
+                            let mut row = S::Row::default();
+                            self.space.for_each(
+                                config_id,
+                                config_id + 1,
+                                scratch,
+                                &mut row,
+                                |_| (),
+                            );
+                            row
+                        })
                         .collect();
                     counts
                 },

@@ -37,15 +37,9 @@ pub struct Dtype {
     pub block_size: u32,
     /// Bits of each block scale.
     pub scale_bits: u32,
-    /// Tensor cores the format runs on where the GPU supports it natively.
+    /// Tensor cores the format runs on where a GPU serves it natively (which GPUs do, and which
+    /// serve it weight-only, is each GPU preset's statement).
     pub compute: ComputeClass,
-    /// Classes the format can also run on by dequantizing inside the GEMM (weight-only
-    /// quantization, e.g. W4A16). The engine runs on the fastest of the native class (where the
-    /// GPU supports the format natively) and these.
-    pub fallback: Vec<ComputeClass>,
-    /// Whether engines can keep the KV cache in this format on GPUs that lack it natively
-    /// (fp8/int8 KV is dequantized inside the attention kernel; fp4 KV needs fp4 hardware).
-    pub kv_without_native: bool,
     pub source: String,
 }
 

@@ -2,6 +2,8 @@
 //! and the per-GPU efficiency factors the performance model applies. Data in `data/gpus.toml`;
 //! the same fields form an inline `[[gpu]]` table in a sweep file.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 use super::dtype::ComputeClass;
@@ -34,8 +36,18 @@ pub struct Gpu {
     pub usd_per_gpu_hour: Option<f64>,
     /// Purchase price of the server (or rack system) divided by its GPUs, USD.
     pub capex_usd_per_gpu: Option<f64>,
-    /// Number formats the tensor cores execute natively (ids of `data/dtypes.toml`).
+    /// Weight formats engines serve natively on this GPU: the tensor cores execute the format
+    /// (ids of `data/dtypes.toml`, each running on its format's compute class).
     pub native_dtypes: Vec<String>,
+    /// Weight formats engines serve weight-only on this GPU: the weights are dequantized inside
+    /// the GEMM (Marlin, Machete, Petit and the like), which runs on the tensor cores of the class
+    /// given, at `efficiency.gemm_weight_only` of their rate. Any format in neither list cannot
+    /// be served. Sources per GPU in `data/gpus.toml`, the table in docs/model.md §3.
+    #[serde(default)]
+    pub weight_only_dtypes: BTreeMap<String, ComputeClass>,
+    /// KV-cache formats engines can keep on this GPU (stored in the format, dequantized inside
+    /// the attention kernel where the GPU lacks it).
+    pub kv_dtypes: Vec<String>,
     /// Rack preset used when the sweep does not name one.
     pub default_rack: String,
     pub efficiency: Efficiency,
@@ -52,6 +64,9 @@ pub struct Efficiency {
     pub gemm_fp8: Option<f64>,
     pub gemm_int8: Option<f64>,
     pub gemm_fp4: Option<f64>,
+    /// Fraction of its compute class's GEMM rate a weight-only (dequantizing) GEMM reaches when
+    /// compute-bound; required when `weight_only_dtypes` is not empty.
+    pub gemm_weight_only: Option<f64>,
     /// Fraction of peak HBM bandwidth reached by streaming reads (weights, KV cache).
     pub hbm: f64,
     /// Fraction of link bandwidth reached by collectives (NCCL/RCCL bus bandwidth over link peak).
@@ -87,6 +102,16 @@ impl Gpu {
 
     pub fn supports_natively(&self, dtype_id: &str) -> bool {
         self.native_dtypes.iter().any(|d| d == dtype_id)
+    }
+
+    /// The class a weight-only GEMM of `dtype_id` runs on, if engines serve it so here.
+    pub fn weight_only_class(&self, dtype_id: &str) -> Option<ComputeClass> {
+        self.weight_only_dtypes.get(dtype_id).copied()
+    }
+
+    /// Whether engines can keep the KV cache in `dtype_id` here.
+    pub fn serves_kv(&self, dtype_id: &str) -> bool {
+        self.kv_dtypes.iter().any(|d| d == dtype_id)
     }
 
     pub fn hbm_bytes(&self) -> f64 {

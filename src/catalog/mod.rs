@@ -250,6 +250,34 @@ impl Catalog {
                 ));
             }
         }
+        for (d, class) in &gpu.weight_only_dtypes {
+            if self.dtype(d).is_none() {
+                return Err(format!(
+                    "weight_only_dtypes.{d}: unknown number format \"{d}\""
+                ));
+            }
+            if gpu.peak_flops(*class).is_none() {
+                return Err(format!(
+                    "weight_only_dtypes.{d}: runs on {0} tensor cores but {0}_tflops is not set",
+                    class.as_str()
+                ));
+            }
+        }
+        match (gpu.weight_only_dtypes.is_empty(), e.gemm_weight_only) {
+            (false, None) => {
+                return Err(
+                    "efficiency.gemm_weight_only: required because weight_only_dtypes is set"
+                        .into(),
+                );
+            }
+            (_, Some(v)) => fraction("efficiency.gemm_weight_only", v)?,
+            (true, None) => {}
+        }
+        for (i, d) in gpu.kv_dtypes.iter().enumerate() {
+            if self.dtype(d).is_none() {
+                return Err(format!("kv_dtypes[{i}]: unknown number format \"{d}\""));
+            }
+        }
         match self.rack(&gpu.default_rack) {
             None => Err(format!(
                 "default_rack: unknown rack \"{}\"",
@@ -296,6 +324,13 @@ impl Catalog {
             return Err(format!(
                 "scaleup_domain_gpus: {} does not divide the {per_rack} GPUs of the rack",
                 rack.scaleup_domain_gpus
+            ));
+        }
+        // A deployment grows by whole servers and whole scale-up domains at once.
+        let (server, domain) = (rack.gpus_per_server, rack.scaleup_domain_gpus);
+        if !(server.is_multiple_of(domain) || domain.is_multiple_of(server)) {
+            return Err(format!(
+                "scaleup_domain_gpus: {domain} and gpus_per_server {server} do not divide one another"
             ));
         }
         for (key, value) in [

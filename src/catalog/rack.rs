@@ -45,6 +45,17 @@ impl Rack {
         self.gpus_per_server * self.servers_per_rack
     }
 
+    /// GPUs of the smallest unit a deployment can add: a server, or a whole scale-up domain
+    /// when the domain spans several servers (a GB200 NVL72 rack is one 72-GPU domain).
+    pub fn unit_gpus(&self) -> u32 {
+        self.gpus_per_server.max(self.scaleup_domain_gpus)
+    }
+
+    /// Servers in one such unit.
+    pub fn servers_per_unit(&self) -> u32 {
+        self.unit_gpus() / self.gpus_per_server
+    }
+
     /// Servers' non-GPU power (CPUs, memory, NICs, fans), kW: the server's maximum power less
     /// its GPUs at board power. Drawn whatever the load (conservative).
     pub fn host_power_kw_per_server(&self, tdp_w: f64) -> f64 {

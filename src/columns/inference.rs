@@ -107,13 +107,19 @@ pub static COLUMNS: &[Column<Row>] = &[
     Column {
         name: "racks",
         unit: "racks",
-        doc: "racks in the cluster: the grid's, or with racks = \"auto\" the fewest that meet the demand and the SLOs (null when they could not be sized)",
+        doc: "racks in the cluster: the grid's, or with racks = \"auto\" ceil(servers / servers per rack) (null when they could not be sized)",
         kind: Kind::Count(|r| nonzero(r.estimate.racks)),
+    },
+    Column {
+        name: "servers",
+        unit: "servers",
+        doc: "GPU servers in the cluster: racks x servers per rack, or with racks = \"auto\" the fewest whole servers (whole scale-up domains: one 8-GPU server, a whole NVL72 rack) that meet the demand and the SLOs (null when they could not be sized)",
+        kind: Kind::Count(|r| nonzero(r.estimate.servers)),
     },
     Column {
         name: "gpus",
         unit: "GPUs",
-        doc: "GPUs in the cluster (racks x GPUs per rack)",
+        doc: "GPUs in the cluster (servers x GPUs per server)",
         kind: Kind::Count(|r| Some(r.estimate.gpus)),
     },
     Column {
@@ -217,37 +223,43 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "ttft_ms",
         "ms",
-        "time to first token of one request on an idle instance (no queueing)",
+        "mean time to first token of a mean-length prompt at the operating load (without demand: arriving at an instance that runs its full batch, as a benchmark at that concurrency measures); docs/model.md §13, §15",
         ttft_ms
+    ),
+    metric!(
+        "ttft_idle_ms",
+        "ms",
+        "time to first token of one request on an idle instance (no queueing, no batch; plus the KV transfer when disaggregated)",
+        ttft_idle_ms
     ),
     metric!(
         "tpot_ms",
         "ms",
-        "time per output token at full batch, prefill interference included",
+        "time per output token with the full batch running, prefill interference included (the engine's capacity; at the operating load see tpot_at_load_ms)",
         tpot_ms
     ),
     metric!(
         "tokens_per_s_per_user",
         "tokens/s",
-        "output tokens per second one sequence sees (1000 / tpot_ms)",
+        "output tokens per second one sequence sees with the full batch running (1000 / tpot_ms)",
         tokens_per_s_per_user
     ),
     metric!(
         "tokens_per_s_per_instance",
         "tokens/s",
-        "output tokens per second of one instance",
+        "output tokens per second of one instance at full batch",
         tokens_per_s_per_instance
     ),
     metric!(
         "tokens_per_s_per_gpu",
         "tokens/s",
-        "output tokens per second per GPU of the cluster (idle GPUs included)",
+        "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
         tokens_per_s_per_gpu
     ),
     metric!(
         "output_tokens_per_s",
         "tokens/s",
-        "output tokens per second of the whole cluster",
+        "output tokens per second of the whole cluster at full batch (its capacity)",
         output_tokens_per_s
     ),
     metric!(
@@ -289,7 +301,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "demand_requests_per_s",
         "requests/s",
-        "requests per second the demand asks of this configuration at its peak (users / (answer time + think time), or the rate modes), time-weighted over schedule phases; null without demand",
+        "requests per second the demand sets at its peak, time-weighted over schedule phases: the rate modes', or the rate a closed population of users settles at on this configuration (users / (response time + think time), solved with the response time it causes); null without demand",
         demand_requests_per_s
     ),
     metric!(
@@ -313,7 +325,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "users_supported",
         "users",
-        "concurrent users the cluster serves at the target utilization (null without demand)",
+        "concurrent users the cluster serves at the target utilization, by Little's law with the operating load's response time: target x capacity x (response + think time); the minimum over phases (null without demand)",
         users_supported
     ),
     Column {
@@ -331,7 +343,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "ttft_p50_ms",
         "ms",
-        "median time to first token at the operating load (docs/model.md §13, §15): iteration boundary + prompt-budget, slot and prefill-pool waits + prompt under load + KV reload",
+        "median time to first token at the operating load (without demand: at full batch) (docs/model.md §13, §15): iteration boundary + prompt-budget, slot and prefill-pool waits + prompt under load + KV reload",
         ttft_p50_ms
     ),
     metric!(
@@ -355,8 +367,50 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "tpot_p99_ms",
         "ms",
-        "99th-percentile time per output token at the operating load (step at the p99 batch occupancy)",
+        "99th-percentile time per output token at the operating load (step at the p99 batch occupancy; without demand: at full batch)",
         tpot_p99_ms
+    ),
+    metric!(
+        "occupancy_per_instance",
+        "requests",
+        "mean requests a decode instance holds at the operating load, running or waiting for a slot (without demand: the batch); with users and no think time, users / decode instances",
+        occupancy_per_instance
+    ),
+    metric!(
+        "tpot_at_load_ms",
+        "ms",
+        "mean time per output token a sequence sees at the operating load (Little's law over the running sequences; the step at the mean occupancy; without demand: tpot_ms)",
+        tpot_at_load_ms
+    ),
+    metric!(
+        "tokens_per_s_per_user_at_load",
+        "tokens/s",
+        "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
+        tokens_per_s_per_user_at_load
+    ),
+    metric!(
+        "e2e_p50_ms",
+        "ms",
+        "median request latency at the operating load: first token, then the rest of a median-length answer at the median occupancy's TPOT",
+        e2e_p50_ms
+    ),
+    metric!(
+        "e2e_p99_ms",
+        "ms",
+        "99th-percentile request latency at the operating load: p99 first token, then the rest of a p99-length answer at the p99 occupancy's TPOT (percentiles added)",
+        e2e_p99_ms
+    ),
+    metric!(
+        "queue_wait_p99_ms",
+        "ms",
+        "99th-percentile wait before a prompt is processed at the operating load: prompt budget or prefill pool, and a decode slot",
+        queue_wait_p99_ms
+    ),
+    metric!(
+        "output_tokens_per_month",
+        "tokens",
+        "output tokens served in a month on average (730 h): the demand's mean rate, less what exceeds capacity, time-weighted over phases and active hours; the capacity without demand",
+        output_tokens_per_month
     ),
     metric!(
         "kv_host_gb",
@@ -409,8 +463,44 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "usd_per_hour",
         "USD/h",
-        "cost of the cluster per hour (cloud: GPU-hours; owned: amortized capex, energy, hosting, maintenance)",
+        "cost of the cluster per hour (cloud: GPU-hours; owned: amortized capex, energy, hosting, maintenance); the sum of the usd_per_hour_* parts",
         usd_per_hour
+    ),
+    metric!(
+        "usd_per_hour_gpus",
+        "USD/h",
+        "GPU servers: rent (cloud) or hardware amortized over the years of [cost] (owned)",
+        usd_per_hour_gpus
+    ),
+    metric!(
+        "usd_per_hour_energy",
+        "USD/h",
+        "electricity of servers and switches at the operating load x PUE (owned; 0 in the cloud)",
+        usd_per_hour_energy
+    ),
+    metric!(
+        "usd_per_hour_facility",
+        "USD/h",
+        "facility capex per provisioned kW, amortized, plus colocation rent (owned; 0 in the cloud)",
+        usd_per_hour_facility
+    ),
+    metric!(
+        "usd_per_hour_maintenance",
+        "USD/h",
+        "yearly maintenance as a share of server and network capex (owned; 0 in the cloud)",
+        usd_per_hour_maintenance
+    ),
+    metric!(
+        "usd_per_hour_network",
+        "USD/h",
+        "the servers' share of rack network capex, amortized (owned; 0 in the cloud)",
+        usd_per_hour_network
+    ),
+    metric!(
+        "usd_per_hour_storage",
+        "USD/h",
+        "KV-offload storage servers: amortization, maintenance and electricity (both ownerships)",
+        usd_per_hour_storage
     ),
     metric!(
         "usd_per_month",
@@ -421,7 +511,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "usd_per_mtok",
         "USD/Mtok",
-        "cost per million output tokens served (at the demand, or at capacity without demand)",
+        "cost per million output tokens served: usd_per_month / output_tokens_per_month x 1e6 (the demand's mean, or the capacity without demand)",
         usd_per_mtok
     ),
     metric!(
@@ -445,7 +535,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "usd_per_month_autoscaling",
         "USD/month",
-        "cloud billing for active hours only (dedicated x the traffic's active ratio; null when owned or without demand)",
+        "cloud billing when each schedule phase rents the fewest servers it needs, for its active hours only, plus the KV storage servers (null when owned or without demand)",
         usd_per_month_autoscaling
     ),
     metric!(

@@ -341,10 +341,13 @@ mod tests {
             "_l_",
             "joules_",
             "_per_s",
+            "_per_month",
             "utilization",
             "headroom",
             "users",
             "servers",
+            // Requests held by an instance: a count.
+            "occupancy",
             "_s",
             "_pct",
             "_days",

@@ -65,6 +65,13 @@ fn gpus(c: &Catalog) -> String {
                 format!("{:.2}", g.hbm_tbps),
                 opt(g.tdp_w),
                 g.native_dtypes.join(","),
+                g.weight_only_dtypes
+                    .iter()
+                    .map(|(d, c)| format!("{d}>{}", c.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                g.kv_dtypes.join(","),
+                opt(g.usd_per_gpu_hour),
                 g.default_rack.clone(),
             ]
         })
@@ -80,6 +87,9 @@ fn gpus(c: &Catalog) -> String {
             "hbm_tbps",
             "tdp_w",
             "native",
+            "weight_only",
+            "kv",
+            "usd_per_gpu_hour",
             "default_rack",
         ],
         &rows,
@@ -170,16 +180,27 @@ fn dtypes(c: &Catalog) -> String {
         .dtypes
         .iter()
         .map(|d| {
-            let fallback: Vec<&str> = d.fallback.iter().map(|f| f.as_str()).collect();
+            // Which GPUs serve the format, and how: natively, weight-only, as a KV cache.
+            let serving = |f: &dyn Fn(&crate::catalog::Gpu) -> bool| {
+                let ids: Vec<&str> = c
+                    .gpus
+                    .iter()
+                    .filter(|g| f(g))
+                    .map(|g| g.id.as_str())
+                    .collect();
+                if ids.is_empty() {
+                    "-".to_string()
+                } else {
+                    ids.join(",")
+                }
+            };
             vec![
                 d.id.clone(),
                 format!("{:.4}", d.bytes_per_param()),
                 d.compute.as_str().to_string(),
-                if fallback.is_empty() {
-                    "-".into()
-                } else {
-                    fallback.join(",")
-                },
+                serving(&|g| g.supports_natively(&d.id)),
+                serving(&|g| g.weight_only_class(&d.id).is_some()),
+                serving(&|g| g.serves_kv(&d.id)),
                 d.description.clone(),
             ]
         })
@@ -189,7 +210,9 @@ fn dtypes(c: &Catalog) -> String {
             "id",
             "bytes/param",
             "computes_on",
-            "fallback",
+            "native_on",
+            "weight_only_on",
+            "kv_on",
             "description",
         ],
         &rows,

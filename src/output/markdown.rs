@@ -12,6 +12,7 @@ const KEY_COLUMNS: &[(&str, &str)] = &[
     ("hardware", "hardware"),
     ("rack", "rack"),
     ("racks", "racks"),
+    ("servers", "servers"),
     ("gpus", "GPUs"),
     ("tp", "tp"),
     ("pp", "pp"),
@@ -20,9 +21,9 @@ const KEY_COLUMNS: &[(&str, &str)] = &[
     ("weight_dtype", "weights"),
     ("kv_dtype", "KV"),
     ("tokens_per_s_per_gpu", "tokens/s/GPU"),
-    ("tokens_per_s_per_user", "tokens/s/user"),
+    ("tokens_per_s_per_user_at_load", "tokens/s/user"),
     ("ttft_ms", "TTFT (ms)"),
-    ("tpot_ms", "TPOT (ms)"),
+    ("tpot_at_load_ms", "TPOT (ms)"),
     ("output_tokens_per_s", "cluster tokens/s"),
     ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
     ("limit", "limit"),
@@ -184,6 +185,7 @@ fn key_columns(spec: &Sweep) -> Vec<(&'static str, &'static str)> {
             // Sized runs: the load, the latency at that load and the bill.
             if s.plan.demand {
                 shown.extend([
+                    ("occupancy_per_instance", "requests/instance"),
                     ("utilization", "utilization"),
                     ("ttft_p99_ms", "TTFT p99 (ms)"),
                     ("tpot_p99_ms", "TPOT p99 (ms)"),

@@ -1,14 +1,14 @@
 //! A whole cluster: places a configuration on its racks (or, with `racks = "auto"`, on the
-//! fewest racks that meet the demand and the SLOs), serves each schedule phase's load, and adds
+//! fewest servers that meet the demand and the SLOs), serves each schedule phase's load, and adds
 //! power and cost. `evaluate` is the engine's entry point; it is pure and allocation-free.
 //! Formulas: docs/model.md, "Sizing and queueing", "Power", "Cost".
 
 use crate::catalog::Rack;
 use crate::grid::Point;
 
-use super::cost::{self, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
+use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
 use super::serving::Speeds;
-use super::sizing::{self, Served};
+use super::sizing::{self, Served, Steady};
 use super::unit::Unit;
 use super::{Context, Estimate, Instance, Reason, instance_serving};
 
@@ -27,55 +27,69 @@ pub const MAX_AUTO_RACKS: u32 = 100_000;
 /// ownership models.
 #[derive(Debug, Default)]
 pub struct Placements<'a> {
-    /// The point with batch and ownership cleared.
-    key: Option<Point>,
+    /// The point with batch and ownership cleared, and the cluster's GPUs.
+    key: Option<(Point, u32)>,
     phases: Vec<Result<Instance<'a>, Estimate>>,
-    /// The last point with ownership cleared, its racks, and its unpriced estimate.
-    unpriced: Option<(Point, u32, Result<Unpriced, Estimate>)>,
-    /// Decode speeds per phase that automatic sizing timed, and the point (ownership cleared,
-    /// at the rack count it chose) whose instances run at them.
+    /// The last point with ownership cleared, and its unpriced estimate.
+    unpriced: Option<(Point, Result<Unpriced, Estimate>)>,
+    /// What automatic sizing found for a point: each phase's decode speeds and fewest instances.
     timed: Timed,
+    /// Each phase's fewest instances for the last point sized: where the next point's search
+    /// starts (consecutive points differ mostly in batch, and need about as many instances).
+    hints: Vec<Option<u32>>,
 }
 
-/// Decode speeds of each phase's instance, valid for one point.
+/// Decode speeds and fewest instances of each phase, valid for one point on one cluster.
 #[derive(Debug, Default)]
 struct Timed {
-    point: Option<Point>,
+    /// The point (ownership cleared) and the cluster's GPUs.
+    point: Option<(Point, u32)>,
     speeds: Vec<Speeds>,
+    fewest: Vec<Option<u32>>,
 }
 
 impl Timed {
-    /// The speeds of phase `i` if they were timed for `p`.
-    fn for_point(&self, p: &Point, i: usize) -> Option<&Speeds> {
-        let timed_for_p = self.point == Some(Point { ownership: 0, ..*p });
-        self.speeds.get(i).filter(|_| timed_for_p)
+    /// The speeds and fewest instances of phase `i` if they were found for `p` on `gpus`.
+    fn for_point(&self, p: &Point, gpus: u32, i: usize) -> Option<(&Speeds, Option<u32>)> {
+        let timed_for_p = self.point == Some((Point { ownership: 0, ..*p }, gpus));
+        self.speeds
+            .get(i)
+            .zip(self.fewest.get(i).copied())
+            .filter(|_| timed_for_p)
     }
 }
 
+/// Each phase's instance, what automatic sizing found, and each phase's search hint.
+type PhaseState<'s, 'a> = (
+    &'s [Result<Instance<'a>, Estimate>],
+    &'s mut Timed,
+    &'s mut Vec<Option<u32>>,
+);
+
 impl<'a> Placements<'a> {
-    /// The instance of every phase for `p`'s placement, and beside them the speeds automatic
-    /// sizing timed.
+    /// The instance of every phase for `p`'s placement on `gpus` GPUs, and beside them what
+    /// automatic sizing found and where the next search starts.
     #[inline]
-    fn get(
-        &mut self,
-        ctx: &'a Context,
-        p: &Point,
-    ) -> (&[Result<Instance<'a>, Estimate>], &mut Timed) {
-        let key = Point {
-            batch: 0,
-            ownership: 0,
-            ..*p
-        };
+    fn get(&mut self, ctx: &'a Context, p: &Point, gpus: u32) -> PhaseState<'_, 'a> {
+        let key = (
+            Point {
+                batch: 0,
+                ownership: 0,
+                ..*p
+            },
+            gpus,
+        );
         if self.key != Some(key) {
             self.phases.clear();
             self.phases.extend(
                 ctx.phases
                     .iter()
-                    .map(|ph| instance_serving(ctx, p, ph.input_tokens, ph.output_tokens)),
+                    .map(|ph| instance_serving(ctx, p, gpus, ph.input_tokens, ph.output_tokens)),
             );
             self.key = Some(key);
         }
-        (&self.phases, &mut self.timed)
+        self.hints.resize(ctx.phases.len(), None);
+        (&self.phases, &mut self.timed, &mut self.hints)
     }
 }
 
@@ -92,7 +106,7 @@ pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placement
 }
 
 /// [`evaluate_with`] into `out`: the estimate is written once, where the caller keeps it
-/// (returning it by value copied its 320 bytes several times on the way).
+/// (returning it by value copied its several hundred bytes several times on the way).
 pub fn evaluate_into<'a>(
     ctx: &'a Context,
     p: &Point,
@@ -102,22 +116,24 @@ pub fn evaluate_into<'a>(
     // With one ownership model there is nothing to reuse, and keeping a copy would cost.
     let reuse = ctx.plan.ownership.len() > 1;
     let key = Point { ownership: 0, ..*p };
-    let (racks, unpriced) = match &placements.unpriced {
-        Some((k, racks, unpriced)) if reuse && *k == key => (*racks, *unpriced),
+    let unpriced = match &placements.unpriced {
+        Some((k, unpriced)) if reuse && *k == key => *unpriced,
         _ => {
-            let sized = if p.racks == AUTO_RACKS {
-                auto_racks(ctx, p, placements)
+            let rack = &ctx.platforms[p.platform as usize].rack;
+            let unpriced = if p.racks == AUTO_RACKS {
+                auto_gpus(ctx, p, placements).and_then(|gpus| at_cluster(ctx, p, gpus, placements))
             } else {
-                Ok(p.racks)
-            };
-            let (racks, unpriced) = match sized {
-                Ok(racks) => (racks, at_racks(ctx, &Point { racks, ..*p }, placements)),
-                Err(e) => (e.racks, Err(e)),
+                let gpus = p.racks * rack.gpus_per_rack();
+                at_cluster(ctx, p, gpus, placements).map_err(|e| Estimate {
+                    racks: p.racks,
+                    servers: p.racks * rack.servers_per_rack,
+                    ..e
+                })
             };
             if reuse {
-                placements.unpriced = Some((key, racks, unpriced));
+                placements.unpriced = Some((key, unpriced));
             }
-            (racks, unpriced)
+            unpriced
         }
     };
     match unpriced {
@@ -127,14 +143,13 @@ pub fn evaluate_into<'a>(
         }
         Err(e) => *out = e,
     }
-    out.racks = racks;
 }
 
-/// Racks that hold `instances` instances of `stage_gpus x pp` GPUs, packed as
-/// [`super::layout::place`] packs them: stages into scale-up domains, domains into racks.
-pub fn racks_for(rack: &Rack, stage_gpus: u32, pp: u32, instances: u32) -> u64 {
+/// Sizing units (servers, or whole scale-up domains when a domain spans servers) that hold
+/// `instances` instances of `stage_gpus x pp` GPUs, packed as [`super::layout::place`] packs
+/// them: stages into scale-up domains, domains into units.
+pub fn units_for(rack: &Rack, stage_gpus: u32, pp: u32, instances: u32) -> u64 {
     let domain = u64::from(rack.scaleup_domain_gpus);
-    let domains_per_rack = u64::from(rack.gpus_per_rack()) / domain;
     let stages = u64::from(instances) * u64::from(pp);
     let stage = u64::from(stage_gpus);
     let domains = if stage <= domain {
@@ -142,84 +157,90 @@ pub fn racks_for(rack: &Rack, stage_gpus: u32, pp: u32, instances: u32) -> u64 {
     } else {
         stages * (stage / domain)
     };
-    domains.div_ceil(domains_per_rack).max(1)
+    (domains * domain)
+        .div_ceil(u64::from(rack.unit_gpus()))
+        .max(1)
 }
 
-/// The fewest racks whose instances meet every phase's demand and the SLOs (or, when no count
-/// meets the SLOs, the demand alone: the row then says `meets_slo = false`).
-fn auto_racks<'a>(
+/// Racks that hold `gpus` GPUs, and their servers.
+fn racks_of(rack: &Rack, gpus: u32) -> (u32, u32) {
+    let servers = gpus / rack.gpus_per_server;
+    (servers.div_ceil(rack.servers_per_rack), servers)
+}
+
+/// The GPUs of the fewest sizing units whose instances meet every phase's demand and the SLOs
+/// (or, when no count meets the SLOs, the demand alone: the row then says `meets_slo = false`).
+fn auto_gpus<'a>(
     ctx: &'a Context,
     p: &Point,
     placements: &mut Placements<'a>,
 ) -> Result<u32, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let rack = &platform.rack;
+    let unit_gpus = u64::from(rack.unit_gpus());
+    let max_units = u64::from(MAX_AUTO_RACKS) * u64::from(rack.gpus_per_rack()) / unit_gpus;
+    let gpus_of = |units: u64| {
+        u32::try_from(units * unit_gpus)
+            .ok()
+            .filter(|_| units <= max_units)
+    };
     let stage_gpus = p.tp.max(p.ep);
-    let mut racks = u32::try_from(racks_for(rack, stage_gpus, p.pp, 1))
-        .ok()
-        .filter(|&r| r <= MAX_AUTO_RACKS)
+    let mut gpus = gpus_of(units_for(rack, stage_gpus, p.pp, 1))
         .ok_or(Estimate::infeasible(Reason::InstanceExceedsCluster, 0))?;
     // Per-instance speed can only fall as the cluster grows (more pipelines straddle scale-up
     // domains), so the count only rises; two rounds settle it in practice, four bound it.
     for _ in 0..4 {
-        let q = Point { racks, ..*p };
         let mut needed = 0u64;
         let mut layout = None;
-        let (phases, timed) = placements.get(ctx, &q);
+        let (phases, timed, hints) = placements.get(ctx, p, gpus);
         timed.point = None;
         timed.speeds.clear();
-        for (phase, inst) in ctx.phases.iter().zip(phases) {
+        timed.fewest.clear();
+        for ((phase, inst), hint) in ctx.phases.iter().zip(phases).zip(hints.iter_mut()) {
             let inst = inst.as_ref().map_err(|e| *e)?;
             let unit = Unit::new(inst, p.batch)?;
             let l = inst.layout;
             layout = Some(l);
-            let max_instances = (u64::from(MAX_AUTO_RACKS) * u64::from(rack.gpus_per_rack())
-                / u64::from(l.gpus_per_instance)) as u32;
+            let max_instances =
+                u32::try_from(max_units * unit_gpus / u64::from(l.gpus_per_instance))
+                    .unwrap_or(u32::MAX);
             let s = &ctx.plan.settings;
             timed.speeds.push(sizing::speeds(&unit));
             let speeds = timed.speeds.last().expect("just pushed");
-            let instances = sizing::min_instances(
-                &unit,
-                speeds,
-                &phase.load,
-                s,
-                &platform.tiers,
-                max_instances,
-                s.slo.is_set(),
-            )
-            .or_else(|_| {
-                let tiers = &platform.tiers;
-                sizing::min_instances(&unit, speeds, &phase.load, s, tiers, max_instances, false)
-            })
-            .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
-            needed = needed.max(racks_for(rack, l.stage_gpus, l.pp, instances));
+            let tiers = &platform.tiers;
+            let guess = *hint;
+            let fewest = |slo| {
+                let load = &phase.load;
+                sizing::min_instances(&unit, speeds, load, s, tiers, max_instances, slo, guess)
+            };
+            let instances = fewest(s.slo.is_set())
+                .or_else(|_| fewest(false))
+                .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
+            *hint = Some(instances);
+            timed.fewest.push(Some(instances));
+            needed = needed.max(units_for(rack, l.stage_gpus, l.pp, instances));
         }
-        let needed = u32::try_from(needed)
-            .ok()
-            .filter(|&r| r <= MAX_AUTO_RACKS)
+        let needed = gpus_of(needed)
             .ok_or_else(|| Estimate::infeasible(Reason::DemandExceedsMaxRacks, 0))?;
         let same_speed = layout.is_some_and(|l| {
             super::layout::place(&ctx.model.layout_model, rack, needed, p.tp, p.pp, p.ep)
                 .is_ok_and(|big| big.pp_hops_scaleout == l.pp_hops_scaleout)
         });
-        if same_speed || needed == racks {
-            // The instances at `needed` racks decode at the speeds just timed.
-            timed.point = Some(Point {
-                racks: needed,
-                ownership: 0,
-                ..*p
-            });
+        if same_speed || needed == gpus {
+            // The instances on `needed` GPUs decode at the speeds just timed.
+            timed.point = Some((Point { ownership: 0, ..*p }, needed));
             return Ok(needed);
         }
-        racks = needed;
+        gpus = needed;
     }
-    Ok(racks)
+    Ok(gpus)
 }
 
 /// Running sums over the schedule's phases, weighted by their share of time.
 #[derive(Default)]
 struct Sums {
     ttft_ms: f64,
+    ttft_idle_ms: f64,
     tpot_ms: f64,
     tokens_per_s_per_user: f64,
     tokens_per_s_per_instance: f64,
@@ -233,12 +254,47 @@ struct Sums {
     ttft_p: [f64; 3],
     ttft_p99_mmc_ms: f64,
     tpot_p99_ms: f64,
+    occupancy_per_instance: f64,
+    tpot_at_load_ms: f64,
+    tokens_per_s_per_user_at_load: f64,
+    e2e_ms: [f64; 2],
+    queue_wait_p99_ms: f64,
     kv_host_gb: f64,
     kv_storage_gb: f64,
     kv_reload_ms: f64,
     demand_requests_per_s: f64,
     api_usd_per_hour: f64,
-    active_ratio: f64,
+    /// GPUs each phase needs at fewest, times its share of time and of active hours.
+    autoscaled_gpus: f64,
+}
+
+impl Sums {
+    /// Adds a phase of weight `w` whose full-batch estimate is `e` and whose load settles at
+    /// `st`.
+    fn add(&mut self, w: f64, e: &Estimate, st: &Steady) {
+        self.ttft_ms += w * st.ttft_mean_s * 1e3;
+        self.ttft_idle_ms += w * e.ttft_idle_ms;
+        self.tpot_ms += w * e.tpot_ms;
+        self.tokens_per_s_per_user += w * e.tokens_per_s_per_user;
+        self.tokens_per_s_per_instance += w * e.tokens_per_s_per_instance;
+        self.tokens_per_s_per_gpu += w * e.tokens_per_s_per_gpu;
+        self.output_tokens_per_s += w * e.output_tokens_per_s;
+        self.compute_bound += w * e.compute_bound_tokens_per_s_per_gpu;
+        self.hbm_bound += w * e.hbm_bound_tokens_per_s_per_gpu;
+        self.comm_bound += w * e.comm_bound_tokens_per_s_per_gpu;
+        for (sum, t) in self.ttft_p.iter_mut().zip(st.ttft_s) {
+            *sum += w * t * 1e3;
+        }
+        self.ttft_p99_mmc_ms += w * st.ttft_p99_exponential_s * 1e3;
+        self.tpot_p99_ms += w * st.tpot_p99_s * 1e3;
+        self.occupancy_per_instance += w * st.held_per_instance;
+        self.tpot_at_load_ms += w * st.tpot_mean_s * 1e3;
+        self.tokens_per_s_per_user_at_load += w / st.tpot_mean_s;
+        for (sum, t) in self.e2e_ms.iter_mut().zip(st.e2e_s) {
+            *sum += w * t * 1e3;
+        }
+        self.queue_wait_p99_ms += w * st.queue_wait_p99_s * 1e3;
+    }
 }
 
 /// A point's estimate before its ownership model prices it, and what the pricing needs.
@@ -246,10 +302,11 @@ struct Sums {
 struct Unpriced {
     estimate: Estimate,
     footprint: Footprint,
-    /// Tokens per second the cluster serves (the demand, or its capacity without one).
+    /// Tokens per second the cluster serves on average (the demand's, or its capacity).
     served_tokens_per_s: f64,
-    /// Share of time the demand is active, weighted over the phases.
-    active_ratio: f64,
+    /// GPUs an autoscaled deployment rents on average (each phase its fewest, in its active
+    /// hours); NaN when a phase could not be sized or without demand.
+    autoscaled_gpus: f64,
 }
 
 impl Unpriced {
@@ -259,119 +316,157 @@ impl Unpriced {
         let prices = &ctx.platforms[p.platform as usize].prices;
         let ownership = plan.ownership[p.ownership as usize];
         let econ = &plan.economics;
-        let usd_per_hour = cost::usd_per_hour(ownership, &self.footprint, prices, econ);
+        let parts = cost::usd_per_hour(ownership, &self.footprint, prices, econ);
+        let Breakdown {
+            gpus,
+            energy,
+            facility,
+            maintenance,
+            network,
+            storage,
+        } = parts;
+        let usd_per_hour = parts.total();
         out.usd_per_hour = usd_per_hour;
+        out.usd_per_hour_gpus = gpus;
+        out.usd_per_hour_energy = energy;
+        out.usd_per_hour_facility = facility;
+        out.usd_per_hour_maintenance = maintenance;
+        out.usd_per_hour_network = network;
+        out.usd_per_hour_storage = storage;
         out.usd_per_month = usd_per_hour * HOURS_PER_MONTH;
         out.usd_per_mtok = cost::per_mtok(usd_per_hour, self.served_tokens_per_s);
         out.tco_usd = usd_per_hour * HOURS_PER_YEAR * econ.years;
         out.usd_per_month_autoscaling = if plan.demand && ownership == Ownership::Cloud {
-            usd_per_hour * HOURS_PER_MONTH * self.active_ratio
+            let rented = Footprint {
+                gpus: self.autoscaled_gpus,
+                ..self.footprint
+            };
+            cost::usd_per_hour(ownership, &rented, prices, econ).total() * HOURS_PER_MONTH
         } else {
             f64::NAN
         };
     }
 }
 
-/// The cluster on `p.racks` racks, every phase served; everything but the price.
-fn at_racks<'a>(
+/// The cluster of `gpus` GPUs, every phase served; everything but the price.
+fn at_cluster<'a>(
     ctx: &'a Context,
     p: &Point,
+    gpus: u32,
     placements: &mut Placements<'a>,
 ) -> Result<Unpriced, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
+    let rack = &platform.rack;
     let plan = &ctx.plan;
     let power = &platform.power;
+    let (racks, servers) = racks_of(rack, gpus);
+    let sized = |e: Estimate| Estimate {
+        racks,
+        servers,
+        ..e
+    };
     let mut sums = Sums::default();
     let mut first: Option<Estimate> = None;
     let (mut utilization, mut users_supported) = (0.0_f64, f64::INFINITY);
     let (mut demand_met, mut meets_slo) = (true, true);
     let mut storage_servers = 0.0_f64;
-    let (phases, timed) = placements.get(ctx, p);
-    for (i, (phase, inst)) in ctx.phases.iter().zip(phases).enumerate() {
-        let inst = inst.as_ref().map_err(|e| *e)?;
+    let autoscale = plan.demand && plan.ownership.contains(&Ownership::Cloud);
+    let (phases, timed, hints) = placements.get(ctx, p, gpus);
+    for (i, ((phase, inst), hint)) in ctx
+        .phases
+        .iter()
+        .zip(phases)
+        .zip(hints.iter_mut())
+        .enumerate()
+    {
+        let inst = inst.as_ref().map_err(|e| sized(*e))?;
         let l = inst.layout;
         if power.over_budget(1.0) {
-            return Err(Estimate::with_layout(Reason::RackPowerOverBudget, &l));
+            return Err(sized(Estimate::with_layout(
+                Reason::RackPowerOverBudget,
+                &l,
+            )));
         }
-        let unit = Unit::new(inst, p.batch)?;
+        let unit = Unit::new(inst, p.batch).map_err(sized)?;
         let e = unit.estimate(l.instances, l.gpus);
         if !e.feasible() {
-            return Err(e);
+            return Err(sized(e));
         }
         let pools = unit
             .pools(l.instances)
-            .map_err(|r| Estimate::with_layout(r, &l))?;
+            .map_err(|r| sized(Estimate::with_layout(r, &l)))?;
         let w = phase.weight;
-        let active_gpus = f64::from(l.instances * l.gpus_per_instance);
-        let served: Option<Served> = plan.demand.then(|| {
-            let fresh;
-            let speeds = match timed.for_point(p, i) {
-                Some(speeds) => speeds,
-                None => {
-                    fresh = sizing::speeds(&unit);
-                    &fresh
-                }
-            };
-            sizing::serve(
-                &unit,
-                speeds,
-                pools,
-                &phase.load,
-                &plan.settings,
-                &platform.tiers,
-                false,
-            )
-        });
+        let s = &plan.settings;
+        let fresh;
+        let (speeds, fewest) = match timed.for_point(p, gpus, i) {
+            Some((speeds, fewest)) => (speeds, Some(fewest)),
+            None => {
+                fresh = if plan.demand || pools.prefill > 0 {
+                    sizing::speeds(&unit)
+                } else {
+                    // A full aggregated instance always runs its batch: its step alone.
+                    Speeds::full_batch_only(&unit.decode, unit.batch, inst.output_tokens)
+                };
+                (&fresh, None)
+            }
+        };
+        let served: Option<Served> = plan
+            .demand
+            .then(|| sizing::serve(&unit, speeds, pools, &phase.load, s, &platform.tiers, false));
+        let steady = match &served {
+            Some(sv) => sv.steady,
+            None => sizing::full_instance(&unit, speeds, pools, s),
+        };
         let (activity, served_tokens_per_s) = match &served {
-            Some(s) => (
-                s.utilization.min(1.0),
-                s.demand_requests_per_s.min(s.capacity_requests_per_s) * inst.output_tokens,
+            // GPU power is linear in activity, so the mean load gives the mean power.
+            Some(sv) => (
+                sv.served_requests_per_s / sv.capacity_requests_per_s,
+                sv.served_requests_per_s * inst.output_tokens,
             ),
             None => (1.0, e.output_tokens_per_s),
         };
-        let (ttft_p, ttft_p99_mmc_s, tpot_p99_s) = match &served {
-            Some(s) => (s.ttft_s, s.ttft_p99_mmc_s, s.tpot_p99_s),
-            // No demand, no queue: the idle first token and the full-batch step.
-            None => ([unit.ttft_idle_s; 3], unit.ttft_idle_s, unit.decode.tpot_s),
-        };
-        if let Some(s) = &served {
-            utilization = utilization.max(s.utilization);
-            users_supported = users_supported.min(s.users_supported);
-            demand_met &= s.demand_met;
-            storage_servers = storage_servers.max(s.offload.storage_servers);
-            sums.kv_host_gb += w * s.offload.host_bytes / 1e9;
-            sums.kv_storage_gb += w * s.offload.storage_bytes / 1e9;
-            sums.kv_reload_ms += w * s.offload.reload_mean_s() * 1e3;
-            sums.demand_requests_per_s += w * s.demand_requests_per_s;
-            let mean_rps = phase.load.mean_requests_per_s(
-                inst.output_tokens * unit.decode.tpot_s + plan.settings.think_s,
-            );
+        if let Some(sv) = &served {
+            utilization = utilization.max(sv.utilization);
+            users_supported = users_supported.min(sv.users_supported);
+            demand_met &= sv.demand_met;
+            storage_servers = storage_servers.max(sv.offload.storage_servers);
+            sums.kv_host_gb += w * sv.offload.host_bytes / 1e9;
+            sums.kv_storage_gb += w * sv.offload.storage_bytes / 1e9;
+            sums.kv_reload_ms += w * sv.offload.reload_mean_s() * 1e3;
+            sums.demand_requests_per_s += w * sv.steady.requests_per_s;
             if let Some((usd_in, usd_out)) = plan.api_usd_per_mtok {
                 sums.api_usd_per_hour += w
-                    * mean_rps
+                    * sv.mean_requests_per_s
                     * 3600.0
                     * (inst.input_tokens * usd_in + inst.output_tokens * usd_out)
                     / 1e6;
             }
-            sums.active_ratio += w * phase.load.active_ratio;
         }
-        meets_slo &= plan.settings.slo.met(ttft_p[2], tpot_p99_s);
-        sums.ttft_ms += w * e.ttft_ms;
-        sums.tpot_ms += w * e.tpot_ms;
-        sums.tokens_per_s_per_user += w * e.tokens_per_s_per_user;
-        sums.tokens_per_s_per_instance += w * e.tokens_per_s_per_instance;
-        sums.tokens_per_s_per_gpu += w * e.tokens_per_s_per_gpu;
-        sums.output_tokens_per_s += w * e.output_tokens_per_s;
-        sums.compute_bound += w * e.compute_bound_tokens_per_s_per_gpu;
-        sums.hbm_bound += w * e.hbm_bound_tokens_per_s_per_gpu;
-        sums.comm_bound += w * e.comm_bound_tokens_per_s_per_gpu;
+        if autoscale {
+            let fewest = fewest.unwrap_or_else(|| {
+                let max_instances = u32::MAX / l.gpus_per_instance;
+                let (tiers, guess) = (&platform.tiers, *hint);
+                let at = |slo| {
+                    let load = &phase.load;
+                    sizing::min_instances(&unit, speeds, load, s, tiers, max_instances, slo, guess)
+                };
+                let fewest = at(s.slo.is_set()).or_else(|_| at(false)).ok();
+                *hint = fewest.or(*hint);
+                fewest
+            });
+            sums.autoscaled_gpus += match fewest {
+                Some(n) => {
+                    let units = units_for(rack, l.stage_gpus, l.pp, n);
+                    w * phase.load.active_ratio * (units * u64::from(rack.unit_gpus())) as f64
+                }
+                None => f64::NAN,
+            };
+        }
+        meets_slo &= s.slo.met(steady.ttft_s[2], steady.tpot_p99_s);
+        sums.add(w, &e, &steady);
         sums.served_tokens_per_s += w * served_tokens_per_s;
-        sums.it_kw += w * power.cluster_kw(f64::from(p.racks), active_gpus, activity);
-        for (sum, t) in sums.ttft_p.iter_mut().zip(ttft_p) {
-            *sum += w * t * 1e3;
-        }
-        sums.ttft_p99_mmc_ms += w * ttft_p99_mmc_s * 1e3;
-        sums.tpot_p99_ms += w * tpot_p99_s * 1e3;
+        let active_gpus = f64::from(l.instances * l.gpus_per_instance);
+        sums.it_kw += w * power.cluster_kw(f64::from(servers), active_gpus, activity);
         first = Some(match first {
             // Memory columns report the most demanding phase.
             Some(f) if f.hbm_used_gb_per_gpu >= e.hbm_used_gb_per_gpu => f,
@@ -379,22 +474,25 @@ fn at_racks<'a>(
         });
     }
     let e = first.expect("a sweep has at least one phase");
-    let racks = f64::from(p.racks);
+    let servers_f = f64::from(servers);
     let storage_kw = storage_servers * plan.economics.storage_power_kw_per_server;
     let it_kw = sums.it_kw + storage_kw;
     let footprint = Footprint {
         gpus: f64::from(e.gpus),
-        racks,
+        racks: servers_f / f64::from(rack.servers_per_rack),
         storage_servers,
         it_kw,
-        provisioned_it_kw: power.cluster_kw(racks, racks * power.gpus_per_rack, 1.0) + storage_kw,
+        provisioned_it_kw: power.cluster_kw(servers_f, f64::from(gpus), 1.0) + storage_kw,
     };
     let econ = &plan.economics;
     let tokens = sums.served_tokens_per_s;
     let facility_kw = it_kw * econ.pue;
     let demand = |v: f64| if plan.demand { v } else { f64::NAN };
     let estimate = Estimate {
+        racks,
+        servers,
         ttft_ms: sums.ttft_ms,
+        ttft_idle_ms: sums.ttft_idle_ms,
         tpot_ms: sums.tpot_ms,
         tokens_per_s_per_user: sums.tokens_per_s_per_user,
         tokens_per_s_per_instance: sums.tokens_per_s_per_instance,
@@ -413,6 +511,13 @@ fn at_racks<'a>(
         ttft_p99_ms: sums.ttft_p[2],
         ttft_p99_mmc_ms: sums.ttft_p99_mmc_ms,
         tpot_p99_ms: sums.tpot_p99_ms,
+        occupancy_per_instance: sums.occupancy_per_instance,
+        tpot_at_load_ms: sums.tpot_at_load_ms,
+        tokens_per_s_per_user_at_load: sums.tokens_per_s_per_user_at_load,
+        e2e_p50_ms: sums.e2e_ms[0],
+        e2e_p99_ms: sums.e2e_ms[1],
+        queue_wait_p99_ms: sums.queue_wait_p99_ms,
+        output_tokens_per_month: tokens * HOURS_PER_MONTH * 3600.0,
         kv_host_gb: demand(sums.kv_host_gb),
         kv_storage_gb: demand(sums.kv_storage_gb),
         kv_reload_ms: demand(sums.kv_reload_ms),
@@ -434,7 +539,11 @@ fn at_racks<'a>(
         estimate,
         footprint,
         served_tokens_per_s: tokens,
-        active_ratio: sums.active_ratio,
+        autoscaled_gpus: if autoscale {
+            sums.autoscaled_gpus
+        } else {
+            f64::NAN
+        },
     })
 }
 
@@ -476,20 +585,26 @@ ownership = ["cloud", "owned"]
             .expect("an inference sweep")
     }
 
-    /// The smallest rack count meeting the demand (and the SLOs, when any count does), by
-    /// evaluating every count.
+    /// The smallest cluster (in sizing units) meeting the demand (and the SLOs, when any count
+    /// does), by evaluating every count; returns its GPUs.
     fn brute_force(ctx: &Context, p: &Point, limit: u32) -> Option<u32> {
-        let at = |r: u32| evaluate(ctx, &Point { racks: r, ..*p });
+        let unit = ctx.platforms[p.platform as usize].rack.unit_gpus();
+        let at = |units: u32| at_cluster(ctx, p, units * unit, &mut Placements::default());
         let first = |slo: bool| {
-            (1..=limit).find(|&r| {
-                let e = at(r);
-                e.feasible() && e.demand_met == Some(true) && (!slo || e.meets_slo != Some(false))
+            (1..=limit).find(|&units| {
+                at(units).is_ok_and(|u| {
+                    let e = u.estimate;
+                    e.demand_met == Some(true) && (!slo || e.meets_slo != Some(false))
+                })
             })
         };
-        first(true).or_else(|| first(false))
+        first(true)
+            .or_else(|| first(false))
+            .map(|units| units * unit)
     }
 
-    /// `racks = "auto"` equals the smallest feasible count found by brute force.
+    /// `racks = "auto"` equals the smallest feasible server count found by brute force, and its
+    /// racks hold those servers.
     #[test]
     fn auto_racks_equal_brute_force() {
         for (demand, slo) in [
@@ -513,8 +628,9 @@ ownership = ["cloud", "owned"]
                     continue;
                 }
                 sized += 1;
-                let expected = brute_force(&ctx, &p, e.racks + 3);
-                assert_eq!(Some(e.racks), expected, "{demand} / {slo}: {p:?}");
+                let expected = brute_force(&ctx, &p, e.servers + 3);
+                assert_eq!(Some(e.gpus), expected, "{demand} / {slo}: {p:?}");
+                assert_eq!(e.racks, e.servers.div_ceil(4), "{p:?}");
             }
             assert!(sized > 0, "{demand}: nothing sized");
         }
@@ -571,14 +687,13 @@ ownership = ["cloud", "owned"]
             let (mut compared, mut handed_on) = (0, 0);
             for (_, p) in spec.grid.range(0, spec.grid.len()) {
                 let mut placements = Placements::default();
-                let Ok(racks) = auto_racks(&ctx, &p, &mut placements) else {
+                let Ok(gpus) = auto_gpus(&ctx, &p, &mut placements) else {
                     continue;
                 };
-                let q = Point { racks, ..p };
-                handed_on += usize::from(placements.timed.for_point(&q, 0).is_some());
-                let with = at_racks(&ctx, &q, &mut placements).map(|u| u.estimate);
+                handed_on += usize::from(placements.timed.for_point(&p, gpus, 0).is_some());
+                let with = at_cluster(&ctx, &p, gpus, &mut placements).map(|u| u.estimate);
                 placements.timed = Timed::default();
-                let without = at_racks(&ctx, &q, &mut placements).map(|u| u.estimate);
+                let without = at_cluster(&ctx, &p, gpus, &mut placements).map(|u| u.estimate);
                 assert_eq!(format!("{with:?}"), format!("{without:?}"), "{p:?}");
                 compared += 1;
             }
@@ -723,27 +838,40 @@ batch = [64]
             let speeds = sizing::speeds(&unit);
             let load = &ctx.phases[0].load;
             let tiers = &ctx.platforms[0].tiers;
-            let Ok(n) = sizing::min_instances(&unit, &speeds, load, s, tiers, 100_000, false)
+            let Ok(n) = sizing::min_instances(&unit, &speeds, load, s, tiers, 100_000, false, None)
             else {
                 continue;
             };
             let pools = unit.pools(n).unwrap();
             let served = sizing::serve(&unit, &speeds, pools, load, s, tiers, false);
             assert!(served.demand_met, "{served:?}");
-            let rate = served.demand_requests_per_s / f64::from(pools.decode);
-            let occ = serving::occupancy(&speeds, rate).unwrap();
+            let decode = f64::from(pools.decode);
+            let rate = served.steady.requests_per_s / decode;
+            // 3,000 users thinking 5 s: a closed population, 3,000 / decode on each instance.
+            let occ = super::super::closed::occupancy(&speeds, 3000.0 / decode, 5.0).unwrap();
             if pools.prefill == 0 {
-                let sv = serving::at_rate_with(&inst, &speeds, rate, s.spread()).unwrap();
-                assert_eq!(served.ttft_s[P99], sv.ttft_p99_s);
-                assert_eq!(served.ttft_s[0], sv.ttft_s(&inst, 0));
-                assert_eq!(served.tpot_p99_s, sv.tpot_p99_s);
+                assert!(
+                    (occ.rate_per_s - rate).abs() <= 1e-12 * rate,
+                    "{occ:?} {rate}"
+                );
+                let sv = serving::Serving::new(&inst, &speeds, occ, s.spread()).unwrap();
+                assert_eq!(served.steady.ttft_s[P99], sv.ttft_p99_s);
+                assert_eq!(served.steady.ttft_s[0], sv.ttft_s(&inst, 0));
+                assert_eq!(served.steady.tpot_p99_s, sv.tpot_p99_s);
                 aggregated += 1;
             } else {
-                assert!(served.ttft_s[P99] >= unit.ttft_idle_s + occ.wait_quantile_s(0.99, 1.0));
-                assert_eq!(served.tpot_p99_s, speeds.tpot_s(occ.running[P99]));
+                // Users are away from their decode instance while prefilled: fewer held there.
+                let occ = serving::occupancy(&speeds, rate).unwrap();
+                assert!(served.steady.ttft_s[P99] >= unit.ttft_idle_s);
+                assert!(served.steady.held_per_instance < 3000.0 / decode);
+                assert!(served.steady.tpot_p99_s <= speeds.tpot_s(unit.batch));
+                assert!(occ.mean_held > 0.0);
                 disaggregated += 1;
             }
-            assert!(served.ttft_s[0] <= served.ttft_s[1] && served.ttft_s[1] <= served.ttft_s[P99]);
+            assert!(
+                served.steady.ttft_s[0] <= served.steady.ttft_s[1]
+                    && served.steady.ttft_s[1] <= served.steady.ttft_s[P99]
+            );
         }
         assert!(
             aggregated > 0 && disaggregated > 0,

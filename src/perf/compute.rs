@@ -13,24 +13,29 @@ use super::ModelFacts;
 use super::memory::StageParams;
 
 /// The tensor cores a weight format computes on for one GPU, and their FLOP/s inside a serving
-/// engine: of the native class (where the GPU executes the format natively) and the fallbacks
-/// (weight-only quantization dequantizes inside the GEMM), the fastest once the serving
-/// efficiency of each class is applied. `None` when nothing fits.
+/// engine, as engines serve it there: natively on the format's own class, or weight-only on the
+/// class the GPU states, at `gemm_weight_only` of that class's rate (the weights dequantized
+/// inside the GEMM); the faster where both apply. `None` when no engine serves the format on
+/// this GPU.
 pub fn compute_class(
     gpu: &Gpu,
     dtype: &Dtype,
     calibration: &Calibration,
 ) -> Option<(ComputeClass, f64)> {
-    let native = gpu.supports_natively(&dtype.id).then_some(dtype.compute);
+    let rate = |c: ComputeClass| {
+        gpu.achievable_flops(c)
+            .map(|f| f * calibration.serving_gemm_efficiency(c))
+    };
+    let native = gpu
+        .supports_natively(&dtype.id)
+        .then(|| Some((dtype.compute, rate(dtype.compute)?)))
+        .flatten();
+    let weight_only = gpu
+        .weight_only_class(&dtype.id)
+        .and_then(|c| Some((c, rate(c)? * gpu.efficiency.gemm_weight_only?)));
     native
         .into_iter()
-        .chain(dtype.fallback.iter().copied())
-        .filter_map(|c| {
-            Some((
-                c,
-                gpu.achievable_flops(c)? * calibration.serving_gemm_efficiency(c),
-            ))
-        })
+        .chain(weight_only)
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
@@ -166,23 +171,42 @@ mod tests {
         assert_eq!(row_efficiency(0.0, 64.0), 1.0);
     }
 
+    /// Formats as engines serve them: natively, weight-only on a stated class, or not at all.
     #[test]
-    fn native_formats_and_fallbacks() {
+    fn formats_as_engines_serve_them() {
         let c = Catalog::builtin().unwrap();
         let class = |g: &str, d: &str| {
             compute_class(c.gpu(g).unwrap(), c.dtype(d).unwrap(), &c.calibration)
                 .map(|(class, _)| class)
         };
         assert_eq!(class("h100-sxm", "fp8"), Some(ComputeClass::Fp8));
+        // vLLM's Marlin runs FP8 checkpoints on Ampere weight-only.
         assert_eq!(class("a100-80gb", "fp8"), Some(ComputeClass::Bf16));
         assert_eq!(class("b200", "nvfp4"), Some(ComputeClass::Fp4));
-        // MI355X has FP4 tensor cores for MXFP4 but not NVFP4's E4M3 block scales.
+        // MI355X has FP4 tensor cores for MXFP4; NVFP4 only through emulation, which no one
+        // serves with.
         assert_eq!(class("mi355x", "mxfp4"), Some(ComputeClass::Fp4));
-        assert_eq!(class("mi355x", "nvfp4"), Some(ComputeClass::Fp8));
+        assert_eq!(class("mi355x", "nvfp4"), None);
+        // NVFP4 on Hopper and MI300X: W4A16 only (Marlin, Petit), never FP8 activations.
+        assert_eq!(class("h100-sxm", "nvfp4"), Some(ComputeClass::Bf16));
+        assert_eq!(class("mi300x", "nvfp4"), Some(ComputeClass::Bf16));
+        // W4A8 on Hopper only; Blackwell runs INT4 weights W4A16.
         assert_eq!(class("h100-sxm", "int4"), Some(ComputeClass::Fp8));
-        assert_eq!(class("a100-80gb", "int4"), Some(ComputeClass::Bf16));
-        // B300 cut INT8 to 153.5 TOP/s; the engine runs INT8 weights on bf16 tensor cores instead.
+        assert_eq!(class("b200", "int4"), Some(ComputeClass::Bf16));
+        // B300 cut INT8 to 153.5 TOP/s; INT8 weights run on bf16 tensor cores instead.
         assert_eq!(class("b300", "int8"), Some(ComputeClass::Bf16));
+        // No engine serves per-tensor FP4.
+        for g in &c.gpus {
+            assert_eq!(class(&g.id, "fp4"), None, "{}", g.id);
+        }
+        // A weight-only GEMM on H100's FP8 tensor cores reaches 0.75 of the native FP8 rate.
+        let h100 = c.gpu("h100-sxm").unwrap();
+        let rate = |d: &str| {
+            compute_class(h100, c.dtype(d).unwrap(), &c.calibration)
+                .unwrap()
+                .1
+        };
+        assert!((rate("int4") - 0.75 * rate("fp8")).abs() < 1e-6 * rate("fp8"));
     }
 
     /// gpt-oss publishes MXFP4 experts (4 + 8/32 = 4.25 bits): they stay MXFP4 under an FP8 or
@@ -224,10 +248,11 @@ mod tests {
             at("b200", "bf16", Some(mxfp4)),
             (2250e12 * 0.75 * 0.8, 0.53125),
         );
-        // Re-quantized to INT4 (W4A8 on FP8 tensor cores): the format's own path and bytes.
+        // Re-quantized to INT4 (W4A8 on FP8 tensor cores, weight-only at 0.75 of their rate on
+        // Hopper): the format's own path and bytes.
         close(
             at("h100-sxm", "int4", Some(mxfp4)),
-            (1979e12 * 0.75 * 0.8, 4.125 / 8.0),
+            (1979e12 * 0.75 * 0.8 * 0.75, 4.125 / 8.0),
         );
         // No published format: experts like every linear layer.
         close(at("h100-sxm", "fp8", None), (1979e12 * 0.75 * 0.8, 1.0));

@@ -172,8 +172,7 @@ impl Context {
                     .iter()
                     .map(|&d| {
                         let dtype = &catalog.dtypes[d];
-                        (dtype.kv_without_native || gpu.supports_natively(&dtype.id))
-                            .then(|| dtype.bytes_per_param())
+                        gpu.serves_kv(&dtype.id).then(|| dtype.bytes_per_param())
                     })
                     .collect();
                 PlatformFacts {

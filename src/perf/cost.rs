@@ -50,7 +50,10 @@ impl Prices {
 /// What is being paid for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Footprint {
+    /// GPUs of the cluster's servers.
     pub gpus: f64,
+    /// The racks' share the servers take (`servers / servers_per_rack`): rack network and
+    /// switches are paid in proportion.
     pub racks: f64,
     pub storage_servers: f64,
     /// IT power at the operating load, kW.
@@ -59,31 +62,63 @@ pub struct Footprint {
     pub provisioned_it_kw: f64,
 }
 
-/// USD per hour of the footprint.
+/// USD per hour by what is paid for; [`Breakdown::total`] is the footprint's cost.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Breakdown {
+    /// GPU servers: rent (cloud) or the hardware's straight-line amortization (owned).
+    pub gpus: f64,
+    /// Electricity of the GPU servers and switches at the operating load, times PUE.
+    pub energy: f64,
+    /// Facility capex per provisioned kW, amortized, and colocation rent.
+    pub facility: f64,
+    /// Yearly maintenance as a share of the GPU servers' and network's capex.
+    pub maintenance: f64,
+    /// Rack network capex, amortized.
+    pub network: f64,
+    /// KV storage servers: amortization, maintenance and electricity.
+    pub storage: f64,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> f64 {
+        self.gpus + self.energy + self.facility + self.maintenance + self.network + self.storage
+    }
+}
+
+/// USD per hour of the footprint, by part.
 ///
-/// Owned: hardware capex (GPU servers, network per rack, storage servers) straight-line over
-/// `years`, facility capex per provisioned kW over `facility_years`, maintenance as a yearly
-/// share of hardware capex, electricity for IT power x PUE, and colocation per provisioned kW.
-/// Cloud: GPU-hours at the list price; KV storage servers, which no GPU price includes, at their
-/// owned cost.
-pub fn usd_per_hour(o: Ownership, f: &Footprint, p: &Prices, e: &Economics) -> f64 {
+/// Owned: hardware capex (GPU servers, network per rack share, storage servers) straight-line
+/// over `years`, facility capex per provisioned kW over `facility_years`, maintenance as a
+/// yearly share of hardware capex, electricity for IT power x PUE, and colocation per
+/// provisioned kW. Cloud: GPU-hours at the list price; KV storage servers, which no GPU price
+/// includes, at their owned cost.
+pub fn usd_per_hour(o: Ownership, f: &Footprint, p: &Prices, e: &Economics) -> Breakdown {
     let storage_capex = f.storage_servers * e.storage_capex_usd_per_server;
     let storage_kw = f.storage_servers * e.storage_power_kw_per_server;
-    let storage_per_hour = storage_capex / (e.years * HOURS_PER_YEAR)
+    let storage = storage_capex / (e.years * HOURS_PER_YEAR)
         + storage_capex * e.maintenance_pct_per_year / 100.0 / HOURS_PER_YEAR
         + storage_kw * e.pue * e.usd_per_kwh;
     match o {
-        Ownership::Cloud => f.gpus * p.usd_per_gpu_hour + storage_per_hour,
+        Ownership::Cloud => Breakdown {
+            gpus: f.gpus * p.usd_per_gpu_hour,
+            storage,
+            ..Breakdown::default()
+        },
         Ownership::Owned => {
-            let hardware_capex =
-                f.gpus * p.capex_usd_per_gpu + f.racks * e.network_capex_usd_per_rack;
+            let gpu_capex = f.gpus * p.capex_usd_per_gpu;
+            let network_capex = f.racks * e.network_capex_usd_per_rack;
             let facility_capex = e.facility_capex_usd_per_kw * f.provisioned_it_kw;
-            hardware_capex / (e.years * HOURS_PER_YEAR)
-                + facility_capex / (e.facility_years * HOURS_PER_YEAR)
-                + hardware_capex * e.maintenance_pct_per_year / 100.0 / HOURS_PER_YEAR
-                + (f.it_kw - storage_kw) * e.pue * e.usd_per_kwh
-                + e.hosting_usd_per_kw_month * f.provisioned_it_kw / HOURS_PER_MONTH
-                + storage_per_hour
+            Breakdown {
+                gpus: gpu_capex / (e.years * HOURS_PER_YEAR),
+                energy: (f.it_kw - storage_kw) * e.pue * e.usd_per_kwh,
+                facility: facility_capex / (e.facility_years * HOURS_PER_YEAR)
+                    + e.hosting_usd_per_kw_month * f.provisioned_it_kw / HOURS_PER_MONTH,
+                maintenance: (gpu_capex + network_capex) * e.maintenance_pct_per_year
+                    / 100.0
+                    / HOURS_PER_YEAR,
+                network: network_capex / (e.years * HOURS_PER_YEAR),
+                storage,
+            }
         }
     }
 }
@@ -131,14 +166,25 @@ mod tests {
             it_kw: 30.0,
             provisioned_it_kw: 40.0,
         };
-        assert!((usd_per_hour(Ownership::Cloud, &f, &p, &e) - 96.0).abs() < 1e-9);
+        assert!((usd_per_hour(Ownership::Cloud, &f, &p, &e).total() - 96.0).abs() < 1e-9);
         let hardware = 32.0 * 40_000.0 + 100_000.0;
         let expected = hardware / (5.0 * 8760.0)
             + 400_000.0 / (15.0 * 8760.0)
             + hardware * 0.05 / 8760.0
             + 30.0 * 1.25 * 0.08;
         let owned = usd_per_hour(Ownership::Owned, &f, &p, &e);
-        assert!((owned - expected).abs() < 1e-9, "{owned} vs {expected}");
+        assert!(
+            (owned.total() - expected).abs() < 1e-9,
+            "{owned:?} vs {expected}"
+        );
+        // The parts by hand: GPUs 1.28 M / 43,800 h, network 100 k / 43,800 h, maintenance 5 %
+        // of 1.38 M a year, facility 400 k / 131,400 h, energy 30 kW x 1.25 x 0.08.
+        assert!((owned.gpus - 1_280_000.0 / 43_800.0).abs() < 1e-9);
+        assert!((owned.network - 100_000.0 / 43_800.0).abs() < 1e-9);
+        assert!((owned.maintenance - 1_380_000.0 * 0.05 / 8760.0).abs() < 1e-9);
+        assert!((owned.facility - 400_000.0 / 131_400.0).abs() < 1e-9);
+        assert!((owned.energy - 3.0).abs() < 1e-12);
+        assert_eq!(owned.storage, 0.0);
         // $96/h over 1,000 tokens/s: 96 / 3.6e6 x 1e6 = $26.67 per million tokens.
         assert!((per_mtok(96.0, 1000.0) - 26.666_666_666_7).abs() < 1e-6);
     }

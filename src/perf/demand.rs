@@ -129,28 +129,6 @@ impl Demand {
     }
 }
 
-impl Load {
-    /// Peak requests per second for a configuration whose users cycle every `user_cycle_s`
-    /// (decode time of one answer plus think time): users / cycle, or the rate mode, whichever
-    /// is larger.
-    pub fn peak_requests_per_s(&self, user_cycle_s: f64) -> f64 {
-        if self.users > 0.0 {
-            self.requests_per_s.max(self.users / user_cycle_s)
-        } else {
-            self.requests_per_s
-        }
-    }
-
-    /// Mean requests per second (users run steadily; rates average over the day).
-    pub fn mean_requests_per_s(&self, user_cycle_s: f64) -> f64 {
-        if self.users > 0.0 {
-            self.mean_requests_per_s.max(self.users / user_cycle_s)
-        } else {
-            self.mean_requests_per_s
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,8 +168,6 @@ mod tests {
         };
         let l = d.load(2.0, 1000.0);
         assert_eq!(l.users, 200.0);
-        // 200 users cycling every 10 s ask 20 requests/s, more than 10.
-        assert_eq!(l.peak_requests_per_s(10.0), 20.0);
-        assert_eq!(l.peak_requests_per_s(100.0), 10.0);
+        assert_eq!(l.requests_per_s, 10.0);
     }
 }

@@ -122,9 +122,11 @@ pub struct Estimate {
     /// `None` when the configuration runs.
     pub reason: Option<Reason>,
     pub limit: Option<Limit>,
-    /// Racks of the cluster: the grid's, or with `racks = "auto"` the fewest that meet the
-    /// demand and the SLOs (0 when they could not be sized).
+    /// Racks of the cluster: the grid's, or with `racks = "auto"` those holding the fewest
+    /// servers that meet the demand and the SLOs (0 when they could not be sized).
     pub racks: u32,
+    /// Servers of the cluster (whole scale-up domains); 0 when it could not be sized.
+    pub servers: u32,
     pub gpus: u32,
     /// 0 when the layout is invalid (written as null).
     pub gpus_per_instance: u32,
@@ -135,7 +137,11 @@ pub struct Estimate {
     pub hbm_used_gb_per_gpu: f64,
     pub hbm_weights_gb_per_gpu: f64,
     pub hbm_kv_gb_per_gpu: f64,
+    /// Mean first-token latency at the operating load (a full instance without demand), and
+    /// on an idle instance.
     pub ttft_ms: f64,
+    pub ttft_idle_ms: f64,
+    /// The full batch's step: TPOT and a user's tokens per second at `batch` sequences.
     pub tpot_ms: f64,
     pub tokens_per_s_per_user: f64,
     pub tokens_per_s_per_instance: f64,
@@ -159,6 +165,18 @@ pub struct Estimate {
     pub ttft_p99_ms: f64,
     pub ttft_p99_mmc_ms: f64,
     pub tpot_p99_ms: f64,
+    /// At the operating load: mean requests a decode instance holds, the mean TPOT a sequence
+    /// sees there and a user's tokens per second, request latency percentiles, and the 99th
+    /// percentile of the wait before a prompt is processed.
+    pub occupancy_per_instance: f64,
+    pub tpot_at_load_ms: f64,
+    pub tokens_per_s_per_user_at_load: f64,
+    pub e2e_p50_ms: f64,
+    pub e2e_p99_ms: f64,
+    pub queue_wait_p99_ms: f64,
+    /// Output tokens served in a month on average (the demand's, or the capacity's without
+    /// demand), over 730 hours.
+    pub output_tokens_per_month: f64,
     /// Cached session context held off the GPU (cluster totals) and its reload time.
     pub kv_host_gb: f64,
     pub kv_storage_gb: f64,
@@ -171,6 +189,13 @@ pub struct Estimate {
     pub rack_power_kw: f64,
     pub joules_per_token: f64,
     pub usd_per_hour: f64,
+    /// `usd_per_hour` by what is paid for; the parts sum to it.
+    pub usd_per_hour_gpus: f64,
+    pub usd_per_hour_energy: f64,
+    pub usd_per_hour_facility: f64,
+    pub usd_per_hour_maintenance: f64,
+    pub usd_per_hour_network: f64,
+    pub usd_per_hour_storage: f64,
     pub usd_per_month: f64,
     pub usd_per_mtok: f64,
     pub tco_usd: f64,
@@ -192,6 +217,7 @@ impl Estimate {
         reason: None,
         limit: None,
         racks: 0,
+        servers: 0,
         gpus: 0,
         gpus_per_instance: 0,
         instances: 0,
@@ -201,6 +227,7 @@ impl Estimate {
         hbm_weights_gb_per_gpu: f64::NAN,
         hbm_kv_gb_per_gpu: f64::NAN,
         ttft_ms: f64::NAN,
+        ttft_idle_ms: f64::NAN,
         tpot_ms: f64::NAN,
         tokens_per_s_per_user: f64::NAN,
         tokens_per_s_per_instance: f64::NAN,
@@ -219,6 +246,13 @@ impl Estimate {
         ttft_p99_ms: f64::NAN,
         ttft_p99_mmc_ms: f64::NAN,
         tpot_p99_ms: f64::NAN,
+        occupancy_per_instance: f64::NAN,
+        tpot_at_load_ms: f64::NAN,
+        tokens_per_s_per_user_at_load: f64::NAN,
+        e2e_p50_ms: f64::NAN,
+        e2e_p99_ms: f64::NAN,
+        queue_wait_p99_ms: f64::NAN,
+        output_tokens_per_month: f64::NAN,
         kv_host_gb: f64::NAN,
         kv_storage_gb: f64::NAN,
         kv_reload_ms: f64::NAN,
@@ -228,6 +262,12 @@ impl Estimate {
         rack_power_kw: f64::NAN,
         joules_per_token: f64::NAN,
         usd_per_hour: f64::NAN,
+        usd_per_hour_gpus: f64::NAN,
+        usd_per_hour_energy: f64::NAN,
+        usd_per_hour_facility: f64::NAN,
+        usd_per_hour_maintenance: f64::NAN,
+        usd_per_hour_network: f64::NAN,
+        usd_per_hour_storage: f64::NAN,
         usd_per_month: f64::NAN,
         usd_per_mtok: f64::NAN,
         tco_usd: f64::NAN,

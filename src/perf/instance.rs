@@ -35,7 +35,15 @@ pub struct Instance<'a> {
     pub stage_bytes: [(f64, f64); 2],
     /// Activation workspace sizes of this layout.
     pub workspace: memory::Workspace,
+    /// `(prompt tokens, seconds)`: the prefill of a prompt alone on an idle instance, for the
+    /// prompt lengths the serving model asks about (the mean, and the percentiles of the
+    /// sweep's spread and of exponential lengths). Batch-independent, so resolved once per
+    /// placement.
+    pub prompts_alone: [(f64, f64); PROMPTS],
 }
+
+/// Prompt lengths whose prefill alone an [`Instance`] keeps.
+const PROMPTS: usize = 5;
 
 /// Per-GPU memory of an instance holding a given number of sequences.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,13 +86,21 @@ impl Instance<'_> {
 
     /// Time to first token of one request on an idle instance.
     pub fn prefill_s(&self) -> f64 {
-        latency::prefill_s(
-            &self.ctx.model,
-            &self.layout,
-            &self.stages,
-            &self.rates,
-            self.input_tokens,
-        )
+        self.prompt_alone_s(self.input_tokens)
+    }
+
+    /// Prefill of a prompt of `tokens` alone on an idle instance.
+    pub fn prompt_alone_s(&self, tokens: f64) -> f64 {
+        match self.prompts_alone.iter().find(|&&(t, _)| t == tokens) {
+            Some(&(_, s)) => s,
+            None => latency::prefill_s(
+                &self.ctx.model,
+                &self.layout,
+                &self.stages,
+                &self.rates,
+                tokens,
+            ),
+        }
     }
 
     /// Requests per second one prefill-only instance completes: each iteration fills every
@@ -165,22 +181,25 @@ pub(super) fn dispatch_bytes(m: &ModelFacts, expert_activations: ComputeClass) -
     }
 }
 
-/// Places and resolves a configuration, or returns the estimate that says why it cannot run.
+/// Places and resolves a configuration on its racks, or returns the estimate that says why it
+/// cannot run.
 pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
-    instance_serving(ctx, p, ctx.input_tokens, ctx.output_tokens)
+    let gpus = p.racks * ctx.platforms[p.platform as usize].rack.gpus_per_rack();
+    instance_serving(ctx, p, gpus, ctx.input_tokens, ctx.output_tokens)
 }
 
-/// [`instance`] serving prompts of `input_tokens` and answers of `output_tokens` (a phase).
+/// [`instance`] on a cluster of `gpus` GPUs (whole servers and scale-up domains), serving
+/// prompts of `input_tokens` and answers of `output_tokens` (a phase).
 pub fn instance_serving<'a>(
     ctx: &'a Context,
     p: &Point,
+    gpus: u32,
     input_tokens: f64,
     output_tokens: f64,
 ) -> Result<Instance<'a>, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let m = &ctx.model;
-    let gpus = p.racks * platform.rack.gpus_per_rack();
-    let l = layout::place(&m.layout_model, &platform.rack, p.racks, p.tp, p.pp, p.ep)
+    let l = layout::place(&m.layout_model, &platform.rack, gpus, p.tp, p.pp, p.ep)
         .map_err(|reason| Estimate::infeasible(reason, gpus))?;
     let (
         Some(linear_flops_per_s),
@@ -237,7 +256,20 @@ pub fn instance_serving<'a>(
         prefill_pool_requests_per_s: f64::NAN,
         stage_bytes: [(0.0, 0.0); 2],
         workspace: memory::Workspace::new(m, &l),
+        prompts_alone: [(f64::NAN, f64::NAN); PROMPTS],
     };
+    // The prompts the serving model times (`serving::Serving`): the mean, and the percentiles
+    // of the sweep's length spread and of exponential lengths.
+    let spread = ctx.plan.settings.spread();
+    let percentile = |cv2: f64, i: usize| super::serving::gamma_percentile(input_tokens, cv2, i);
+    let prompts = [
+        input_tokens,
+        percentile(spread.prompt_cv2, 0),
+        percentile(spread.prompt_cv2, 1),
+        percentile(spread.prompt_cv2, 2),
+        percentile(1.0, 2),
+    ];
+    inst.prompts_alone = prompts.map(|tokens| (tokens, inst.prompt_alone_s(tokens)));
     let context = ctx.kv_admission.held_context(input_tokens, output_tokens);
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (

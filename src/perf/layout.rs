@@ -42,7 +42,7 @@ impl Tier {
     }
 }
 
-/// A valid placement of one (tp, pp, ep) split on `racks` racks.
+/// A valid placement of one (tp, pp, ep) split on a cluster.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Layout {
     pub tp: u32,
@@ -72,11 +72,12 @@ pub struct LayoutModel {
     pub experts: u32,
 }
 
-/// Places `tp x pp x ep` on `racks` racks, or says why it cannot run.
+/// Places `tp x pp x ep` on a cluster of `gpus` GPUs (whole scale-up domains of `rack`), or
+/// says why it cannot run.
 pub fn place(
     m: &LayoutModel,
     rack: &Rack,
-    racks: u32,
+    gpus: u32,
     tp: u32,
     pp: u32,
     ep: u32,
@@ -118,7 +119,6 @@ pub fn place(
     if pp > m.layers {
         return Err(Reason::PpExceedsLayers);
     }
-    let gpus = racks * rack.gpus_per_rack();
     let domains = gpus / domain;
     // Stages are packed into scale-up domains; a stage wider than a domain spans whole domains.
     let stage_groups = if stage_gpus <= domain {
@@ -208,14 +208,14 @@ mod tests {
     #[test]
     fn hgx_rack_packs_instances_per_server() {
         let r = rack(8, 8, 4);
-        let l = place(&LLAMA_70B, &r, 1, 4, 1, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, r.gpus_per_rack(), 4, 1, 1).unwrap();
         assert_eq!((l.gpus, l.instances, l.gpus_per_instance), (32, 8, 4));
-        let l = place(&LLAMA_70B, &r, 1, 8, 2, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, r.gpus_per_rack(), 8, 2, 1).unwrap();
         assert_eq!((l.instances, l.pp_hops_scaleout), (2, 1));
-        let l = place(&LLAMA_70B, &r, 1, 8, 4, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, r.gpus_per_rack(), 8, 4, 1).unwrap();
         assert_eq!((l.instances, l.pp_hops_scaleout), (1, 3));
         assert_eq!(
-            place(&LLAMA_70B, &r, 1, 8, 8, 1),
+            place(&LLAMA_70B, &r, r.gpus_per_rack(), 8, 8, 1),
             Err(Reason::InstanceExceedsCluster)
         );
     }
@@ -224,13 +224,13 @@ mod tests {
     fn nvl72_leaves_gpus_idle_when_stages_do_not_divide_the_domain() {
         let r = rack(72, 4, 18);
         // tp = 16: four instances per 72-GPU domain, 8 GPUs idle.
-        let l = place(&LLAMA_70B, &r, 1, 16, 1, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, r.gpus_per_rack(), 16, 1, 1).unwrap();
         assert_eq!((l.gpus, l.instances), (72, 4));
-        let l = place(&LLAMA_70B, &r, 2, 8, 2, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, 2 * r.gpus_per_rack(), 8, 2, 1).unwrap();
         // 9 stages of 8 per domain -> 18 stages over two racks -> 9 instances of 16 GPUs; the
         // fifth takes the last slot of rack 0 and the first of rack 1, so one hop crosses racks.
         assert_eq!((l.instances, l.pp_hops_scaleout), (9, 1));
-        let l = place(&LLAMA_70B, &r, 2, 8, 3, 1).unwrap();
+        let l = place(&LLAMA_70B, &r, 2 * r.gpus_per_rack(), 8, 3, 1).unwrap();
         assert_eq!((l.instances, l.pp_hops_scaleout), (6, 0));
     }
 
@@ -242,10 +242,10 @@ mod tests {
             ..DSV3
         };
         assert_eq!(
-            place(&wide, &r, 2, 16, 1, 144),
+            place(&wide, &r, 2 * r.gpus_per_rack(), 16, 1, 144),
             Err(Reason::StageDoesNotTileDomains)
         );
-        let l = place(&wide, &r, 2, 8, 1, 144).unwrap();
+        let l = place(&wide, &r, 2 * r.gpus_per_rack(), 8, 1, 144).unwrap();
         assert_eq!((l.stage_gpus, l.instances), (144, 1));
     }
 
@@ -253,21 +253,24 @@ mod tests {
     fn invalid_splits_have_reasons() {
         let r = rack(8, 8, 4);
         assert_eq!(
-            place(&LLAMA_70B, &r, 1, 3, 1, 1),
+            place(&LLAMA_70B, &r, r.gpus_per_rack(), 3, 1, 1),
             Err(Reason::TpDoesNotDivideHeads)
         );
-        assert_eq!(place(&LLAMA_70B, &r, 1, 1, 1, 2), Err(Reason::EpNeedsMoe));
         assert_eq!(
-            place(&LLAMA_70B, &r, 1, 1, 81, 1),
+            place(&LLAMA_70B, &r, r.gpus_per_rack(), 1, 1, 2),
+            Err(Reason::EpNeedsMoe)
+        );
+        assert_eq!(
+            place(&LLAMA_70B, &r, r.gpus_per_rack(), 1, 81, 1),
             Err(Reason::PpExceedsLayers)
         );
         assert_eq!(
-            place(&DSV3, &r, 1, 2, 1, 3),
+            place(&DSV3, &r, r.gpus_per_rack(), 2, 1, 3),
             Err(Reason::EpDoesNotDivideExperts)
         );
         // 128 heads over tp 128 on a 72-GPU domain: neither inside one domain nor whole ones.
         assert_eq!(
-            place(&DSV3, &rack(72, 4, 18), 2, 128, 1, 1),
+            place(&DSV3, &rack(72, 4, 18), 2 * 72, 128, 1, 1),
             Err(Reason::TpExceedsScaleupDomain)
         );
     }
@@ -277,7 +280,7 @@ mod tests {
     #[test]
     fn tensor_parallelism_spans_whole_domains() {
         let r = rack(8, 8, 4);
-        let l = place(&DSV3, &r, 1, 16, 1, 1).unwrap();
+        let l = place(&DSV3, &r, r.gpus_per_rack(), 16, 1, 1).unwrap();
         assert_eq!(
             (
                 l.stage_gpus,
@@ -287,17 +290,17 @@ mod tests {
             ),
             (16, 1, 2, 16)
         );
-        let l = place(&DSV3, &r, 1, 16, 1, 32).unwrap();
+        let l = place(&DSV3, &r, r.gpus_per_rack(), 16, 1, 32).unwrap();
         assert_eq!((l.stage_gpus, l.attention_dp, l.instances), (32, 2, 1));
         // With pp 2 every hop of a stage wider than a domain crosses the scale-out network.
-        let l = place(&DSV3, &r, 1, 16, 2, 1).unwrap();
+        let l = place(&DSV3, &r, r.gpus_per_rack(), 16, 2, 1).unwrap();
         assert_eq!((l.instances, l.pp_hops_scaleout), (1, 1));
     }
 
     #[test]
     fn attention_data_parallel_moe_spans_domains_over_scale_out() {
         let r = rack(8, 8, 4);
-        let l = place(&DSV3, &r, 1, 1, 1, 16).unwrap();
+        let l = place(&DSV3, &r, r.gpus_per_rack(), 1, 1, 16).unwrap();
         assert_eq!(
             (
                 l.stage_gpus,
@@ -307,7 +310,7 @@ mod tests {
             ),
             (16, 16, 2, 0)
         );
-        let l = place(&DSV3, &r, 1, 8, 1, 8).unwrap();
+        let l = place(&DSV3, &r, r.gpus_per_rack(), 8, 1, 8).unwrap();
         assert_eq!((l.attention_dp, l.instances), (1, 4));
     }
 }

@@ -12,6 +12,7 @@
 // `Result::Err`; boxing it would allocate in the hot loop.
 #![allow(clippy::result_large_err)]
 
+pub mod closed;
 pub mod cluster;
 pub use cluster::Placements;
 pub mod comm;
@@ -288,7 +289,7 @@ pub(crate) mod tests {
             },
         )
         .unwrap();
-        assert!((dis.ttft_ms - (inst.prefill_s() + inst.kv_transfer_s()) * 1e3).abs() < 1e-9);
+        assert!((dis.ttft_idle_ms - (inst.prefill_s() + inst.kv_transfer_s()) * 1e3).abs() < 1e-9);
         let decode_rate = 2.0 * 64.0 / (dis.tpot_ms / 1e3 * 1024.0);
         let prefill_rate = 2.0 * inst.prefill_requests_per_s();
         assert!((dis.output_tokens_per_s - decode_rate.min(prefill_rate) * 1024.0).abs() < 1e-6);
@@ -381,8 +382,25 @@ pub(crate) mod tests {
             let ctx = Context::new(&c, m, &grid, Workload::new(900.5, 300.0)).unwrap();
             let e = evaluate(&ctx, &grid.point(0));
             if e.feasible() {
-                for v in [e.ttft_ms, e.tpot_ms, e.tokens_per_s_per_user, e.tokens_per_s_per_gpu, e.output_tokens_per_s, e.hbm_used_gb_per_gpu] {
+                for v in [e.ttft_idle_ms, e.tpot_ms, e.tokens_per_s_per_user, e.tokens_per_s_per_gpu, e.output_tokens_per_s, e.hbm_used_gb_per_gpu, e.tpot_at_load_ms, e.occupancy_per_instance] {
                     proptest::prop_assert!(v.is_finite() && v > 0.0, "{e:?}");
+                }
+                // At full batch the first token waits for the prompt budget; where the budget
+                // cannot supply the batch with prompts there is no steady state, and every
+                // latency of the load says so.
+                if e.ttft_ms.is_finite() {
+                    proptest::prop_assert!(e.ttft_ms > 0.0 && e.ttft_p99_ms >= e.ttft_p50_ms && e.e2e_p99_ms > e.ttft_p99_ms, "{e:?}");
+                } else {
+                    proptest::prop_assert!(e.ttft_p99_ms.is_infinite() && e.queue_wait_p99_ms.is_infinite(), "{e:?}");
+                }
+                // A full aggregated instance holds its batch; its TPOT is the full batch's. A
+                // disaggregated decode instance holds fewer: its users are being prefilled.
+                if pct == 0 {
+                    proptest::prop_assert_eq!(e.occupancy_per_instance, f64::from(batch));
+                    proptest::prop_assert!((e.tpot_at_load_ms - e.tpot_ms).abs() <= 1e-9 * e.tpot_ms, "{e:?}");
+                } else {
+                    proptest::prop_assert!(e.occupancy_per_instance <= f64::from(batch) * (1.0 + 1e-12), "{e:?}");
+                    proptest::prop_assert!(e.tpot_at_load_ms <= e.tpot_ms * (1.0 + 1e-9), "{e:?}");
                 }
                 proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].hbm_gb * memory::MEMORY_UTILIZATION + 1e-9);
                 proptest::prop_assert!(e.tokens_per_s_per_gpu <= e.compute_bound_tokens_per_s_per_gpu.min(e.hbm_bound_tokens_per_s_per_gpu) * (1.0 + 1e-9));

@@ -10,6 +10,7 @@ pub struct PowerFacts {
     pub tdp_w: f64,
     pub idle_w: f64,
     pub gpus_per_rack: f64,
+    pub gpus_per_server: f64,
     pub servers_per_rack: f64,
     /// Non-GPU power of one server (its maximum less its GPUs' board power), kW.
     pub host_kw_per_server: f64,
@@ -25,6 +26,7 @@ impl PowerFacts {
             tdp_w,
             idle_w: gpu.idle_w.unwrap_or(f64::NAN),
             gpus_per_rack: f64::from(rack.gpus_per_rack()),
+            gpus_per_server: f64::from(rack.gpus_per_server),
             servers_per_rack: f64::from(rack.servers_per_rack),
             host_kw_per_server: rack.host_power_kw_per_server(tdp_w),
             switch_kw_per_rack: rack.switch_power_kw,
@@ -52,10 +54,13 @@ impl PowerFacts {
         self.rack_kw(activity) > self.rack_budget_kw * (1.0 + 1e-9)
     }
 
-    /// IT power of `racks` racks whose `active_gpus` serve at `activity` (the rest idle), kW.
-    pub fn cluster_kw(&self, racks: f64, active_gpus: f64, activity: f64) -> f64 {
-        let idle_gpus = (racks * self.gpus_per_rack - active_gpus).max(0.0);
-        racks * (self.servers_per_rack * self.host_kw_per_server + self.switch_kw_per_rack)
+    /// IT power of `servers` servers whose `active_gpus` serve at `activity` (the rest idle),
+    /// with the racks' switches in proportion to the servers (`servers / servers_per_rack` of a
+    /// rack's), kW.
+    pub fn cluster_kw(&self, servers: f64, active_gpus: f64, activity: f64) -> f64 {
+        let idle_gpus = (servers * self.gpus_per_server - active_gpus).max(0.0);
+        servers * self.host_kw_per_server
+            + servers / self.servers_per_rack * self.switch_kw_per_rack
             + active_gpus * self.gpu_w(activity) / 1e3
             + idle_gpus * self.idle_w / 1e3
     }
@@ -71,6 +76,7 @@ mod tests {
             tdp_w: 700.0,
             idle_w: 100.0,
             gpus_per_rack: 32.0,
+            gpus_per_server: 8.0,
             servers_per_rack: 4.0,
             host_kw_per_server: 10.2 - 8.0 * 0.7,
             switch_kw_per_rack: 1.0,
@@ -86,9 +92,13 @@ mod tests {
         assert!((p.rack_kw(1.0) - 40.8).abs() < 1e-9);
         assert!(!p.over_budget(1.0));
         assert!((p.gpu_w(0.5) - 400.0).abs() < 1e-12);
-        // Two racks, 48 GPUs busy at 50 %, 16 idle: 2 x (18.4 + 1) + 48 x 0.4 + 16 x 0.1.
-        let kw = p.cluster_kw(2.0, 48.0, 0.5);
+        // Two racks (8 servers), 48 GPUs busy at 50 %, 16 idle: 2 x (18.4 + 1) + 48 x 0.4 +
+        // 16 x 0.1.
+        let kw = p.cluster_kw(8.0, 48.0, 0.5);
         assert!((kw - (2.0 * 19.4 + 19.2 + 1.6)).abs() < 1e-9, "{kw}");
+        // One server, all 8 GPUs busy: its host, a quarter of the rack's switches, 8 GPUs.
+        let kw = p.cluster_kw(1.0, 8.0, 1.0);
+        assert!((kw - (4.6 + 0.25 + 5.6)).abs() < 1e-9, "{kw}");
         let tight = PowerFacts {
             rack_budget_kw: 40.0,
             ..p

@@ -110,6 +110,21 @@ impl Speeds {
         })
     }
 
+    /// The speeds of an instance that always runs `max_batch` sequences, from its full step
+    /// alone: one anchor, so every occupancy reads the full batch's step. Only for steady states
+    /// whose running sequences are always `max_batch` (a closed population of `max_batch` users
+    /// without think time: a benchmark at that concurrency).
+    pub fn full_batch_only(full: &latency::Decode, max_batch: f64, output_tokens: f64) -> Speeds {
+        Speeds::tabulate(1.0, output_tokens, |_| (full.tpot_s, full.iteration_s))
+            .with_max_batch(max_batch)
+    }
+
+    fn with_max_batch(mut self, max_batch: f64) -> Speeds {
+        self.max_batch = max_batch;
+        self.occupancy[0] = max_batch;
+        self
+    }
+
     /// Times `step(n) = (tpot_s, iteration_s)` at the anchors: whole sequences, increasing,
     /// ending exactly at `max_batch`.
     fn tabulate(max_batch: f64, output_tokens: f64, step: impl Fn(f64) -> (f64, f64)) -> Speeds {
@@ -140,6 +155,16 @@ impl Speeds {
         s
     }
 
+    /// [`Speeds::tabulate`] for tests of other modules.
+    #[cfg(test)]
+    pub(crate) fn tabulate_for_tests(
+        max_batch: f64,
+        output_tokens: f64,
+        step: impl Fn(f64) -> (f64, f64),
+    ) -> Speeds {
+        Speeds::tabulate(max_batch, output_tokens, step)
+    }
+
     fn interpolate(&self, values: &[f64; ANCHORS], k: f64) -> f64 {
         let x = &self.occupancy[..self.count];
         if k <= x[0] || self.count == 1 {
@@ -166,36 +191,54 @@ impl Speeds {
     }
 }
 
-/// The stationary occupancy of an instance at an arrival rate (birth-death chain, module docs).
+/// The stationary occupancy of an instance under its arrivals (open: the birth-death chain of
+/// the module docs; closed: [`super::closed`]), and the wait for a slot.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Occupancy {
+    /// Requests per second the instance completes (its arrival rate in steady state).
+    pub rate_per_s: f64,
+    /// Mean requests the instance holds, running or waiting for a slot.
+    pub mean_held: f64,
     /// Mean running sequences `E[min(n, B)]`.
     pub mean_running: f64,
     /// Running sequences at [`PERCENTILES`] (at least one).
     pub running: [f64; 3],
-    /// Probability that an arrival finds every slot taken, `P(n >= B)`.
+    /// Probability that an arrival finds every slot taken.
     pub wait_probability: f64,
-    /// Rate of the exponential wait of those who wait, `mu(B) - lambda`, per second (exact for
-    /// exponential output lengths).
-    pub wait_rate_per_s: f64,
+    /// Mean and squared coefficient of variation of the wait of those who wait, seconds
+    /// (exponential, `cv2 = 1`, for the open chain's geometric tail: exact for exponential
+    /// output lengths).
+    pub wait_mean_s: f64,
+    pub wait_cv2: f64,
 }
 
 impl Occupancy {
     /// `p`-quantile of the admission wait, seconds, with the wait of those who wait scaled by
-    /// the slot queue's Allen-Cunneen variability `V` (1 for exponential output lengths).
+    /// the slot queue's Allen-Cunneen variability `V` (1 for exponential output lengths). Those
+    /// who wait wait an exponential time (`cv2 = 1`, exact quantile
+    /// `ln(P(wait) / (1 - p)) V mean`) or a gamma one with the wait's own spread
+    /// ([`gamma_quantile`]).
     pub fn wait_quantile_s(&self, p: f64, variability: f64) -> f64 {
         if self.wait_probability <= 1.0 - p {
             0.0
+        } else if self.wait_cv2 == 1.0 {
+            (self.wait_probability / (1.0 - p)).ln() * variability * self.wait_mean_s
         } else {
-            (self.wait_probability / (1.0 - p)).ln() * variability / self.wait_rate_per_s
+            let q = 1.0 - (1.0 - p) / self.wait_probability;
+            gamma_quantile(self.wait_mean_s * variability, self.wait_cv2, q)
         }
+    }
+
+    /// Mean admission wait over all arrivals, seconds.
+    pub fn wait_mean_all_s(&self, variability: f64) -> f64 {
+        self.wait_probability * self.wait_mean_s * variability
     }
 }
 
 /// The chain's ratios `lambda / mu(k) = lambda osl TPOT(k) / k` for increasing `k`: on each
 /// segment between anchors TPOT is `a + b k`, so a ratio is `L b + L a / k` (`L = lambda osl`),
 /// one division, walking the segments instead of searching them.
-struct Ratios<'a> {
+pub(super) struct Ratios<'a> {
     speeds: &'a Speeds,
     load: f64,
     segment: usize,
@@ -205,7 +248,7 @@ struct Ratios<'a> {
 }
 
 impl Ratios<'_> {
-    fn new(speeds: &Speeds, load: f64) -> Ratios<'_> {
+    pub(super) fn new(speeds: &Speeds, load: f64) -> Ratios<'_> {
         let mut r = Ratios {
             speeds,
             load,
@@ -229,10 +272,14 @@ impl Ratios<'_> {
         self.intercept = self.load * (s.tpot_s[i - 1] - b * x0);
     }
 
-    fn at(&mut self, k: f64) -> f64 {
+    /// The ratio at `k`; cheapest when `k` moves a little from the last call (either way).
+    pub(super) fn at(&mut self, k: f64) -> f64 {
         let s = self.speeds;
         while self.segment + 1 < s.count && s.occupancy[self.segment] < k {
             self.enter(self.segment + 1);
+        }
+        while self.segment > 1 && s.occupancy[self.segment - 1] >= k {
+            self.enter(self.segment - 1);
         }
         self.slope + self.intercept / k
     }
@@ -295,12 +342,15 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
         }
     }
     // Beyond B: a geometric tail with ratio lambda / mu(B).
-    let mut at_b = 0.0;
+    let (mut at_b, mut waiting) = (0.0, 0.0);
     if reached_batch {
-        at_b = w / (1.0 - rate_per_s / mu_b);
+        let rho = rate_per_s / mu_b;
+        at_b = w / (1.0 - rho);
         let tail = at_b - w;
         total += tail;
         running += b * tail;
+        // Requests beyond the slots: sum of j w(B) rho^j over j >= 1.
+        waiting = w * rho / ((1.0 - rho) * (1.0 - rho));
     }
     // The percentiles of the running sequences: from the last checkpoint whose partial sum is
     // below the target (partial sums only grow, so a binary search finds it), the same
@@ -336,10 +386,13 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
         b
     });
     Some(Occupancy {
+        rate_per_s,
+        mean_held: (running + waiting) / total,
         mean_running: running / total,
         running: quantiles.map(|q| q.max(1.0).min(b)),
         wait_probability: at_b / total,
-        wait_rate_per_s: mu_b - rate_per_s,
+        wait_mean_s: 1.0 / (mu_b - rate_per_s),
+        wait_cv2: 1.0,
     })
 }
 
@@ -348,11 +401,22 @@ pub fn occupancy(speeds: &Speeds, rate_per_s: f64) -> Option<Occupancy> {
 /// (Wilson & Hilferty 1931, "The distribution of chi-square", PNAS 17(12); within 1 % of the
 /// exact exponential quantile at `cv2 = 1`, `p = 0.99`). `cv2 = 0` gives the mean.
 pub fn gamma_quantile(mean: f64, cv2: f64, p: f64) -> f64 {
+    wilson_hilferty(mean, cv2, standard_normal_quantile(p))
+}
+
+/// [`gamma_quantile`] at [`PERCENTILES`]`[i]`, without recomputing the normal quantile.
+pub fn gamma_percentile(mean: f64, cv2: f64, i: usize) -> f64 {
+    static Z: std::sync::LazyLock<[f64; 3]> =
+        std::sync::LazyLock::new(|| PERCENTILES.map(standard_normal_quantile));
+    wilson_hilferty(mean, cv2, Z[i])
+}
+
+/// The gamma quantile whose standard normal quantile is `z`.
+fn wilson_hilferty(mean: f64, cv2: f64, z: f64) -> f64 {
     if cv2 <= 0.0 {
         return mean;
     }
     let a = cv2 / 9.0;
-    let z = standard_normal_quantile(p);
     mean * (1.0 - a + z * a.sqrt()).max(0.0).powi(3)
 }
 
@@ -394,14 +458,7 @@ pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -
     } else {
         iteration(last)
     };
-    let alone = latency::prefill_s(
-        &inst.ctx.model,
-        &inst.layout,
-        &inst.stages,
-        &inst.rates,
-        prompt_tokens,
-    );
-    loaded.max(alone)
+    loaded.max(inst.prompt_alone_s(prompt_tokens))
 }
 
 /// One instance's steady state at an arrival rate.
@@ -418,8 +475,9 @@ pub struct Serving {
     /// Output tokens per second of the instance (`rate * osl`).
     pub output_tokens_per_s: f64,
     occupancy: Occupancy,
-    /// Iteration time at the running sequences of each percentile.
+    /// Iteration time at the running sequences of each percentile, and at their mean.
     iteration_s: [f64; 3],
+    mean_iteration_s: f64,
     /// Utilization of a rank's prompt budget and a mean prompt's share of an iteration.
     prefill_rho: f64,
     prefill_service_s: f64,
@@ -427,32 +485,96 @@ pub struct Serving {
 }
 
 impl Serving {
-    /// Time to first token at [`PERCENTILES`]`[i]` with the spread given to [`at_rate_with`].
+    /// The steady state of an instance whose occupancy is `occ` (from Poisson arrivals, or from
+    /// a closed population), or `None` if its prompt budget cannot keep up.
+    pub fn new(
+        inst: &Instance,
+        speeds: &Speeds,
+        occ: Occupancy,
+        spread: Spread,
+    ) -> Option<Serving> {
+        let (isl, osl) = (inst.input_tokens, inst.output_tokens);
+        let rate_per_s = occ.rate_per_s;
+        let concurrency = occ.mean_running;
+        let tpot_s = concurrency / (rate_per_s * osl);
+        // Prefill queue: each attention rank's prompt budget per iteration is one server; a
+        // prompt occupies `isl / budget` of an iteration.
+        let ranks = f64::from(inst.layout.attention_dp);
+        let rank_sequences = inst.decode_shape(concurrency.max(1.0)).tokens.sequences;
+        let budget = prefill_budget(rank_sequences, isl);
+        let service_s = isl / budget * speeds.iteration_s(concurrency);
+        let rho = rate_per_s / ranks * service_s;
+        if rho >= 1.0 {
+            return None;
+        }
+        let mut s = Serving {
+            rate_per_s,
+            concurrency,
+            tpot_s,
+            tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_s),
+            ttft_p99_s: f64::NAN,
+            output_tokens_per_s: rate_per_s * osl,
+            occupancy: occ,
+            iteration_s: occ.running.map(|k| speeds.iteration_s(k)),
+            mean_iteration_s: speeds.iteration_s(concurrency),
+            prefill_rho: rho,
+            prefill_service_s: service_s,
+            spread,
+        };
+        s.ttft_p99_s = s.ttft_s(inst, P99);
+        Some(s)
+    }
+
+    /// The occupancy this steady state was computed from.
+    pub fn occupancy(&self) -> &Occupancy {
+        &self.occupancy
+    }
+
+    /// Time to first token at [`PERCENTILES`]`[i]` with the spread given to [`Serving::new`].
     pub fn ttft_s(&self, inst: &Instance, i: usize) -> f64 {
         self.ttft_with(inst, i, self.spread)
     }
 
+    /// The wait for the rank's prompt budget at [`PERCENTILES`]`[i]` (M/G/1,
+    /// Pollaczek-Khinchine: `W = rho S (1 + cs^2) / (2 (1 - rho))`, `cs^2` the prompts' squared
+    /// coefficient of variation, with an exponential tail and `P(wait > 0) = rho`).
+    pub fn prefill_wait_s(&self, i: usize, spread: Spread) -> f64 {
+        let p = PERCENTILES[i];
+        let rho = self.prefill_rho;
+        if rho > 1.0 - p {
+            self.prefill_wait_mean_s(spread) / rho * (rho / (1.0 - p)).ln()
+        } else {
+            0.0
+        }
+    }
+
+    /// Mean wait for the rank's prompt budget (Pollaczek-Khinchine).
+    pub fn prefill_wait_mean_s(&self, spread: Spread) -> f64 {
+        let rho = self.prefill_rho;
+        rho * self.prefill_service_s * (1.0 + spread.prompt_cv2) / (2.0 * (1.0 - rho))
+    }
+
     /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
-    /// for the iteration in progress, for the rank's prompt budget (M/G/1, Pollaczek-Khinchine:
-    /// `W = rho S (1 + cs^2) / (2 (1 - rho))`, `cs^2` the prompts' squared coefficient of
-    /// variation, with an exponential tail and `P(wait > 0) = rho`) and for a slot, then the
+    /// for the iteration in progress, for the rank's prompt budget and for a slot, then the
     /// prompt at that percentile under load (module docs). The parts' percentiles are added,
     /// which is conservative in the tail.
     pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
         let p = PERCENTILES[i];
-        let rho = self.prefill_rho;
-        let prefill_wait_s = if rho > 1.0 - p {
-            let mean_s =
-                rho * self.prefill_service_s * (1.0 + spread.prompt_cv2) / (2.0 * (1.0 - rho));
-            mean_s / rho * (rho / (1.0 - p)).ln()
-        } else {
-            0.0
-        };
-        let prompt = gamma_quantile(inst.input_tokens, spread.prompt_cv2, p);
+        let prompt = gamma_percentile(inst.input_tokens, spread.prompt_cv2, i);
         p * self.iteration_s[i]
-            + prefill_wait_s
+            + self.prefill_wait_s(i, spread)
             + self.occupancy.wait_quantile_s(p, spread.slot_variability)
             + prefill_under_load_s(inst, self.occupancy.running[i], prompt)
+    }
+
+    /// Mean time to first token of a mean-length prompt at the mean occupancy: half an
+    /// iteration, the mean waits for the prompt budget and for a slot, and the prompt under
+    /// that load.
+    pub fn ttft_mean_s(&self, inst: &Instance) -> f64 {
+        0.5 * self.mean_iteration_s
+            + self.prefill_wait_mean_s(self.spread)
+            + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
+            + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
 }
 
@@ -464,36 +586,7 @@ pub fn at_rate_with(
     rate_per_s: f64,
     spread: Spread,
 ) -> Option<Serving> {
-    let (isl, osl) = (inst.input_tokens, inst.output_tokens);
-    let occ = occupancy(speeds, rate_per_s)?;
-    let concurrency = occ.mean_running;
-    let tpot_s = concurrency / (rate_per_s * osl);
-
-    // Prefill queue: each attention rank's prompt budget per iteration is one server; a prompt
-    // occupies `isl / budget` of an iteration.
-    let ranks = f64::from(inst.layout.attention_dp);
-    let rank_sequences = inst.decode_shape(concurrency.max(1.0)).tokens.sequences;
-    let budget = prefill_budget(rank_sequences, isl);
-    let service_s = isl / budget * speeds.iteration_s(concurrency);
-    let rho = rate_per_s / ranks * service_s;
-    if rho >= 1.0 {
-        return None;
-    }
-    let mut s = Serving {
-        rate_per_s,
-        concurrency,
-        tpot_s,
-        tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_s),
-        ttft_p99_s: f64::NAN,
-        output_tokens_per_s: rate_per_s * osl,
-        occupancy: occ,
-        iteration_s: occ.running.map(|k| speeds.iteration_s(k)),
-        prefill_rho: rho,
-        prefill_service_s: service_s,
-        spread,
-    };
-    s.ttft_p99_s = s.ttft_s(inst, P99);
-    Some(s)
+    Serving::new(inst, speeds, occupancy(speeds, rate_per_s)?, spread)
 }
 
 /// The highest arrival rate whose 99th-percentile latencies meet `limits` (bisection; latencies
@@ -589,11 +682,16 @@ mod tests {
             }
             b
         };
+        let rho = rate / mu_b;
+        let waiting = w[b as usize] * rho / ((1.0 - rho) * (1.0 - rho));
         Occupancy {
+            rate_per_s: rate,
+            mean_held: (running + waiting) / total,
             mean_running: running / total,
             running: PERCENTILES.map(|p| quantile(p).max(1.0)),
             wait_probability: at_b / total,
-            wait_rate_per_s: mu_b - rate,
+            wait_mean_s: 1.0 / (mu_b - rate),
+            wait_cv2: 1.0,
         }
     }
 
@@ -618,6 +716,7 @@ mod tests {
             let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
             proptest::prop_assert!(close(got.mean_running, want.mean_running), "{got:?} vs {want:?}");
             proptest::prop_assert!(close(got.wait_probability, want.wait_probability), "{got:?} vs {want:?}");
+            proptest::prop_assert!(close(got.mean_held, want.mean_held), "{got:?} vs {want:?}");
             proptest::prop_assert_eq!(got.running, want.running);
         }
     }
@@ -655,9 +754,11 @@ mod tests {
         let speeds = tabulate(1.0, 1.0, |_| (t, t));
         let occ = occupancy(&speeds, 0.5).unwrap();
         assert!((occ.wait_probability - 0.5).abs() < 1e-12, "{occ:?}");
-        assert!((occ.wait_rate_per_s - 0.5).abs() < 1e-12);
+        assert!((occ.wait_mean_s - 2.0).abs() < 1e-12);
         assert!((occ.wait_quantile_s(0.99, 1.0) - 2.0 * 50f64.ln()).abs() < 1e-9);
-        assert!((occ.wait_probability / occ.wait_rate_per_s - 1.0).abs() < 1e-12); // mean wait
+        assert!((occ.wait_mean_all_s(1.0) - 1.0).abs() < 1e-12); // mean wait of M/M/1
+        // M/M/1 holds rho / (1 - rho) = 1 request on average.
+        assert!((occ.mean_held - 1.0).abs() < 1e-12, "{occ:?}");
     }
 
     /// Interpolation between anchors is exact for a step linear in the batch.

@@ -131,6 +131,7 @@ impl<'a> Unit<'a> {
             instances,
             prefill_instances: pools.prefill,
             ttft_ms: self.ttft_idle_s * 1e3,
+            ttft_idle_ms: self.ttft_idle_s * 1e3,
             tpot_ms: tpot_s * 1e3,
             tokens_per_s_per_user: 1.0 / tpot_s,
             tokens_per_s_per_instance: output_tokens_per_s / f64::from(instances),

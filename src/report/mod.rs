@@ -51,6 +51,7 @@ const INFERENCE: Profile = Profile {
         "hardware",
         "rack",
         "racks",
+        "servers",
         "gpus",
         "tp",
         "pp",
@@ -65,7 +66,7 @@ const INFERENCE: Profile = Profile {
     ],
     metrics: &[
         "tokens_per_s_per_gpu",
-        "tokens_per_s_per_user",
+        "tokens_per_s_per_user_at_load",
         "ttft_p99_ms",
         "tpot_p99_ms",
         "usd_per_mtok",
@@ -75,7 +76,7 @@ const INFERENCE: Profile = Profile {
     trades: &[
         (
             "Throughput against interactivity",
-            "max tokens_per_s_per_user",
+            "max tokens_per_s_per_user_at_load",
             "max tokens_per_s_per_gpu",
         ),
         (

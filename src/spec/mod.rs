@@ -30,7 +30,10 @@ pub const DEFAULT_MAX_CONFIGS: u64 = 1_000_000_000;
 pub const MAX_AXIS_VALUES: u64 = 1_000_000;
 
 /// Objectives used when the sweep names none.
-pub const DEFAULT_OBJECTIVES: [&str; 2] = ["max tokens_per_s_per_gpu", "max tokens_per_s_per_user"];
+pub const DEFAULT_OBJECTIVES: [&str; 2] = [
+    "max tokens_per_s_per_gpu",
+    "max tokens_per_s_per_user_at_load",
+];
 
 #[derive(Debug, Clone)]
 pub struct Spec {

@@ -372,21 +372,23 @@ pub fn evaluate_into(
     let hours = seconds / reliability.goodput / 3600.0;
     let racks = f64::from(packing.racks(l.gpus()));
     let power = PowerFacts::new(sys.gpu, sys.rack);
-    let it_kw = power.cluster_kw(racks, gpus, 1.0);
+    let servers = racks * power.servers_per_rack;
+    let it_kw = power.cluster_kw(servers, gpus, 1.0);
     let footprint = cost::Footprint {
         gpus,
         racks,
         storage_servers: 0.0,
         it_kw,
         // As in serving: the facility provides for full racks at full load.
-        provisioned_it_kw: power.cluster_kw(racks, racks * power.gpus_per_rack, 1.0),
+        provisioned_it_kw: power.cluster_kw(servers, racks * power.gpus_per_rack, 1.0),
     };
     let usd_per_hour = cost::usd_per_hour(
         sys.ownership,
         &footprint,
         &cost::Prices::new(sys.gpu),
         sys.economics,
-    );
+    )
+    .total();
     let facility_kw = it_kw * sys.economics.pue;
     let mwh_per_run = facility_kw * hours / 1e3;
     *out = Estimate {

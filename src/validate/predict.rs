@@ -55,7 +55,9 @@ pub struct Prediction {
 }
 
 /// Formats the engine may run weights in, tried when the source leaves the format blank.
-const WEIGHT_FORMATS: [&str; 5] = ["bf16", "fp8", "nvfp4", "mxfp4", "fp4"];
+const WEIGHT_FORMATS: [&str; 4] = ["bf16", "fp8", "nvfp4", "mxfp4"];
+/// What a source's "FP4" stands for: the block-scaled FP4 formats, whichever the GPU runs.
+const BLOCK_SCALED_FP4: [&str; 2] = ["nvfp4", "mxfp4"];
 /// KV-cache formats tried when the source leaves the format blank.
 const KV_FORMATS: [&str; 2] = ["bf16", "fp8"];
 /// Largest batch tried when the source gives none (TensorRT-LLM captures CUDA graphs up to 8192
@@ -183,6 +185,16 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
                    notes: &mut Vec<String>|
      -> Result<Vec<usize>, String> {
         match given {
+            // Published results say "FP4" for the block-scaled FP4 their engine ran (NVFP4 on
+            // NVIDIA, MXFP4 on AMD); no engine serves per-tensor FP4.
+            Some(id) if id == "fp4" => {
+                notes.push(format!("{name} fp4: the GPU's native block-scaled FP4"));
+                Ok(BLOCK_SCALED_FP4
+                    .iter()
+                    .filter(|id| gpu.supports_natively(id))
+                    .filter_map(|id| catalog.dtype_index(id))
+                    .collect())
+            }
             Some(id) => catalog
                 .dtype_index(id)
                 .map(|d| vec![d])
