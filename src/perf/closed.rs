@@ -42,17 +42,23 @@ use super::serving::{Occupancy, PERCENTILES, Ratios, Speeds};
 /// result by more than about 1e-12 relative.
 const NEGLIGIBLE: f64 = 1e-16;
 
+/// Users one instance is ever asked to hold at most: the states are counted in `f64`, exact
+/// to 2^53; more users than people on Earth per instance is no steady state worth computing.
+pub const MAX_USERS: f64 = 1e12;
+
 /// The stationary occupancy of an instance holding `users` users (fractional: a mean over
-/// instances) who think `think_s` on average between requests. `None` for no users.
+/// instances) who think `think_s` on average between requests. `None` for no users, or more than
+/// [`MAX_USERS`].
 pub fn occupancy(speeds: &Speeds, users: f64, think_s: f64) -> Option<Occupancy> {
-    if !(users > 0.0 && users.is_finite() && think_s >= 0.0 && think_s.is_finite()) {
+    if !(users > 0.0 && users <= MAX_USERS && think_s >= 0.0 && think_s.is_finite()) {
         return None;
     }
     if think_s == 0.0 {
         return Some(without_think(speeds, users));
     }
     let chain = Chain::new(speeds, users, think_s);
-    let sums = chain.sum();
+    let mut sums = Sums::new();
+    chain.sum(&mut sums);
     Some(chain.occupancy(&sums))
 }
 
@@ -166,7 +172,7 @@ struct Mark {
 /// Sums over the chain's states of the weight `w(n)` (relative to the mode's, 1) times powers of
 /// `n`, of `m = N - n` (the users outside) and of `k = n - B + 1` (departures an arrival finding
 /// `n` waits for), and the first pass's checkpoints.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Sums {
     /// Larger population: `w`, `w n`, `w min(n, B)`.
     w: f64,
@@ -307,9 +313,8 @@ impl<'a> Chain<'a> {
     /// [`NEGLIGIBLE`] of the mode's, walked from the mode down and then up. Weights are relative
     /// to the mode's, so none exceeds 1: no rescaling. Below the batch every request decodes;
     /// from the batch on the rest wait and the batch completes at its full rate.
-    fn sum(&self) -> Sums {
+    fn sum(&self, s: &mut Sums) {
         let (users, batch) = (self.users, self.batch);
-        let mut s = Sums::new();
         let mut ratios = Ratios::new(self.speeds, self.load);
         let mode = self.mode(&mut ratios);
         // Down from the mode: w(n - 1) = w(n) / r(n).
@@ -373,7 +378,6 @@ impl<'a> Chain<'a> {
                 to_mark = STRIDE;
             }
         }
-        s
     }
 
     fn occupancy(&self, s: &Sums) -> Occupancy {
@@ -703,5 +707,7 @@ mod tests {
         assert_eq!(occ.wait_probability, 1.0);
         assert!(occupancy(&speeds, 0.0, 30.0).is_none());
         assert!(occupancy(&speeds, f64::INFINITY, 30.0).is_none());
+        assert!(occupancy(&speeds, 1e300, 30.0).is_none());
+        assert!(occupancy(&speeds, MAX_USERS, 0.0).is_some());
     }
 }

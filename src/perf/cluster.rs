@@ -8,7 +8,8 @@ use crate::grid::Point;
 
 use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
 use super::serving::Speeds;
-use super::sizing::{self, Served, Steady};
+use super::sizing::{self, Served};
+use super::steady::{self, Steady};
 use super::unit::Unit;
 use super::{Context, Estimate, Instance, Reason, instance_serving};
 
@@ -415,7 +416,7 @@ fn at_cluster<'a>(
             .then(|| sizing::serve(&unit, speeds, pools, &phase.load, s, &platform.tiers, false));
         let steady = match &served {
             Some(sv) => sv.steady,
-            None => sizing::full_instance(&unit, speeds, pools, s),
+            None => steady::full_instance(&unit, speeds, pools, s),
         };
         let (activity, served_tokens_per_s) = match &served {
             // GPU power is linear in activity, so the mean load gives the mean power.
@@ -860,12 +861,28 @@ batch = [64]
                 assert_eq!(served.steady.tpot_p99_s, sv.tpot_p99_s);
                 aggregated += 1;
             } else {
-                // Users are away from their decode instance while prefilled: fewer held there.
-                let occ = serving::occupancy(&speeds, rate).unwrap();
+                // Users are away from their decode instance while prefilled: the rate is the
+                // fixed point of the chain with that time added to the think time, the wait
+                // for the prefill pool taken at that rate.
+                let lambda = served.steady.requests_per_s;
+                let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
+                let service_s = f64::from(inst.layout.attention_dp) / unit.prefill_requests_per_s;
+                let v = (1.0 + s.spread().prompt_cv2) / 2.0;
+                let wait = crate::perf::queue::Queue::new(ranks, lambda * service_s, service_s, v)
+                    .wait_mean_s();
+                let away = 5.0 + unit.ttft_idle_s + wait;
+                let occ = super::super::closed::occupancy(&speeds, 3000.0 / decode, away).unwrap();
+                assert!(
+                    (occ.rate_per_s * decode - lambda).abs() <= 1e-6 * lambda,
+                    "{occ:?} {lambda}"
+                );
+                let held = served.steady.held_per_instance;
+                assert!(
+                    (held - occ.mean_held).abs() <= 1e-6 * held,
+                    "{held} {occ:?}"
+                );
                 assert!(served.steady.ttft_s[P99] >= unit.ttft_idle_s);
                 assert!(served.steady.held_per_instance < 3000.0 / decode);
-                assert!(served.steady.tpot_p99_s <= speeds.tpot_s(unit.batch));
-                assert!(occ.mean_held > 0.0);
                 disaggregated += 1;
             }
             assert!(

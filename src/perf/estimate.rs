@@ -77,7 +77,7 @@ impl Reason {
             Reason::PpExceedsLayers => "pp exceeds the number of layers",
             Reason::InstanceExceedsCluster => "one instance needs more GPUs than the racks hold",
             Reason::DtypeUnsupported => {
-                "the GPU has no tensor cores for the weight format, or cannot keep the KV cache in its format"
+                "no serving engine runs the weight format (natively or weight-only) or keeps the KV cache in its format on this GPU (docs/model.md §3)"
             }
             Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
             Reason::DisaggNeedsTwoPools => {

@@ -4,9 +4,11 @@
 //! answers is an `estimate`. Split by concern: `layout` (placement and validity),
 //! `memory` (bytes per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives),
 //! `latency` (step time, TPOT, TTFT) and `unit` (one instance's rates); then the cluster:
-//! `demand` (what must be served), `queue` and `sizing` (utilization, waits, SLOs, the fewest
-//! instances), `kv_tiers` (cached context off the GPU), `power`, `cost`, and `cluster`, which
-//! puts them together (and sizes racks). Every formula and its source: docs/model.md.
+//! `demand` (what must be served), `serving` and `closed` (an instance's occupancy under an
+//! open stream or a closed population of users), `steady` (a pool's steady state and latencies
+//! at its load), `queue` and `sizing` (utilization, SLOs, the fewest instances), `kv_tiers`
+//! (cached context off the GPU), `power`, `cost`, and `cluster`, which puts them together (and
+//! sizes servers). Every formula and its source: docs/model.md.
 
 // An infeasible `Estimate` is the ordinary answer for most grid points, returned through
 // `Result::Err`; boxing it would allocate in the hot loop.
@@ -27,6 +29,7 @@ pub mod power;
 pub mod queue;
 pub mod serving;
 pub mod sizing;
+pub mod steady;
 pub mod unit;
 
 mod context;
