@@ -151,6 +151,9 @@ pub struct TopArgs {
     /// or "weight_dtype != bf16" (repeatable).
     #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
+    /// Read a run that is not complete (its committed parts only), saying so on stderr.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(Debug, Args)]
@@ -164,6 +167,9 @@ pub struct ParetoArgs {
     /// or "weight_dtype != bf16" (repeatable).
     #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
+    /// Read a run that is not complete (its committed parts only), saying so on stderr.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +179,9 @@ pub struct ReportArgs {
     /// Rows in each per-objective table.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub top: u32,
+    /// Read a run that is not complete (its committed parts only), saying so on stderr.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(Debug, Args)]

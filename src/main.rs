@@ -1,5 +1,6 @@
 //! racksweep: parse the command line, run one command, map its outcome to an exit code
-//! (0 success, 1 user error, 2 internal error, 128 + signal when SIGINT/SIGTERM stopped a run).
+//! (0 success, 1 user or environment error, 2 internal error, 128 + signal when SIGINT/SIGTERM
+//! stopped a run; `error::describe`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -8,7 +9,6 @@ use clap::Parser;
 
 use racksweep::cli::{Cli, Command};
 use racksweep::commands;
-use racksweep::error::{Interrupted, UserError};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -49,22 +49,10 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => match (
-            e.downcast_ref::<UserError>(),
-            e.downcast_ref::<Interrupted>(),
-        ) {
-            (Some(user), _) => {
-                eprintln!("error: {user}");
-                ExitCode::from(1)
-            }
-            (_, Some(stopped)) => {
-                eprintln!("error: {stopped}");
-                ExitCode::from(stopped.exit_code())
-            }
-            (None, None) => {
-                eprintln!("error: internal: {e:#}");
-                ExitCode::from(2)
-            }
-        },
+        Err(e) => {
+            let (message, code) = racksweep::error::describe(&e);
+            eprintln!("{message}");
+            ExitCode::from(code)
+        }
     }
 }

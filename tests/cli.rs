@@ -39,6 +39,17 @@ fn column_bool(batches: &[RecordBatch], name: &str) -> Vec<bool> {
         .collect()
 }
 
+/// The visible entries of a folder (hidden ones are locks and temporaries), sorted.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
 fn rows(batches: &[RecordBatch]) -> usize {
     batches.iter().map(|b| b.num_rows()).sum()
 }
@@ -66,8 +77,13 @@ fn quickstart_end_to_end() {
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
-    // No partial directory is left behind.
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    // No partial directory is left behind; beside the run, only its lock.
+    assert_eq!(entries(tmp.path()), ["quickstart"]);
+    let holder = std::fs::read_to_string(tmp.path().join(".quickstart.lock")).unwrap();
+    assert!(
+        holder.parse::<u32>().is_ok(),
+        "the last writer's pid: {holder}"
+    );
 
     let (configs, metadata) = read_parquet(&dir.join("configs/part-0-of-1.parquet"));
     assert_eq!(rows(&configs) as u64, n);
@@ -163,9 +179,9 @@ fn every_example_sweep_runs() {
             "--quiet prints nothing: {}",
             stderr(&o)
         );
-        let name = std::fs::read_dir(tmp.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
+        let name = entries(tmp.path())
+            .into_iter()
+            .map(|e| tmp.path().join(e))
             .find(|p| manifest(p)["sweep_file"] == rel.as_str())
             .expect("run directory");
         let m = manifest(&name);
@@ -264,8 +280,8 @@ fn refuses_to_overwrite_without_force() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        std::fs::read_dir(tmp.path()).unwrap().count(),
-        1,
+        entries(tmp.path()),
+        ["quickstart"],
         "no leftovers after --force"
     );
 }

@@ -104,7 +104,10 @@ fn the_reports_answers_are_those_of_brute_force() {
         shown: &["config_id", "hardware"],
         extra_ids: &[],
     };
-    let d = digest::digest(&dir, &ask).unwrap();
+    let run = racksweep::output::run_dir::RunDir::new(dir.clone())
+        .open(false)
+        .unwrap();
+    let d = digest::digest(&run, &ask).unwrap();
 
     let rows = read_configs(&dir);
     let ids = column_u64(&rows, "config_id");
@@ -292,7 +295,11 @@ fn report_refuses_what_is_not_a_finished_run() {
     let tmp = tempfile::tempdir().unwrap();
     let o = run(&["report", tmp.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a racksweep run directory"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("hint:"), "{}", stderr(&o));
 
     let dir = run_sweep("sweeps/quickstart.toml", tmp.path());
@@ -370,7 +377,10 @@ fn training_turned_away(dir: &Path) -> [(String, u64); 2] {
 fn a_training_reports_answers_are_those_of_brute_force() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_sweep(TRAINING, tmp.path());
-    let schema = racksweep::analyze::schema(&dir).unwrap();
+    let run = racksweep::output::run_dir::RunDir::new(dir.clone())
+        .open(false)
+        .unwrap();
+    let schema = racksweep::analyze::schema(&run);
     assert_eq!(schema.mode, Mode::Training);
     let objective = |t: &str| Objective::parse(t, schema).unwrap();
     let column = |n: &str| schema.find(n).unwrap();
@@ -413,7 +423,10 @@ fn a_training_reports_answers_are_those_of_brute_force() {
         shown: &["config_id", "hardware", "precision"],
         extra_ids: &[],
     };
-    let d = digest::digest(&dir, &ask).unwrap();
+    let run = racksweep::output::run_dir::RunDir::new(dir.clone())
+        .open(false)
+        .unwrap();
+    let d = digest::digest(&run, &ask).unwrap();
 
     let rows = read_configs(&dir);
     let ids = column_u64(&rows, "config_id");

@@ -262,22 +262,51 @@ fn merge_refuses_missing_mixed_and_foreign_parts() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("a different sweep"), "{}", stderr(&o));
 
-    // A part file whose size no longer matches its record is not committed.
+    // A part file that no longer matches its record (truncated, or 64 bytes overwritten in
+    // place) is refused by name, by the merge and by --resume, until its record is removed.
     ok(&["run", SMALL, "--quiet", "--shard", "1/3", "--out", out]);
     let part = dir.join("configs/part-2-of-3.parquet");
-    let mut bytes = std::fs::read(&part).unwrap();
-    bytes.truncate(bytes.len() / 2);
-    std::fs::write(&part, bytes).unwrap();
-    let o = run(&["merge", dir.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("part is 2 of 3 missing"),
-        "{}",
-        stderr(&o)
-    );
+    let good = std::fs::read(&part).unwrap();
+    let mut flipped = good.clone();
+    for b in &mut flipped[4000..4064] {
+        *b ^= 0x5a;
+    }
+    for (bytes, says) in [
+        (good[..good.len() / 2].to_vec(), "its commit record says"),
+        (flipped, "does not match its commit record"),
+    ] {
+        std::fs::write(&part, bytes).unwrap();
+        let o = run(&["merge", dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("part 2/3: ") && stderr(&o).contains(says),
+            "{}",
+            stderr(&o)
+        );
+        let o = run(&[
+            "run", SMALL, "--quiet", "--shard", "2/3", "--resume", "--out", out,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("part 2/3: "), "{}", stderr(&o));
+    }
+    std::fs::remove_file(dir.join("parts/part-2-of-3.json")).unwrap();
     ok(&[
         "run", SMALL, "--quiet", "--shard", "2/3", "--resume", "--out", out,
     ]);
+    // An edited commit record names other frontier rows than its frontier file holds.
+    let record = dir.join("parts/part-1-of-3.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["frontier_config_ids"].as_array_mut().unwrap().pop();
+    std::fs::write(&record, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = run(&["merge", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("names other frontier rows"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(&record, text).unwrap();
     ok(&["merge", dir.to_str().unwrap(), "--quiet"]);
 
     let o = run(&["merge", tmp.path().to_str().unwrap()]);
@@ -423,4 +452,261 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// Holds `path`'s lock, as another racksweep process would, until dropped.
+fn hold(path: &Path) -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    f.try_lock().expect("the lock is free");
+    std::fs::write(path, "4242").unwrap();
+    f
+}
+
+/// One writer per run directory. While another process holds the run (here the test holds its
+/// lock), a whole run, a merge and a report are refused, naming that process; while another
+/// holds a shard's part, a duplicate of the shard's task is refused and the other shards go on;
+/// a committed shard requeued with --resume is a no-op.
+#[test]
+fn one_writer_per_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    ok(&["run", SMALL, "--quiet", "--out", out]);
+    let dir = tmp.path().join("quickstart");
+    let refused = |args: &[&str]| {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is in use by racksweep (pid 4242)"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    };
+    {
+        let _held = hold(&tmp.path().join(".quickstart.lock"));
+        refused(&["run", SMALL, "--quiet", "--resume", "--out", out]);
+        refused(&["run", SMALL, "--quiet", "--force", "--out", out]);
+        refused(&["merge", dir.to_str().unwrap()]);
+        refused(&["report", dir.to_str().unwrap()]);
+        refused(&["run", SMALL, "--quiet", "--shard", "0/2", "--out", out]);
+        // Readers read.
+        ok(&["top", dir.to_str().unwrap(), "--by", "tokens_per_s_per_gpu"]);
+    }
+    ok(&["run", SMALL, "--quiet", "--force", "--out", out]);
+
+    let shards = tmp.path().join("shards");
+    let s = shards.to_str().unwrap();
+    let parts = shards.join("quickstart/parts");
+    std::fs::create_dir_all(&parts).unwrap();
+    {
+        let _held = hold(&parts.join(".part-0-of-2.lock"));
+        refused(&["run", SMALL, "--quiet", "--shard", "0/2", "--out", s]);
+        ok(&["run", SMALL, "--quiet", "--shard", "1/2", "--out", s]);
+    }
+    ok(&["run", SMALL, "--quiet", "--shard", "0/2", "--out", s]);
+    let record = std::fs::read(parts.join("part-0-of-2.json")).unwrap();
+    let o = run(&["run", SMALL, "--shard", "0/2", "--resume", "--out", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("kept committed"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(parts.join("part-0-of-2.json")).unwrap(),
+        record
+    );
+    ok(&[
+        "merge",
+        shards.join("quickstart").to_str().unwrap(),
+        "--quiet",
+    ]);
+    for f in ["pareto.parquet", "pareto.md"] {
+        let read = |d: &Path| std::fs::read(d.join(f)).unwrap();
+        assert!(read(&dir) == read(&shards.join("quickstart")), "{f}");
+    }
+}
+
+/// Two real writers on one directory, and one killed: the second is refused while the first
+/// runs (or, if the first was done, finds the run complete), a killed writer releases the run
+/// to `--resume`, and the final run is byte for byte a clean one; never a corrupt complete run.
+#[test]
+fn two_writers_and_a_kill_leave_a_clean_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = single_run(
+        &tmp.path().join("reference"),
+        BIG,
+        &["--part-rows", "40000"],
+    );
+    for kill in [false, true] {
+        let out = tmp.path().join(if kill { "killed" } else { "raced" });
+        let lock = out.join(".resume.lock");
+        let spawn = || {
+            bin()
+                .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
+                .args(["--out", out.to_str().unwrap()])
+                .current_dir(root())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let mut first = spawn();
+        // Until the first writer holds the run.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::fs::read_to_string(&lock).unwrap_or_default() != first.id().to_string() {
+            assert!(Instant::now() < deadline, "the writer never took its lock");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if kill {
+            first.kill().unwrap();
+            first.wait().unwrap();
+        }
+        let second = spawn().wait_with_output().unwrap();
+        let first_done = first.wait_with_output().unwrap();
+        if kill {
+            assert!(second.status.success(), "{}", stderr(&second));
+        } else {
+            assert!(first_done.status.success(), "{}", stderr(&first_done));
+            match second.status.code() {
+                Some(0) => {}
+                Some(1) => assert!(
+                    stderr(&second).contains("is in use by racksweep (pid"),
+                    "{}",
+                    stderr(&second)
+                ),
+                other => panic!("second writer exited {other:?}: {}", stderr(&second)),
+            }
+        }
+        let dir = out.join("resume");
+        assert_eq!(manifest(&dir)["complete"], true);
+        assert_same_run(&reference, &dir);
+        ok(&["merge", dir.to_str().unwrap(), "--quiet"]);
+    }
+}
+
+/// `top`, `pareto` and `report` read only what `merge` would accept: a complete run, no
+/// stranger in `configs/`, every part matching its record (also a FIFO named like a part is
+/// refused, not waited on); an incomplete run with --allow-incomplete, saying so.
+#[test]
+fn readers_refuse_what_merge_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    ok(&["run", SMALL, "--quiet", "--part-rows", "1000", "--out", out]);
+    let dir = tmp.path().join("quickstart");
+    let d = dir.to_str().unwrap();
+    let readers: [&[&str]; 3] = [
+        &["top", d, "--by", "tokens_per_s_per_gpu"],
+        &["pareto", d, "--objective", "max tokens_per_s_per_gpu"],
+        &["report", d],
+    ];
+    let all_refuse = |says: &str| {
+        for args in readers {
+            let o = run(args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        }
+    };
+    for args in readers {
+        ok(args);
+    }
+    // A copy of a part would double its rows.
+    let copy = dir.join("configs/part-0-of-4 (copy).parquet");
+    std::fs::copy(dir.join("configs/part-0-of-4.parquet"), &copy).unwrap();
+    all_refuse("is not a part of this run");
+    std::fs::remove_file(&copy).unwrap();
+    // 64 bytes overwritten in place: same size, other contents.
+    let part = dir.join("configs/part-1-of-4.parquet");
+    let good = std::fs::read(&part).unwrap();
+    let mut bad = good.clone();
+    for b in &mut bad[3000..3064] {
+        *b ^= 0x33;
+    }
+    std::fs::write(&part, &bad).unwrap();
+    all_refuse("part 1/4: ");
+    std::fs::write(&part, &good).unwrap();
+    // A complete manifest whose part is not committed.
+    let record = dir.join("parts/part-3-of-4.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::remove_file(&record).unwrap();
+    all_refuse("part 3 of 4 is not committed");
+    std::fs::write(&record, &text).unwrap();
+    // An interrupted run: refused, or read with --allow-incomplete, saying so.
+    let m = dir.join("manifest.json");
+    let complete = std::fs::read_to_string(&m).unwrap();
+    std::fs::write(
+        &m,
+        complete.replace("\"complete\": true", "\"complete\": false"),
+    )
+    .unwrap();
+    all_refuse("is not complete");
+    let o = run(&[
+        "top",
+        d,
+        "--by",
+        "tokens_per_s_per_gpu",
+        "--allow-incomplete",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: reading a run"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(&m, &complete).unwrap();
+    // A FIFO named like a part: refused at once, never opened.
+    let fifo = dir.join("configs/part-2-of-4.parquet");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = bin()
+        .args(["top", d, "--by", "tokens_per_s_per_gpu"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("top waited on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--force` replaces a run and nothing else: a directory of someone's files, or a file, named
+/// like the sweep is refused and left as it was.
+#[test]
+fn force_removes_only_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let dir = tmp.path().join("quickstart");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("thesis.tex"), "years of work").unwrap();
+    let o = run(&["run", SMALL, "--quiet", "--force", "--out", out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a racksweep run directory; --force removes only runs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(dir.join("thesis.tex").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::write(&dir, "a file").unwrap();
+    let o = run(&["run", SMALL, "--quiet", "--force", "--out", out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&dir).unwrap(), "a file");
 }

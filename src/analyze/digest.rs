@@ -4,8 +4,8 @@
 //! are read (as `top` and `pareto` do), so memory does not grow with the run.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
+use crate::output::run_dir::Finished;
 use anyhow::Result;
 use polars::prelude::*;
 
@@ -116,8 +116,8 @@ pub struct Ask<'a> {
 }
 
 /// Answers `ask` in one pass over the run.
-pub fn digest(run_dir: &Path, ask: &Ask) -> Result<Digest> {
-    digest_sliced(run_dir, ask, DIGEST_SLICE_ROWS)
+pub fn digest(run: &Finished, ask: &Ask) -> Result<Digest> {
+    digest_sliced(run, ask, DIGEST_SLICE_ROWS)
 }
 
 /// The slice's column `c`: numbers as f64, labels as text.
@@ -167,7 +167,7 @@ fn keep_best(list: &mut Vec<(f64, u64)>, n: usize) {
     list.sort_by(order);
 }
 
-fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
+fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let Ask {
         schema,
         constraints,
@@ -176,7 +176,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         shown,
         extra_ids,
     } = *ask;
-    let lf = scan(run_dir)?;
+    let lf = scan(run)?;
     let hardware = schema.find("hardware").expect("hardware is a column");
     // The requirements a mode's rows carry besides the constraints: only inference rows have
     // a demand and SLOs to miss (a flag column that is false), training rows none.
@@ -198,7 +198,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     }
     let needed: Vec<usize> = needed.into_iter().collect();
 
-    let total_rows = super::row_count(run_dir)?;
+    let total_rows = super::row_count(run)?;
     let sample_every = (total_rows / SAMPLE_POINTS).max(1);
     let mut admission = Admission::default();
     let mut turned_away = vec![0u64; built_in.len() + constraints.len()];
@@ -206,7 +206,7 @@ fn digest_sliced(run_dir: &Path, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let mut fronts: Vec<Fronts> = vec![BTreeMap::new(); trades.len()];
     let mut samples: Vec<Vec<(String, f64, f64)>> = vec![Vec::new(); trades.len()];
 
-    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+    for_each_slice(run, &lf, slice_rows, |slice| {
         // Why rows were turned away: counted over the feasible rows of the slice.
         let feasible = col("feasible").eq(lit(true));
         let count = |e: Expr, name: String| e.sum().cast(DataType::UInt64).alias(name);

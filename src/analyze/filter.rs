@@ -3,8 +3,7 @@
 //! ("hardware == b200"). Label values are checked against the run, so a typo is an error with
 //! a suggestion rather than an empty table.
 
-use std::path::Path;
-
+use crate::output::run_dir::Finished;
 use anyhow::Result;
 use polars::prelude::*;
 
@@ -110,12 +109,12 @@ fn label_hint(schema: &Schema) -> String {
 }
 
 /// Checks that every label value of `wheres` occurs in the run, naming the values it has.
-pub fn check_labels(run_dir: &Path, wheres: &[Where]) -> Result<()> {
+pub fn check_labels(run: &Finished, wheres: &[Where]) -> Result<()> {
     for w in wheres {
         let Where::Label { name, value, .. } = w else {
             continue;
         };
-        let df = scan(run_dir)?
+        let df = scan(run)?
             .select([col(*name).unique().cast(DataType::String)])
             .collect()?;
         let strings = df.column(name)?.str()?;
@@ -130,7 +129,7 @@ pub fn check_labels(run_dir: &Path, wheres: &[Where]) -> Result<()> {
             }
             return Err(UserError::new(format!(
                 "no row of {} has {name} \"{value}\"",
-                run_dir.display(),
+                run.root.display(),
             ))
             .with_hint(hint)
             .into());

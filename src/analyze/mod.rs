@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
+use crate::output::run_dir::Finished;
 use anyhow::{Context as _, Result};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
 use crate::columns::{Mode, Schema, Type};
-use crate::error::UserError;
 use crate::output::markdown::number;
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
 use filter::Where;
@@ -55,63 +55,31 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Every part file of a run directory, as one lazy table.
-fn scan(run_dir: &Path) -> Result<LazyFrame> {
-    let configs = run_dir.join("configs");
-    let has_parts = std::fs::read_dir(&configs).is_ok_and(|entries| {
-        entries
-            .filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-    });
-    if !has_parts {
-        return Err(UserError::new(format!(
-            "{} is not a racksweep run directory (no configs/*.parquet)",
-            run_dir.display()
-        ))
-        .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
-        .into());
-    }
-    let glob = configs.join("*.parquet");
-    let glob = glob
-        .to_str()
-        .with_context(|| format!("{} is not valid UTF-8", glob.display()))?;
-    Ok(LazyFrame::scan_parquet(
-        PlRefPath::new(glob),
-        ScanArgsParquet::default(),
+/// Every part file of a checked run, as one lazy table (its exact files, no glob: nothing else
+/// in the folder is read).
+fn scan(run: &Finished) -> Result<LazyFrame> {
+    let paths = run
+        .configs
+        .iter()
+        .map(|p| {
+            p.to_str()
+                .map(PlRefPath::new)
+                .with_context(|| format!("{} is not valid UTF-8", p.display()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let args = ScanArgsParquet {
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    Ok(LazyFrame::scan_parquet_files(
+        paths.into_iter().collect(),
+        args,
     )?)
 }
 
-/// The schema of a run's rows, from the `racksweep.mode` key of its part files (a run without
-/// the key is an inference run).
-pub fn schema(run_dir: &Path) -> Result<&'static Schema> {
-    let configs = run_dir.join("configs");
-    let part = std::fs::read_dir(&configs)
-        .ok()
-        .and_then(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|e| e == "parquet"))
-        })
-        .ok_or_else(|| {
-            UserError::new(format!(
-                "{} is not a racksweep run directory (no configs/*.parquet)",
-                run_dir.display()
-            ))
-            .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
-        })?;
-    let file = std::fs::File::open(&part).with_context(|| format!("opening {}", part.display()))?;
-    let reader =
-        SerializedFileReader::new(file).with_context(|| format!("reading {}", part.display()))?;
-    let mode = reader
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|k| k.key == "racksweep.mode"))
-        .and_then(|k| k.value.as_deref())
-        .map_or(Some(Mode::Inference), Mode::parse)
-        .with_context(|| format!("{}: unknown racksweep.mode", part.display()))?;
-    Ok(Schema::get(mode))
+/// The schema of a run's rows, from its manifest's mode.
+pub fn schema(run: &Finished) -> &'static Schema {
+    Schema::get(run.manifest.mode)
 }
 
 /// `c` as a polars predicate (numbers compared as f64, like the engine's constraints).
@@ -215,17 +183,14 @@ pub fn config_ids(path: &Path) -> Result<Vec<u64>> {
 }
 
 /// Rows in the run's part files, from their footers.
-fn row_count(run_dir: &Path) -> Result<u64> {
+fn row_count(run: &Finished) -> Result<u64> {
     let mut total = 0u64;
-    for entry in std::fs::read_dir(run_dir.join("configs"))? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "parquet") {
-            let file = std::fs::File::open(&path)
-                .with_context(|| format!("opening {}", path.display()))?;
-            let reader = SerializedFileReader::new(file)
-                .with_context(|| format!("reading {}", path.display()))?;
-            total += u64::try_from(reader.metadata().file_metadata().num_rows())?;
-        }
+    for path in &run.configs {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let reader = SerializedFileReader::new(file)
+            .with_context(|| format!("reading {}", path.display()))?;
+        total += u64::try_from(reader.metadata().file_metadata().num_rows())?;
     }
     Ok(total)
 }
@@ -233,12 +198,12 @@ fn row_count(run_dir: &Path) -> Result<u64> {
 /// Calls `f` with each slice of the run's rows in turn (the scan reads only that slice's row
 /// groups). The row count comes from the part files' footers.
 fn for_each_slice(
-    run_dir: &Path,
+    run: &Finished,
     lf: &LazyFrame,
     slice_rows: u32,
     mut f: impl FnMut(LazyFrame) -> Result<()>,
 ) -> Result<()> {
-    let total = row_count(run_dir)?;
+    let total = row_count(run)?;
     let mut offset = 0u64;
     while offset < total {
         f(lf.clone().slice(i64::try_from(offset)?, slice_rows))?;
@@ -275,20 +240,20 @@ fn fetch(
 
 /// The `n` best admitted rows by `by`. Each slice contributes its own best `n` (id and value
 /// only); the shown columns are read for the winners alone.
-pub fn top(run_dir: &Path, by: Objective, n: u32, wheres: &[Where]) -> Result<Table> {
-    filter::check_labels(run_dir, wheres)?;
-    top_sliced(run_dir, by, n, wheres, SLICE_ROWS)
+pub fn top(run: &Finished, by: Objective, n: u32, wheres: &[Where]) -> Result<Table> {
+    filter::check_labels(run, wheres)?;
+    top_sliced(run, by, n, wheres, SLICE_ROWS)
 }
 
 fn top_sliced(
-    run_dir: &Path,
+    run: &Finished,
     by: Objective,
     n: u32,
     wheres: &[Where],
     slice_rows: u32,
 ) -> Result<Table> {
-    let lf = scan(run_dir)?;
-    let schema = schema(run_dir)?;
+    let lf = scan(run)?;
+    let schema = schema(run);
     let column = by.name;
     let order = |best: &mut Vec<(f64, u64)>| {
         best.sort_by(|a, b| {
@@ -302,7 +267,7 @@ fn top_sliced(
         best.truncate(n as usize);
     };
     let mut best: Vec<(f64, u64)> = Vec::new();
-    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+    for_each_slice(run, &lf, slice_rows, |slice| {
         let df = admitted(slice, wheres, schema)
             .filter(col(column).is_not_null())
             .select([col("config_id"), col(column).cast(DataType::Float64)])
@@ -324,21 +289,21 @@ fn top_sliced(
 /// objective. Each slice is reduced to its own frontier from config_id and the objective
 /// columns alone (the frontier of a union is the frontier of the parts' frontiers); the shown
 /// columns are read for the frontier's rows.
-pub fn frontier(run_dir: &Path, objectives: &[Objective], wheres: &[Where]) -> Result<Table> {
-    filter::check_labels(run_dir, wheres)?;
-    frontier_sliced(run_dir, objectives, wheres, SLICE_ROWS)
+pub fn frontier(run: &Finished, objectives: &[Objective], wheres: &[Where]) -> Result<Table> {
+    filter::check_labels(run, wheres)?;
+    frontier_sliced(run, objectives, wheres, SLICE_ROWS)
 }
 
 fn frontier_sliced(
-    run_dir: &Path,
+    run: &Finished,
     objectives: &[Objective],
     wheres: &[Where],
     slice_rows: u32,
 ) -> Result<Table> {
-    let lf = scan(run_dir)?;
-    let schema = schema(run_dir)?;
+    let lf = scan(run)?;
+    let schema = schema(run);
     let mut survivors: Vec<(u64, Vec<f64>)> = Vec::new();
-    for_each_slice(run_dir, &lf, slice_rows, |slice| {
+    for_each_slice(run, &lf, slice_rows, |slice| {
         let mut keys = vec![col("config_id")];
         keys.extend(
             objectives
@@ -383,9 +348,9 @@ fn frontier_sliced(
 }
 
 /// The quickstart sweep run into a temporary directory, in parts of 1,000 rows, for the
-/// analytics tests: the directory guard and the run directory.
+/// analytics tests: the directory guard and the run, opened.
 #[cfg(test)]
-pub(crate) fn quickstart_run() -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn quickstart_run() -> (tempfile::TempDir, Finished) {
     let tmp = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     crate::commands::run::run(crate::cli::RunArgs {
@@ -402,8 +367,9 @@ pub(crate) fn quickstart_run() -> (tempfile::TempDir, std::path::PathBuf) {
         part_rows: 1000,
     })
     .unwrap();
-    let dir = tmp.path().join("quickstart");
-    (tmp, dir)
+    let dir = crate::output::run_dir::RunDir::new(tmp.path().join("quickstart"));
+    let run = dir.open(false).unwrap();
+    (tmp, run)
 }
 
 #[cfg(test)]

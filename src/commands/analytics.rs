@@ -9,13 +9,15 @@ use crate::cli::{ParetoArgs, TopArgs};
 use crate::columns::Schema;
 use crate::commands::table;
 use crate::error::UserError;
+use crate::output::run_dir::RunDir;
 use crate::pareto::{MAX_OBJECTIVES, Objective};
 
 pub fn top(args: TopArgs) -> Result<String> {
-    let schema = analyze::schema(&args.run_dir)?;
+    let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
+    let schema = analyze::schema(&run);
     let by = parse_by(&args.by, schema)?;
     let wheres = parse_wheres(&args.wheres, schema)?;
-    let t = analyze::top(&args.run_dir, by, args.n, &wheres)?;
+    let t = analyze::top(&run, by, args.n, &wheres)?;
     Ok(render(&t))
 }
 
@@ -30,14 +32,15 @@ pub fn pareto(args: ParetoArgs) -> Result<String> {
         ))
         .into());
     }
-    let schema = analyze::schema(&args.run_dir)?;
+    let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
+    let schema = analyze::schema(&run);
     let objectives = args
         .objectives
         .iter()
         .map(|o| Objective::parse(o, schema).map_err(|e| flag_error("--objective", o, e)))
         .collect::<Result<Vec<_>, _>>()?;
     let wheres = parse_wheres(&args.wheres, schema)?;
-    let t = analyze::frontier(&args.run_dir, &objectives, &wheres)?;
+    let t = analyze::frontier(&run, &objectives, &wheres)?;
     Ok(render(&t))
 }
 

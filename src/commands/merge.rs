@@ -14,7 +14,7 @@ use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::{self, Totals};
 use crate::output::parquet::ParquetSink;
-use crate::output::run_dir::{self, PartRecord, RunDir};
+use crate::output::run_dir::{self, PartRecord, PartState, RunDir, Verified};
 use crate::pareto::Frontier;
 use crate::shard::Shard;
 use crate::space;
@@ -24,6 +24,7 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
     let started_at = SystemTime::now();
     let clock = Instant::now();
     let dir = RunDir::new(args.run_dir.clone());
+    let _lock = dir.lock_existing()?;
     if !dir.sweep().is_file() {
         return Err(UserError::new(format!(
             "{} is not a racksweep run directory (it has no sweep.toml)",
@@ -46,14 +47,26 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
     };
     let mut records = Vec::new();
     let mut missing = Vec::new();
+    let mut verified = Verified::default();
     for index in 0..parts {
         let s = Shard {
             index,
             count: parts,
         };
-        match dir.committed(s, spec.header().sha256) {
-            Some(r) => records.push(r),
-            None => missing.push(index.to_string()),
+        match dir.part(s, spec.header().sha256, &mut verified) {
+            PartState::Committed(r) => {
+                check_frontier_ids(&dir, &r)?;
+                records.push(*r);
+            }
+            PartState::Absent => missing.push(index.to_string()),
+            PartState::Corrupt(why) => {
+                return Err(UserError::new(format!("part {s}: {why}"))
+                    .with_hint(format!(
+                        "run it again: remove {} and run racksweep run <SWEEP> --shard {s} --resume",
+                        dir.record(s).display()
+                    ))
+                    .into());
+            }
         }
     }
     if !missing.is_empty() {
@@ -102,6 +115,23 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
     )))
 }
 
+/// The frontier a part's record names is the one its frontier file holds (the file is checked
+/// against the record's SHA-256 before this): an edited id list would change the run's frontier.
+fn check_frontier_ids(dir: &RunDir, r: &PartRecord) -> Result<()> {
+    let ids = crate::analyze::config_ids(&dir.part_pareto(r.shard()))?;
+    if ids != r.frontier_config_ids {
+        return Err(UserError::new(format!(
+            "part {}: {} names other frontier rows than {} holds",
+            r.shard(),
+            dir.record(r.shard()).display(),
+            dir.part_pareto(r.shard()).display()
+        ))
+        .with_hint("the commit record was altered; run the part again")
+        .into());
+    }
+    Ok(())
+}
+
 /// Writes the frontier of the committed `records` (every part of the run) and the complete
 /// manifest, each file atomically and the manifest last.
 pub fn finish(
@@ -112,7 +142,7 @@ pub fn finish(
     started_at: SystemTime,
     clock: Instant,
 ) -> Result<Manifest> {
-    let size = match spec {
+    let (size, pareto_sha256) = match spec {
         Sweep::Inference(inference) => {
             let ctx = inference.context();
             let space = space::Inference {
@@ -128,23 +158,25 @@ pub fn finish(
     let feasible_only = records.first().is_some_and(|r| r.feasible_only);
     let mut m = manifest(spec, records, parts, feasible_only, true, started_at, clock);
     m.frontier_size = size;
+    m.pareto_sha256 = pareto_sha256;
     run_dir::write_atomic(&dir.manifest(), json(&m)?.as_bytes())?;
     Ok(m)
 }
 
-/// Writes `pareto.parquet` and `pareto.md`; returns the frontier's size.
+/// Writes `pareto.parquet` and `pareto.md`; returns the frontier's size and the SHA-256 of
+/// `pareto.parquet`.
 fn write_frontier<S: Space>(
     spec: &Sweep,
     space: &S,
     dir: &RunDir,
     records: &[PartRecord],
-) -> Result<u64> {
+) -> Result<(u64, String)> {
     let frontier = frontier(spec, space, records);
     let labels = spec.labels();
     let tmp = run_dir::tmp_path(&dir.pareto_parquet());
     let mut pareto = ParquetSink::create(&tmp, labels.clone(), spec.file_metadata())?;
     pareto.write_rows(frontier.rows())?;
-    pareto.finish()?;
+    let sha256 = pareto.finish()?;
     run_dir::rename(&tmp, &dir.pareto_parquet())?;
     let totals = Totals {
         configurations: records.iter().map(PartRecord::configurations).sum(),
@@ -152,7 +184,7 @@ fn write_frontier<S: Space>(
     };
     let md = markdown::render(spec, &frontier, &labels, &totals);
     run_dir::write_atomic(&dir.pareto_md(), md.as_bytes())?;
-    Ok(frontier.rows().len() as u64)
+    Ok((frontier.rows().len() as u64, sha256))
 }
 
 /// The frontier of the parts' frontiers (the frontier of a union is the frontier of the union
@@ -218,6 +250,7 @@ pub fn manifest(
         feasible: records.iter().map(|r| r.feasible).sum(),
         infeasible,
         frontier_size: 0,
+        pareto_sha256: String::new(),
         objectives: h.objectives.iter().map(|o| o.to_string()).collect(),
         constraints: h.constraints.iter().map(|c| c.to_string()).collect(),
         feasible_only,

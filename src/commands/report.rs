@@ -7,7 +7,7 @@ use crate::cli::ReportArgs;
 use crate::report;
 
 pub fn run(args: ReportArgs) -> Result<String> {
-    let written = report::write(&args.run_dir, args.top as usize)?;
+    let written = report::write(&args.run_dir, args.top as usize, args.allow_incomplete)?;
     Ok(format!(
         "wrote {} and {} ({} charts)",
         written.html.display(),

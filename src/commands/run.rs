@@ -23,7 +23,7 @@ use crate::engine::{Job, Space};
 use crate::error::{Interrupted, UserError};
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::parquet::ParquetSink;
-use crate::output::run_dir::{self, PartRecord, RunDir};
+use crate::output::run_dir::{self, PartRecord, PartState, RunDir, Verified};
 use crate::pareto::Frontier;
 use crate::shard::Shard;
 use crate::space;
@@ -134,8 +134,21 @@ fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> 
     let dir = RunDir::new(args.out.join(spec.header().name));
     let started_at = SystemTime::now();
     let clock = Instant::now();
+    fs::create_dir_all(&args.out).map_err(|e| {
+        UserError::new(format!("cannot create {}: {e}", args.out.display()))
+            .with_hint("pass --out with a writable directory")
+    })?;
+    let _lock = dir.lock()?;
     if dir.root.exists() {
         if args.force {
+            if !dir.is_run()? {
+                return Err(UserError::new(format!(
+                    "{} exists and is not a racksweep run directory; --force removes only runs",
+                    dir.root.display()
+                ))
+                .with_hint("move it away, or pass --out to write elsewhere")
+                .into());
+            }
             fs::remove_dir_all(&dir.root)
                 .with_context(|| format!("removing {}", dir.root.display()))?;
         } else if args.resume {
@@ -159,12 +172,13 @@ fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> 
     };
     let progress = progress_bar(total, args.quiet);
     let mut records = Vec::new();
+    let mut verified = Verified::default();
     for index in 0..parts {
         let s = Shard {
             index,
             count: parts,
         };
-        if let Some(record) = dir.committed(s, spec.header().sha256) {
+        if let Some(record) = committed(&dir, s, spec, &mut verified)? {
             check_same_flags(&dir, &record, args)?;
             progress.inc(record.configurations());
             records.push(record);
@@ -205,13 +219,15 @@ fn execute_shard(
     stop: &AtomicUsize,
 ) -> Result<Outcome> {
     let dir = RunDir::new(args.out.join(spec.header().name));
-    // Shards start together: each creates what is missing, then checks it is its sweep.
+    // Shards start together: each holds the run shared and its part to itself, creates what is
+    // missing, then checks it is its sweep.
+    let _lock = dir.lock_part(s)?;
     dir.create(spec.header().text)?;
     check_same_sweep(&dir, spec)?;
     if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
         return Err(dir.mixed_part_counts(&[other, s.count]).into());
     }
-    if let Some(record) = dir.committed(s, spec.header().sha256) {
+    if let Some(record) = committed(&dir, s, spec, &mut Verified::default())? {
         if args.resume {
             check_same_flags(&dir, &record, args)?;
             return Ok(Outcome::Shard {
@@ -312,17 +328,42 @@ impl Part<'_> {
             stop,
         };
         let frontier = Frontier::new(header.objectives.to_vec(), header.constraints.to_vec());
-        let Some(tally) = job.run(range.clone(), frontier, &mut sink, progress)? else {
-            drop(sink);
-            dir.remove_part(s)?;
-            return Ok(None);
+        // Stopped by a signal, or failed (a full disk): no temporary file is left behind.
+        let tally = match job
+            .run(range.clone(), frontier, &mut sink, progress)
+            .with_context(|| format!("writing {}", configs_tmp.display()))
+        {
+            Ok(Some(tally)) => tally,
+            stopped_or_failed => {
+                drop(sink);
+                dir.remove_part(s)?;
+                return stopped_or_failed.map(|_| None);
+            }
         };
-        sink.finish()?;
+        let configs_sha256 = match sink
+            .finish()
+            .with_context(|| format!("writing {}", configs_tmp.display()))
+        {
+            Ok(sha) => sha,
+            Err(e) => {
+                dir.remove_part(s)?;
+                return Err(e);
+            }
+        };
         let pareto = dir.part_pareto(s);
         let pareto_tmp = run_dir::tmp_path(&pareto);
         let mut sink = ParquetSink::create(&pareto_tmp, labels, metadata)?;
-        sink.write_rows(tally.frontier.rows())?;
-        sink.finish()?;
+        let pareto_sha256 = sink
+            .write_rows(tally.frontier.rows())
+            .and_then(|()| sink.finish())
+            .with_context(|| format!("writing {}", pareto_tmp.display()));
+        let pareto_sha256 = match pareto_sha256 {
+            Ok(sha) => sha,
+            Err(e) => {
+                dir.remove_part(s)?;
+                return Err(e);
+            }
+        };
         run_dir::rename(&configs_tmp, &configs)?;
         run_dir::rename(&pareto_tmp, &pareto)?;
         let record = PartRecord {
@@ -350,6 +391,8 @@ impl Part<'_> {
                 .map(|r| r.config_id())
                 .collect(),
             configs_bytes: fs::metadata(&configs)?.len(),
+            configs_sha256,
+            pareto_sha256,
             threads,
             wall_time_s: clock.elapsed().as_secs_f64(),
             finished_at: rfc3339(SystemTime::now()),
@@ -357,6 +400,26 @@ impl Part<'_> {
         let json = serde_json::to_string_pretty(&record)? + "\n";
         run_dir::write_atomic(&dir.record(s), json.as_bytes())?;
         Ok(Some(record))
+    }
+}
+
+/// Part `s`'s record if it is committed; a part whose files do not match its record is an
+/// error naming it (something else wrote or altered it: nothing is resumed on top of that).
+fn committed(
+    dir: &RunDir,
+    s: Shard,
+    spec: &Sweep,
+    verified: &mut Verified,
+) -> Result<Option<PartRecord>> {
+    match dir.part(s, spec.header().sha256, verified) {
+        PartState::Committed(record) => Ok(Some(*record)),
+        PartState::Absent => Ok(None),
+        PartState::Corrupt(why) => Err(UserError::new(format!("part {s}: {why}"))
+            .with_hint(format!(
+                "remove {} to have --resume write the part again, or pass --force to start over",
+                dir.record(s).display()
+            ))
+            .into()),
     }
 }
 

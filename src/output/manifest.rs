@@ -38,6 +38,9 @@ pub struct Manifest {
     /// Infeasible reason -> configurations.
     pub infeasible: BTreeMap<String, u64>,
     pub frontier_size: u64,
+    /// SHA-256 (hex) of `pareto.parquet`, checked by every reader (empty until the merge).
+    #[serde(default)]
+    pub pareto_sha256: String,
     pub objectives: Vec<String>,
     pub constraints: Vec<String>,
     pub feasible_only: bool,

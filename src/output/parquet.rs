@@ -4,7 +4,7 @@
 //! nullable f64 metrics, zstd level 1. Callers write under a temporary name and rename.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
+use sha2::{Digest, Sha256};
 
 use crate::columns::{Info, LabelValues, Mode, Record, Schema as Table, Type};
 use crate::output::columnar::Columns;
@@ -89,9 +90,28 @@ impl RowGroup {
     }
 }
 
+/// A file that hashes (SHA-256) every byte written to it, so that a part's checksum costs no
+/// second read.
+pub struct HashingFile {
+    file: File,
+    hasher: Sha256,
+}
+
+impl Write for HashingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Streams row groups of `R` rows into one Parquet file.
 pub struct ParquetSink<R> {
-    writer: SerializedFileWriter<BufWriter<File>>,
+    writer: SerializedFileWriter<BufWriter<HashingFile>>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
     labels: LabelValues,
@@ -148,6 +168,10 @@ impl<R: Record> ParquetSink<R> {
             }
         }
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let file = HashingFile {
+            file,
+            hasher: Sha256::new(),
+        };
         let options = ArrowWriterOptions::new().with_properties(props.build());
         let writer = ArrowWriter::try_new_with_options(
             BufWriter::with_capacity(1 << 20, file),
@@ -232,11 +256,11 @@ impl<R: Record> ParquetSink<R> {
         &self.labels
     }
 
-    /// Writes the footer, flushes and syncs the file.
-    pub fn finish(self) -> Result<()> {
+    /// Writes the footer, flushes and syncs the file; returns the SHA-256 of its bytes (hex).
+    pub fn finish(self) -> Result<String> {
         let buffered = self.writer.into_inner()?;
         let file = buffered.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        Ok(())
+        file.file.sync_all()?;
+        Ok(format!("{:x}", file.hasher.finalize()))
     }
 }

@@ -2,18 +2,29 @@
 //! committed parts are found again (by `run --resume` and by `merge`).
 //!
 //! ```text
+//! <out>/.<sweep name>.lock             the run's lock (beside it, so that it outlives --force)
 //! <out>/<sweep name>/
 //!   sweep.toml                         the sweep, as run (its SHA-256 ties every file to it)
 //!   configs/part-K-of-N.parquet        the rows of part K
-//!   parts/part-K-of-N.json             part K's commit record: counts, frontier ids, file size
+//!   parts/part-K-of-N.json             part K's commit record: counts, frontier ids, sizes and
+//!                                      SHA-256 of its two Parquet files
 //!   parts/part-K-of-N.pareto.parquet   part K's own frontier
+//!   parts/.part-K-of-N.lock            the lock of part K's writer (sharded runs)
 //!   pareto.parquet, pareto.md          the frontier of the whole run (written by the merge)
 //!   manifest.json                      "complete": true only once all of the above is written
+//!   .verified.json                     the readers' record of part files already checksummed
 //! ```
 //!
-//! A part's files are written under temporary names, synced and renamed; its JSON record is
-//! renamed into place last and is the commit. A part without a record (a crash mid-part) is
-//! simply evaluated again; nothing else is ever read from an uncommitted file.
+//! **One writer.** A whole run, a merge and a report hold the run's lock exclusively; a shard
+//! holds it shared with the other shards and its own part's lock exclusively. The locks are
+//! `flock`s, so the operating system releases them when their process ends, `kill -9` included.
+//! A second writer is refused at once, naming the process that holds the lock.
+//!
+//! **Commits.** A part's files are written under temporary names unique to their process,
+//! synced and renamed; its JSON record is renamed into place last and is the commit. A part
+//! without a record (a crash mid-part) is simply evaluated again. A part whose files do not
+//! match their record (size and SHA-256) is refused by every reader, by name: nothing is ever
+//! read from an uncommitted or altered file.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -52,8 +63,11 @@ pub struct PartRecord {
     /// config_ids of the part's own frontier, in frontier order (the merge evaluates them again:
     /// the model is pure, so they give the same rows).
     pub frontier_config_ids: Vec<u64>,
-    /// Size of `configs/part-K-of-N.parquet`, checked by the merge.
+    /// Size and SHA-256 (hex) of `configs/part-K-of-N.parquet`, and the SHA-256 of
+    /// `parts/part-K-of-N.pareto.parquet`, checked by every reader.
     pub configs_bytes: u64,
+    pub configs_sha256: String,
+    pub pareto_sha256: String,
     pub threads: usize,
     pub wall_time_s: f64,
     pub finished_at: String,
@@ -130,7 +144,7 @@ impl RunDir {
     }
 
     /// Whether the directory holds nothing a run wrote yet: no `sweep.toml`, only empty
-    /// `configs/` and `parts/` folders and `sweep.toml`'s temporary file. That is what a run
+    /// `configs/` and `parts/` folders and `sweep.toml`'s temporary files. That is what a run
     /// killed while it was creating them leaves, and `--resume` starts it afresh.
     pub fn never_started(&self) -> Result<bool> {
         if self.sweep().exists() {
@@ -144,7 +158,7 @@ impl RunDir {
             let started = if skeleton {
                 listing(&path)?.next().is_some()
             } else {
-                path != tmp_path(&self.sweep())
+                !is_temporary_of(&path, &self.sweep())
             };
             if started {
                 return Ok(false);
@@ -153,28 +167,96 @@ impl RunDir {
         Ok(true)
     }
 
-    /// The committed record of part `s`, if the part is complete: its record parses, belongs
-    /// to this sweep and its rows file has the recorded size. Anything else is not committed.
-    pub fn committed(&self, s: Shard, sweep_sha256: &str) -> Option<PartRecord> {
-        let text = fs::read_to_string(self.record(s)).ok()?;
-        let record: PartRecord = serde_json::from_str(&text).ok()?;
-        let size = fs::metadata(self.configs(s)).ok()?.len();
-        (record.sweep_sha256 == sweep_sha256
-            && record.shard() == s
-            && record.configs_bytes == size
-            && self.part_pareto(s).exists())
-        .then_some(record)
+    /// Whether the directory is a racksweep run that `--force` may remove: a run that never
+    /// started, or one with its `sweep.toml` whose every entry is a file or folder a run writes.
+    /// Anything else (someone's own files) is not removed.
+    pub fn is_run(&self) -> Result<bool> {
+        if !self.root.is_dir() {
+            return Ok(false);
+        }
+        if self.never_started()? {
+            return Ok(true);
+        }
+        if !self.sweep().is_file() {
+            return Ok(false);
+        }
+        for entry in
+            fs::read_dir(&self.root).with_context(|| format!("listing {}", self.root.display()))?
+        {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let known = match name.as_str() {
+                "configs" | "parts" => entry.file_type()?.is_dir(),
+                "sweep.toml" | "manifest.json" | "pareto.parquet" | "pareto.md" | "report.html"
+                | "report.md" | ".verified.json" => true,
+                _ => {
+                    (name.starts_with("report-") && name.ends_with(".svg"))
+                        || (name.starts_with('.') && name.contains(".tmp"))
+                }
+            };
+            if !known {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
-    /// Removes part `s`'s files and any temporary file a crashed writer of it left.
+    /// Part `s` as its commit record says it is, checked against its files: committed when
+    /// the record parses, belongs to this sweep and part, and both Parquet files are regular
+    /// files of the recorded contents (SHA-256; `cache` saves rehashing files already checked).
+    /// No record means not written (its writer died before committing).
+    pub fn part(&self, s: Shard, sweep_sha256: &str, cache: &mut Verified) -> PartState {
+        let Ok(text) = fs::read_to_string(self.record(s)) else {
+            return PartState::Absent;
+        };
+        let record = match serde_json::from_str::<PartRecord>(&text) {
+            Ok(record) => record,
+            // Records are renamed into place whole: one that does not parse was altered, or
+            // written by another racksweep version.
+            Err(e) => {
+                return PartState::Corrupt(format!(
+                    "{} cannot be read ({e}): written by another racksweep version, or altered",
+                    self.record(s).display()
+                ));
+            }
+        };
+        if record.sweep_sha256 != sweep_sha256 {
+            return PartState::Corrupt(format!(
+                "{} belongs to another sweep (sha256 {})",
+                self.record(s).display(),
+                record.sweep_sha256
+            ));
+        }
+        if record.shard() != s {
+            return PartState::Corrupt(format!(
+                "{} records part {} of {}",
+                self.record(s).display(),
+                record.part,
+                record.parts
+            ));
+        }
+        for (path, sha, size) in [
+            (
+                self.configs(s),
+                &record.configs_sha256,
+                Some(record.configs_bytes),
+            ),
+            (self.part_pareto(s), &record.pareto_sha256, None),
+        ] {
+            if let Err(why) = cache.check(&path, sha, size) {
+                return PartState::Corrupt(why);
+            }
+        }
+        PartState::Committed(Box::new(record))
+    }
+
+    /// Removes part `s`'s files and any temporary file a crashed writer of it left (the caller
+    /// holds the part's lock, so no live process is writing them).
     pub fn remove_part(&self, s: Shard) -> Result<()> {
         for path in [self.record(s), self.configs(s), self.part_pareto(s)] {
-            for p in [tmp_path(&path), path] {
-                match fs::remove_file(&p) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e).with_context(|| format!("removing {}", p.display())),
-                }
+            remove_if_present(&path)?;
+            for tmp in temporaries(&path)? {
+                remove_if_present(&tmp)?;
             }
         }
         Ok(())
@@ -216,6 +298,390 @@ impl RunDir {
     }
 }
 
+/// A run opened for reading, checked: its manifest, and the part files its rows are in, each
+/// committed and matching its record.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub root: PathBuf,
+    pub manifest: crate::output::manifest::Manifest,
+    /// `configs/part-K-of-N.parquet` of every committed part, in part order.
+    pub configs: Vec<PathBuf>,
+}
+
+impl RunDir {
+    /// Opens the run for reading (`top`, `pareto`, `report`): a complete run (or, with
+    /// `allow_incomplete`, its committed parts, said on stderr) whose `sweep.toml` is the one
+    /// its manifest names, whose `configs/` holds nothing but its parts, and whose every part
+    /// file matches its commit record (checksums cached in `.verified.json` by size and time).
+    pub fn open(&self, allow_incomplete: bool) -> Result<Finished> {
+        let not_a_run = |why: String| {
+            UserError::new(format!(
+                "{} is not a racksweep run directory ({why})",
+                self.root.display()
+            ))
+            .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
+        };
+        if !self.sweep().is_file() {
+            return Err(not_a_run("it has no sweep.toml".into()).into());
+        }
+        let text = fs::read_to_string(self.manifest())
+            .map_err(|e| not_a_run(format!("cannot read manifest.json: {e}")))?;
+        let manifest: crate::output::manifest::Manifest =
+            serde_json::from_str(&text).map_err(|e| {
+                UserError::new(format!(
+                    "{} is not a racksweep manifest: {e}",
+                    self.manifest().display()
+                ))
+                .with_hint("it may come from another racksweep version; run the sweep again")
+            })?;
+        let sweep_sha = sha256_file(&self.sweep())?;
+        if sweep_sha != manifest.sweep_sha256 {
+            return Err(UserError::new(format!(
+                "{}: sweep.toml is not the sweep its manifest.json records (sha256 {sweep_sha}, recorded {})",
+                self.root.display(),
+                manifest.sweep_sha256
+            ))
+            .with_hint("the run directory was altered; run the sweep again")
+            .into());
+        }
+        if !manifest.complete && !allow_incomplete {
+            return Err(UserError::new(format!(
+                "the run in {} is not complete ({} of {} parts committed)",
+                self.root.display(),
+                manifest.parts_committed,
+                manifest.parts
+            ))
+            .with_hint("finish it with `racksweep run --resume` (or `racksweep merge` for shards), or pass --allow-incomplete to read the parts committed so far")
+            .into());
+        }
+        let parts = manifest.parts;
+        self.check_configs_listing(parts)?;
+        let mut cache = Verified::load(self);
+        if manifest.complete
+            && let Err(why) = cache.check(&self.pareto_parquet(), &manifest.pareto_sha256, None)
+        {
+            return Err(UserError::new(format!("{}: {why}", self.root.display()))
+                .with_hint("the run directory was altered; merge it again (racksweep merge)")
+                .into());
+        }
+        let mut configs = Vec::new();
+        let mut missing = Vec::new();
+        for index in 0..parts {
+            let s = Shard {
+                index,
+                count: parts,
+            };
+            match self.part(s, &manifest.sweep_sha256, &mut cache) {
+                PartState::Committed(_) => configs.push(self.configs(s)),
+                PartState::Absent => missing.push(index),
+                PartState::Corrupt(why) => {
+                    return Err(UserError::new(format!("part {s}: {why}"))
+                        .with_hint("the run directory was altered or two processes wrote it; run the part again (racksweep run --resume after removing its record) or the sweep with --force")
+                        .into());
+                }
+            }
+        }
+        cache.save(self);
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(u64::to_string).collect();
+            if manifest.complete {
+                return Err(UserError::new(format!(
+                    "{}: the manifest says complete but part{} {} of {parts} {} not committed",
+                    self.root.display(),
+                    if missing.len() == 1 { "" } else { "s" },
+                    list.join(", "),
+                    if missing.len() == 1 { "is" } else { "are" },
+                ))
+                .with_hint("run the sweep again with --resume")
+                .into());
+            }
+            eprintln!(
+                "warning: reading an incomplete run: {} of {parts} parts committed (missing: {})",
+                configs.len(),
+                list.join(", ")
+            );
+        } else if !manifest.complete {
+            eprintln!(
+                "warning: reading a run whose every part is committed but whose merge is not done (racksweep merge finishes it)"
+            );
+        }
+        if configs.is_empty() {
+            return Err(UserError::new(format!(
+                "{} has no committed part to read",
+                self.root.display()
+            ))
+            .with_hint("run the sweep (or its shards) first")
+            .into());
+        }
+        Ok(Finished {
+            root: self.root.clone(),
+            manifest,
+            configs,
+        })
+    }
+
+    /// `configs/` holds only this run's `parts` part files (regular files; hidden temporaries
+    /// of writers are ignored): a copy or a stranger would be read as rows.
+    fn check_configs_listing(&self, parts: u64) -> Result<()> {
+        let dir = self.configs_dir();
+        for entry in fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let ours = (0..parts).any(|index| {
+                name == format!(
+                    "{}.parquet",
+                    part_name(Shard {
+                        index,
+                        count: parts
+                    })
+                )
+            });
+            let why = if !ours {
+                "is not a part of this run"
+            } else if !entry.file_type()?.is_file() {
+                "is not a regular file"
+            } else {
+                continue;
+            };
+            return Err(UserError::new(format!(
+                "{}: {} {why}",
+                self.root.display(),
+                dir.join(&name).display()
+            ))
+            .with_hint(format!(
+                "configs/ holds the run's rows only (part-K-of-{parts}.parquet); move the file elsewhere"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// What a part's commit record and files say.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartState {
+    /// No (readable) record: the part was not written, or its writer died before committing.
+    Absent,
+    Committed(Box<PartRecord>),
+    /// A record whose files do not match it, or that belongs elsewhere: why, naming the file.
+    Corrupt(String),
+}
+
+/// Part files whose SHA-256 is known, by path, with the size and modification time they had
+/// when hashed: a file unchanged since is not read again. Kept in `.verified.json` by readers.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verified {
+    files: BTreeMap<String, FileSum>,
+    #[serde(skip)]
+    changed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct FileSum {
+    bytes: u64,
+    modified_ns: u128,
+    sha256: String,
+}
+
+impl Verified {
+    /// The cache of `dir` (empty when absent or unreadable: it only saves work).
+    pub fn load(dir: &RunDir) -> Verified {
+        fs::read_to_string(dir.verified())
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the cache back if it learned anything (best effort: a read-only run directory
+    /// is still readable, just checked in full every time).
+    pub fn save(&self, dir: &RunDir) {
+        if self.changed
+            && let Ok(json) = serde_json::to_string_pretty(self)
+        {
+            let _ = write_atomic(&dir.verified(), json.as_bytes());
+        }
+    }
+
+    /// Whether `path` is a regular file of `bytes` bytes (when given) whose SHA-256 is `sha`.
+    fn check(&mut self, path: &Path, sha: &str, bytes: Option<u64>) -> Result<(), String> {
+        let meta = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", path.display()));
+        }
+        if let Some(b) = bytes.filter(|&b| b != meta.len()) {
+            return Err(format!(
+                "{} has {} bytes, its commit record says {b}",
+                path.display(),
+                meta.len()
+            ));
+        }
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let key = path.display().to_string();
+        let known = self
+            .files
+            .get(&key)
+            .is_some_and(|f| f.bytes == meta.len() && f.modified_ns == modified_ns);
+        let actual = if known {
+            self.files[&key].sha256.clone()
+        } else {
+            let sha = sha256_file(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
+            self.files.insert(
+                key,
+                FileSum {
+                    bytes: meta.len(),
+                    modified_ns,
+                    sha256: sha.clone(),
+                },
+            );
+            self.changed = true;
+            sha
+        };
+        if actual != sha {
+            return Err(format!(
+                "{} does not match its commit record (sha256 {actual}, recorded {sha})",
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// SHA-256 (hex) of a file's bytes.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// A lock on a run directory, or on one part of it, held until dropped. `flock`, so the
+/// operating system releases it when the process ends, however it ends.
+#[derive(Debug)]
+pub struct Lock {
+    _files: Vec<fs::File>,
+}
+
+impl RunDir {
+    /// The run's lock file: beside the run directory, so that it outlives the directory's
+    /// removal by `--force`.
+    pub fn lock_path(&self) -> PathBuf {
+        let name = self.root.file_name().map_or_else(
+            || std::ffi::OsString::from("run"),
+            std::ffi::OsStr::to_os_string,
+        );
+        let mut file = std::ffi::OsString::from(".");
+        file.push(name);
+        file.push(".lock");
+        self.root.with_file_name(file)
+    }
+
+    fn part_lock_path(&self, s: Shard) -> PathBuf {
+        self.parts_dir().join(format!(".{}.lock", part_name(s)))
+    }
+
+    fn verified(&self) -> PathBuf {
+        self.root.join(".verified.json")
+    }
+
+    /// The run to oneself: for a whole run (which creates the folder the run lives in first),
+    /// a merge or a report (of a run that exists).
+    pub fn lock(&self) -> Result<Lock> {
+        if !self.root.exists() && !self.lock_path().parent().is_none_or(Path::exists) {
+            return Err(
+                UserError::new(format!("{} does not exist", self.root.display()))
+                    .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
+                    .into(),
+            );
+        }
+        let file = acquire(&self.lock_path(), false, &self.root)?;
+        Ok(Lock { _files: vec![file] })
+    }
+
+    /// [`RunDir::lock`] of an existing run, for a merge or a report: a directory that is no
+    /// run is refused before anything is created beside it.
+    pub fn lock_existing(&self) -> Result<Lock> {
+        if !self.sweep().is_file() {
+            return Err(UserError::new(format!(
+                "{} is not a racksweep run directory (it has no sweep.toml)",
+                self.root.display()
+            ))
+            .with_hint("pass the directory `racksweep run` wrote: <out>/<sweep name>")
+            .into());
+        }
+        self.lock()
+    }
+
+    /// One part to oneself, the run shared with its other shards (which run at the same time).
+    /// Creates the run's folders as needed.
+    pub fn lock_part(&self, s: Shard) -> Result<Lock> {
+        for dir in [self.parts_dir(), self.configs_dir()] {
+            fs::create_dir_all(&dir).map_err(|e| {
+                UserError::new(format!("cannot create {}: {e}", dir.display()))
+                    .with_hint("pass --out with a writable directory")
+            })?;
+        }
+        let run = acquire(&self.lock_path(), true, &self.root)?;
+        let part = acquire(&self.part_lock_path(s), false, &self.configs(s))?;
+        Ok(Lock {
+            _files: vec![run, part],
+        })
+    }
+}
+
+/// Locks `path` (shared or exclusive) without waiting; refuses with the holder's pid, which an
+/// exclusive holder writes into the file.
+fn acquire(path: &Path, shared: bool, what: &Path) -> Result<fs::File> {
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("opening the lock {}", path.display()))?;
+    let locked = if shared {
+        file.try_lock_shared()
+    } else {
+        file.try_lock()
+    };
+    match locked {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let holder = fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+                .map_or_else(
+                    || "another racksweep process".to_string(),
+                    |pid| format!("racksweep (pid {pid})"),
+                );
+            return Err(UserError::new(format!(
+                "{} is in use by {holder}",
+                what.display()
+            ))
+            .with_hint(
+                "one process writes a run (or a part of it) at a time: wait for it to finish or stop it (a stopped process releases its lock)",
+            )
+            .into());
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    if !shared {
+        file.set_len(0)?;
+        file.write_all(std::process::id().to_string().as_bytes())?;
+        file.sync_all()?;
+    }
+    Ok(file)
+}
+
 /// `part-K-of-N`.
 fn part_name(s: Shard) -> String {
     format!("part-{}-of-{}", s.index, s.count)
@@ -229,12 +695,57 @@ fn parse_part_count(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The temporary name a file is written under before being renamed into place.
+/// The temporary name a file is written under before being renamed into place: hidden, and
+/// unique to the writing process (`.<name>.tmp.<pid>`), so that two processes never share one.
 pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = tmp_prefix(path);
+    name.push(std::process::id().to_string());
+    path.with_file_name(name)
+}
+
+/// `.<name>.tmp.`: what every temporary of `path` starts with.
+fn tmp_prefix(path: &Path) -> std::ffi::OsString {
     let mut name = std::ffi::OsString::from(".");
     name.push(path.file_name().expect("files have names"));
-    name.push(".tmp");
-    path.with_file_name(name)
+    name.push(".tmp.");
+    name
+}
+
+/// Whether `candidate` is a temporary of `path`, by any process.
+fn is_temporary_of(candidate: &Path, path: &Path) -> bool {
+    candidate.parent() == path.parent()
+        && candidate.file_name().is_some_and(|n| {
+            n.to_string_lossy()
+                .starts_with(&*tmp_prefix(path).to_string_lossy())
+        })
+}
+
+/// The temporaries of `path` present in its folder.
+fn temporaries(path: &Path) -> Result<Vec<PathBuf>> {
+    let Some(dir) = path.parent() else {
+        return Ok(Vec::new());
+    };
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let candidate = entry?.path();
+        if is_temporary_of(&candidate, path) {
+            found.push(candidate);
+        }
+    }
+    Ok(found)
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
+    }
 }
 
 /// Writes `bytes` to `path` atomically: a synced temporary file renamed into place.
@@ -270,8 +781,19 @@ mod tests {
         assert_eq!(dir.record(s), Path::new("r/parts/part-3-of-8.json"));
         assert_eq!(
             tmp_path(&dir.record(s)),
-            Path::new("r/parts/.part-3-of-8.json.tmp")
+            PathBuf::from(format!(
+                "r/parts/.part-3-of-8.json.tmp.{}",
+                std::process::id()
+            ))
         );
+        assert!(is_temporary_of(
+            Path::new("r/parts/.part-3-of-8.json.tmp.77"),
+            &dir.record(s)
+        ));
+        assert!(!is_temporary_of(
+            Path::new("r/parts/.part-3-of-8.json.tmpx"),
+            &dir.record(s)
+        ));
         assert_eq!(parse_part_count("part-3-of-8.parquet"), Some(8));
         assert_eq!(parse_part_count("part-3-of-12.pareto.parquet"), Some(12));
         assert_eq!(parse_part_count(".part-3-of-8.json.tmp"), None);
@@ -289,9 +811,12 @@ mod tests {
         fs::create_dir_all(dir.parts_dir()).unwrap();
         fs::write(tmp_path(&dir.sweep()), "half").unwrap();
         assert!(dir.never_started().unwrap());
-        fs::write(dir.parts_dir().join(".part-0-of-2.json.tmp"), "").unwrap();
+        fs::write(dir.parts_dir().join(".part-0-of-2.json.tmp.9"), "").unwrap();
         assert!(!dir.never_started().unwrap());
-        fs::remove_file(dir.parts_dir().join(".part-0-of-2.json.tmp")).unwrap();
+        fs::remove_file(dir.parts_dir().join(".part-0-of-2.json.tmp.9")).unwrap();
+        // Another process's temporary of sweep.toml is still a start that never got further.
+        fs::write(dir.root.join(".sweep.toml.tmp.12345"), "half").unwrap();
+        assert!(dir.never_started().unwrap());
         fs::write(dir.root.join("notes.txt"), "").unwrap();
         assert!(!dir.never_started().unwrap());
         fs::remove_file(dir.root.join("notes.txt")).unwrap();

@@ -179,10 +179,13 @@ pub struct Written {
     pub charts: usize,
 }
 
-/// Writes the report of the finished run in `run_dir`, with the `top` best rows per objective.
-pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
+/// Writes the report of the finished run in `run_dir` (checked by the shared reader; an
+/// incomplete one only with `allow_incomplete`), with the `top` best rows per objective.
+pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Written> {
     let dir = RunDir::new(run_dir.to_path_buf());
-    let manifest = read_manifest(&dir)?;
+    let _lock = dir.lock_existing()?;
+    let run = dir.open(allow_incomplete)?;
+    let manifest = &run.manifest;
     let sweep_text = std::fs::read_to_string(dir.sweep())
         .with_context(|| format!("reading {}", dir.sweep().display()))?;
     let schema = Schema::get(manifest.mode);
@@ -203,7 +206,7 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     let q = Questions::new(&objectives, top, schema, p);
     let shown = shown_columns(&objectives, &constraints, p);
     let digest = digest::digest(
-        run_dir,
+        &run,
         &digest::Ask {
             schema,
             constraints: &constraints,
@@ -215,7 +218,7 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     )?;
     let doc = build(
         &Context {
-            m: &manifest,
+            m: manifest,
             schema,
             profile: p,
             sweep_text: &sweep_text,
@@ -242,32 +245,6 @@ pub fn write(run_dir: &Path, top: usize) -> Result<Written> {
     write_atomic(&written.markdown, markdown::render(&doc).as_bytes())?;
     write_atomic(&written.html, html::render(&doc).as_bytes())?;
     Ok(written)
-}
-
-fn read_manifest(dir: &RunDir) -> Result<Manifest> {
-    let path = dir.manifest();
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        UserError::new(format!("cannot read {}: {e}", path.display()))
-            .with_hint("pass the directory of a finished run: <out>/<sweep name>")
-    })?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
-        UserError::new(format!(
-            "{} is not a racksweep manifest: {e}",
-            path.display()
-        ))
-        .with_hint("it may come from another racksweep version; run the sweep again")
-    })?;
-    if !manifest.complete {
-        return Err(UserError::new(format!(
-            "the run in {} is not complete ({} of {} parts committed)",
-            dir.root.display(),
-            manifest.parts_committed,
-            manifest.parts
-        ))
-        .with_hint("finish it with `racksweep run --resume` (or `racksweep merge` for shards)")
-        .into());
-    }
-    Ok(manifest)
 }
 
 fn parse_all<T>(
