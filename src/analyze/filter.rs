@@ -47,13 +47,16 @@ impl Where {
                 }
                 Some((_, Type::Label(_))) => {
                     return Err((
-                        format!("\"{text}\" has no value"),
+                        format!("\"{}\" has no value", crate::limits::quoted(text)),
                         Some(format!("write e.g. \"{column} {symbol} <value>\"")),
                     ));
                 }
                 _ if !equal => {
                     return Err((
-                        format!("\"!=\" applies to label columns, and \"{column}\" is not one"),
+                        format!(
+                            "\"!=\" applies to label columns, and \"{}\" is not one",
+                            crate::limits::quoted(column)
+                        ),
                         Some(label_hint(schema)),
                     ));
                 }
@@ -129,8 +132,9 @@ pub fn check_labels(run_dir: &Path, wheres: &[Where]) -> Result<()> {
                 hint = format!("{s} {hint}");
             }
             return Err(UserError::new(format!(
-                "no row of {} has {name} \"{value}\"",
+                "no row of {} has {name} \"{}\"",
                 run_dir.display(),
+                crate::limits::quoted(value),
             ))
             .with_hint(hint)
             .into());

@@ -16,9 +16,9 @@ use super::{Context, Estimate, Instance, Reason, instance_serving};
 /// `racks` value that asks for automatic sizing.
 pub const AUTO_RACKS: u32 = 0;
 
-/// Racks beyond which automatic sizing gives up (100,000 racks of 72 GPUs is 7.2 million GPUs,
-/// several gigawatts: no single deployment plans beyond it).
-pub const MAX_AUTO_RACKS: u32 = 100_000;
+/// Racks beyond which automatic sizing gives up: the most a cluster may have
+/// ([`crate::limits::MAX_RACKS`]).
+pub const MAX_AUTO_RACKS: u32 = crate::limits::MAX_RACKS;
 
 /// The instances (one per schedule phase) of the last placement evaluated, and the last point's
 /// estimate before pricing. Consecutive grid points mostly differ only in batch or ownership,
