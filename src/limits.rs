@@ -58,6 +58,17 @@ pub fn quoted(value: &str) -> String {
     }
 }
 
+/// A number for an error message: as written when it is ordinary, in scientific notation when
+/// it is huge or tiny (`1.797e308`, not 309 digits).
+pub fn number(x: f64) -> String {
+    let a = x.abs();
+    if a != 0.0 && a.is_finite() && !(1e-6..1e16).contains(&a) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// `message` with every double-quoted value in it cut as [`quoted`] cuts it (for messages of
 /// other crates, such as the TOML parser's, that quote what they read).
 pub fn cut_quotes(message: &str) -> String {
@@ -128,6 +139,18 @@ mod tests {
         let wide = "é".repeat(100);
         assert_eq!(quoted(&wide).chars().count(), 81);
         assert_eq!(quoted(&"y".repeat(80)), "y".repeat(80));
+    }
+
+    #[test]
+    fn numbers_in_messages_read_well() {
+        assert_eq!(number(1.797e308), "1.797e308");
+        assert_eq!(number(5e-324), "5e-324");
+        assert_eq!(number(1e-12), "1e-12");
+        assert_eq!(number(2048.5), "2048.5");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(-1.0), "-1");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(f64::INFINITY), "inf");
     }
 
     #[test]

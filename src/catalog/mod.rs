@@ -382,8 +382,9 @@ impl Catalog {
             // A latency beyond a year is no latency (and would overflow the step times).
             if value > limits::MAX_SECONDS * 1e6 {
                 return Err(format!(
-                    "{key}: {value} µs is more than a year ({} µs)",
-                    limits::MAX_SECONDS * 1e6
+                    "{key}: {} µs is more than a year ({} µs)",
+                    limits::number(value),
+                    limits::number(limits::MAX_SECONDS * 1e6)
                 ));
             }
         }
@@ -553,7 +554,7 @@ fn check_id(key: &str, id: &str) -> Result<(), String> {
 /// hardware's peak or bandwidth, and dividing by it gives infinity.
 pub(crate) fn positive(key: &str, value: f64) -> Result<(), String> {
     if !(value.is_finite() && value > 0.0) {
-        Err(format!("{key}: {value} must be positive"))
+        Err(format!("{key}: {} must be positive", limits::number(value)))
     } else {
         normal(key, value)
     }
@@ -563,7 +564,10 @@ pub(crate) fn positive(key: &str, value: f64) -> Result<(), String> {
 /// value.
 pub(crate) fn non_negative(key: &str, value: f64) -> Result<(), String> {
     if !(value.is_finite() && value >= 0.0) {
-        Err(format!("{key}: {value} must be zero or positive"))
+        Err(format!(
+            "{key}: {} must be zero or positive",
+            limits::number(value)
+        ))
     } else if value == 0.0 {
         Ok(())
     } else {
@@ -575,7 +579,10 @@ fn fraction(key: &str, value: f64) -> Result<(), String> {
     if value.is_finite() && value > 0.0 && value <= 1.0 {
         normal(key, value)
     } else {
-        Err(format!("{key}: {value} must be a fraction in (0, 1]"))
+        Err(format!(
+            "{key}: {} must be a fraction in (0, 1]",
+            limits::number(value)
+        ))
     }
 }
 

@@ -17,7 +17,7 @@ use crate::catalog::{self, Catalog};
 use crate::columns::{LabelValues, Mode, Schema};
 use crate::error::UserError;
 use crate::grid::Grid;
-use crate::limits::quoted;
+use crate::limits::{self, quoted};
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
 use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
@@ -359,7 +359,7 @@ impl Loader<'_> {
                         v.span(),
                         format!(
                             "workload.spec_acceptance: {} must be in [0, 1)",
-                            v.get_ref()
+                            limits::number(*v.get_ref())
                         ),
                     )
                     .with_hint("the probability that one draft token is accepted, e.g. 0.85"));
@@ -373,7 +373,7 @@ impl Loader<'_> {
                     v.span(),
                     format!(
                         "workload.spec_draft_layers: {} must be zero or positive",
-                        v.get_ref()
+                        limits::number(*v.get_ref())
                     ),
                 ));
             }
@@ -623,10 +623,16 @@ impl Loader<'_> {
     fn tokens(&self, v: &Spanned<f64>, key: &str) -> Result<f64, UserError> {
         let x = *v.get_ref();
         if !x.is_finite() {
-            Err(self.at(v.span(), format!("{key}: {x} is not a number of tokens")))
+            Err(self.at(
+                v.span(),
+                format!("{key}: {} is not a number of tokens", limits::number(x)),
+            ))
         } else if x < 1.0 {
             Err(self
-                .at(v.span(), format!("{key}: {x} is less than one token"))
+                .at(
+                    v.span(),
+                    format!("{key}: {} is less than one token", limits::number(x)),
+                )
                 .with_hint("a mean length in tokens, at least 1"))
         } else {
             Ok(x)

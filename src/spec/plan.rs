@@ -47,7 +47,7 @@ impl Loader<'_> {
         if x.is_finite() && ok(x) {
             Ok(x)
         } else {
-            Err(self.at(v.span(), format!("{key}: {x} {rule}")))
+            Err(self.at(v.span(), format!("{key}: {} {rule}", limits::number(x))))
         }
     }
 
