@@ -13,7 +13,8 @@ pub const MAX_RACKS_WHY: &str =
 /// GPUs of one rack (`gpus_per_server x servers_per_rack`): the largest announced rack-scale
 /// system, NVIDIA's NVL576, has 576.
 pub const MAX_RACK_GPUS: u32 = 4_096;
-pub const MAX_RACK_GPUS_WHY: &str = "the largest announced rack-scale system (NVL576) has 576 GPUs";
+pub const MAX_RACK_GPUS_WHY: &str =
+    "NVIDIA's largest announced rack-scale system, NVL576, has 576 GPUs";
 
 /// GPUs of one cluster: the most racks of the largest racks.
 pub const MAX_CLUSTER_GPUS: u32 = MAX_RACKS * MAX_RACK_GPUS;
@@ -25,9 +26,11 @@ pub const MAX_CLUSTER_GPUS_WHY: &str =
 pub const MAX_DEGREE: u32 = 1_024;
 pub const MAX_DEGREE_WHY: &str = "no model has more than 1,024 heads, experts or layers to split";
 
-/// Sequences of one batch or microbatch: engines hold at most thousands per instance.
+/// Sequences of one batch or microbatch: serving engines hold at most thousands per instance,
+/// training microbatches a few.
 pub const MAX_BATCH: u32 = 1_048_576;
-pub const MAX_BATCH_WHY: &str = "serving engines hold at most thousands of sequences at once";
+pub const MAX_BATCH_WHY: &str =
+    "serving engines hold at most thousands of sequences at once, training microbatches a few";
 
 /// Seconds in a year (365 days): the bound on every duration of a sweep (think time, session
 /// length, a schedule phase, restart time, latency objectives).

@@ -811,7 +811,7 @@ fn the_issues_sweeps_are_rejected_by_key() {
     );
     assert_eq!(
         error(&inference("", "batch = [4294967295]")),
-        "f.toml:10:10: grid.batch[0]: 4294967295 is larger than 1048576\nhint: serving engines hold at most thousands of sequences at once"
+        "f.toml:10:10: grid.batch[0]: 4294967295 is larger than 1048576\nhint: serving engines hold at most thousands of sequences at once, training microbatches a few"
     );
     assert_eq!(
         error(&inference("think_s = 1.797e308", "")),

@@ -591,8 +591,7 @@ fn normal(key: &str, value: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{key}: {value:e} is subnormal, too small to compute with (the smallest normal number is {:e})",
-            f64::MIN_POSITIVE
+            "{key}: {value:e} is subnormal, too small to compute with (the smallest normal number is 2.2e-308)"
         ))
     }
 }
