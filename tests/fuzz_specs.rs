@@ -12,7 +12,8 @@
 //!
 //! Half the files are tame (every value from the key's own list of ordinary and extreme-but-
 //! valid values, so most parse and reach the models), half wild (any value may be anything).
-//! 256 cases (`CASES`), at most `POINTS` grid points each: a few seconds in release.
+//! 1,024 cases (`CASES`; `FUZZ_CASES` sets another count), at most `POINTS` grid points each:
+//! a few seconds in release.
 
 use std::path::Path;
 
