@@ -221,10 +221,9 @@ impl Axis {
     /// three decades, every k-th decade when it spans more than [`MAX_TICKS`].
     fn log(lo: f64, hi: f64) -> Axis {
         // Decades whose powers of ten are normal, finite numbers.
-        let (d0, d1) = (
-            (lo.log10().floor() as i32).max(f64::MIN_10_EXP),
-            (hi.log10().ceil() as i32).min(f64::MAX_10_EXP),
-        );
+        let d0 = (lo.log10().floor() as i32).clamp(f64::MIN_10_EXP, f64::MAX_10_EXP - 1);
+        // At least one decade, also when both ends sit below the first normal one.
+        let d1 = (hi.log10().ceil() as i32).clamp(d0 + 1, f64::MAX_10_EXP);
         let every = ((d1 - d0) / MAX_TICKS as i32 + 1).max(1);
         let mut ticks = Vec::new();
         for d in (d0..=d1).step_by(every as usize) {
@@ -611,6 +610,7 @@ mod tests {
             vec![-3.0, -3.0],
             vec![-1e-320, 1e-320],
             vec![1e-308, 1e308],
+            vec![1.915283174077408e-308, 3.40193389579453e-310],
         ] {
             assert_sane(&values);
         }
