@@ -9,6 +9,7 @@ pub mod commands;
 pub mod engine;
 pub mod error;
 pub mod grid;
+pub mod limits;
 pub mod output;
 pub mod pareto;
 pub mod perf;

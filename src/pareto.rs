@@ -6,7 +6,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::columns::{Mode, Record, Schema};
+use crate::columns::{Mode, Record, Schema, Type};
+use crate::limits::quoted;
 use crate::suggest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,7 @@ fn numeric_column(name: &str, schema: &Schema) -> Result<(usize, &'static str), 
     match schema.find(name) {
         Some(i) if schema.columns[i].is_numeric() => Ok((i, schema.columns[i].name)),
         Some(_) => Err((
-            format!("column \"{name}\" is not numeric"),
+            format!("column \"{}\" is not numeric", quoted(name)),
             Some(numeric_hint(schema)),
         )),
         None => {
@@ -71,7 +72,11 @@ fn numeric_column(name: &str, schema: &Schema) -> Result<(usize, &'static str), 
                 numeric_hint(schema)
             );
             Err((
-                format!("unknown {} column \"{name}\"", schema.mode.as_str()),
+                format!(
+                    "unknown {} column \"{}\"",
+                    schema.mode.as_str(),
+                    quoted(name)
+                ),
                 Some(hint),
             ))
         }
@@ -89,7 +94,7 @@ impl Objective {
         let mut words = text.split_whitespace();
         let (Some(direction), Some(name), None) = (words.next(), words.next(), words.next()) else {
             return Err((
-                format!("\"{text}\" is not an objective"),
+                format!("\"{}\" is not an objective", quoted(text)),
                 Some(
                     "write \"max <column>\" or \"min <column>\", e.g. \"max tokens_per_s_per_gpu\""
                         .into(),
@@ -101,17 +106,70 @@ impl Objective {
             "min" => false,
             other => {
                 return Err((
-                    format!("\"{other}\" is not a direction"),
+                    format!("\"{}\" is not a direction", quoted(other)),
                     Some("objectives start with \"max\" or \"min\"".into()),
                 ));
             }
         };
         let (column, name) = numeric_column(name, schema)?;
+        if schema.columns[column].ty == Type::Id {
+            return Err((
+                format!("{name} is an index into the grid, not an objective"),
+                Some("rank by a metric, e.g. \"max tokens_per_s_per_gpu\"".into()),
+            ));
+        }
         Ok(Objective {
             column,
             name,
             maximize,
         })
+    }
+
+    /// Parses a list of objectives, as a sweep's `objectives` or repeated `--objective` flags
+    /// give them: 1 to [`MAX_OBJECTIVES`], each as [`Objective::parse`] reads it, no column
+    /// twice. An error says which objective is wrong (`None`: the list as a whole).
+    pub fn parse_all<S: AsRef<str>>(
+        texts: &[S],
+        schema: &Schema,
+    ) -> Result<Vec<Objective>, (Option<usize>, ParseError)> {
+        if texts.is_empty() {
+            return Err((
+                None,
+                (
+                    "no objectives".into(),
+                    Some("name at least one, e.g. \"max tokens_per_s_per_gpu\"".into()),
+                ),
+            ));
+        }
+        if texts.len() > MAX_OBJECTIVES {
+            return Err((
+                None,
+                (
+                    format!("{} objectives, more than {MAX_OBJECTIVES}", texts.len()),
+                    Some(format!(
+                        "a frontier supports 1 to {MAX_OBJECTIVES} objectives"
+                    )),
+                ),
+            ));
+        }
+        let mut out: Vec<Objective> = Vec::with_capacity(texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            let text = text.as_ref();
+            let o = Objective::parse(text, schema).map_err(|e| (Some(i), e))?;
+            if let Some((j, first)) = out.iter().enumerate().find(|(_, p)| p.column == o.column) {
+                let message = if first.maximize == o.maximize {
+                    format!("\"{}\" repeats objective {j} ({first})", quoted(text))
+                } else {
+                    format!(
+                        "\"{}\" asks the opposite of objective {j} ({first}): a column cannot be both maximized and minimized",
+                        quoted(text)
+                    )
+                };
+                return Err((Some(i), (message, Some("name each column once".into()))));
+            }
+            out.push(o);
+        }
+        Ok(out)
     }
 
     /// The objective's value oriented so that larger is better; `None` if null or not finite.
@@ -142,7 +200,7 @@ impl Constraint {
         for (wrong, right) in [("=<", "<="), ("=>", ">=")] {
             if text.contains(wrong) {
                 return Err((
-                    format!("\"{text}\": \"{wrong}\" is not an operator"),
+                    format!("\"{}\": \"{wrong}\" is not an operator", quoted(text)),
                     Some(format!("write \"{right}\"")),
                 ));
             }
@@ -162,17 +220,22 @@ impl Constraint {
             .filter_map(|&(s, op)| text.find(s).map(|at| (at, s, op)))
             .min_by_key(|&(at, s, _)| (at, std::cmp::Reverse(s.len())))
         else {
-            return Err((format!("\"{text}\" is not a constraint"), hint()));
+            return Err((format!("\"{}\" is not a constraint", quoted(text)), hint()));
         };
         let name = text[..at].trim();
         let number = text[at + symbol.len()..].trim();
         if name.is_empty() || number.is_empty() {
-            return Err((format!("\"{text}\" is not a constraint"), hint()));
+            return Err((format!("\"{}\" is not a constraint", quoted(text)), hint()));
         }
         let (column, name) = numeric_column(name, schema)?;
         let value: f64 = match number.parse() {
             Ok(v) if f64::is_finite(v) => v,
-            _ => return Err((format!("\"{number}\" is not a finite number"), hint())),
+            _ => {
+                return Err((
+                    format!("\"{}\" is not a finite number", quoted(number)),
+                    hint(),
+                ));
+            }
         };
         Ok(Constraint {
             column,

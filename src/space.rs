@@ -193,6 +193,71 @@ hardware = ["h100-sxm"]
         }
     }
 
+    use crate::limits::{MAX_BATCH, MAX_CLUSTER_GPUS, MAX_DEGREE, MAX_RACKS};
+    use proptest::prelude::*;
+
+    /// Any value in 1..=max, the ends most often (where products overflowed).
+    fn count(max: u32) -> impl Strategy<Value = u32> {
+        prop_oneof![Just(1), Just(max), Just(max - 1), 1..=max]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Over the whole ranges a training spec accepts, a layout's counts are the exact
+        /// products (computed here in u64), never wrapped: GPUs = racks x GPUs per rack used,
+        /// dp x tp x pp x cp = GPUs where dp is whole, and a row either trains or says why.
+        #[test]
+        fn training_counts_never_wrap(
+            tp in count(MAX_DEGREE), pp in count(MAX_DEGREE), cp in count(MAX_DEGREE),
+            ep in count(MAX_DEGREE), microbatch in count(MAX_BATCH),
+            virtual_stages in count(MAX_DEGREE), racks in count(MAX_RACKS),
+            gpus in count(MAX_CLUSTER_GPUS), dp in count(MAX_CLUSTER_GPUS), scale in 0..3u8,
+        ) {
+            let size = match scale {
+                0 => format!("racks = [{racks}]"),
+                1 => format!("gpus = [{gpus}]"),
+                _ => format!("dp = [{dp}]"),
+            };
+            let text = format!(
+                "[sweep]\nname = \"t\"\nmode = \"training\"\n[workload]\nmodel = \"deepseek-v3\"\nseq_len = 4096\nglobal_batch_seqs = 4294967295\ntrain_tokens = 1e12\n[grid]\nhardware = [\"gb200-nvl72\"]\n{size}\ntp = [{tp}]\npp = [{pp}]\ncp = [{cp}]\nep = [{ep}]\nmicrobatch = [{microbatch}]\nvirtual_stages = [{virtual_stages}]\n"
+            );
+            let replica = u64::from(tp) * u64::from(pp) * u64::from(cp);
+            let spec = match parse(Path::new("t.toml"), &text, 1) {
+                Ok(Sweep::Training(s)) => *s,
+                Ok(Sweep::Inference(_)) => unreachable!("a training sweep"),
+                Err(e) => {
+                    // Only a dp axis can ask for more GPUs than a cluster has.
+                    prop_assert_eq!(scale, 2, "{}", e.message);
+                    prop_assert!(replica * u64::from(dp) > u64::from(MAX_CLUSTER_GPUS));
+                    prop_assert!(e.message.contains("grid.dp: tp x pp x cp x dp"), "{}", e.message);
+                    return Ok(());
+                }
+            };
+            let row = Training::new(&spec).evaluate(0);
+            let e = &row.estimate;
+            let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+            let per_rack = u64::from(Packing::new(tp, cp, ep, rack).gpus_per_rack);
+            let expected_gpus = match scale {
+                0 => u64::from(racks) * per_rack,
+                1 => u64::from(gpus),
+                _ => replica * u64::from(dp),
+            };
+            prop_assert_eq!(u64::from(e.gpus), expected_gpus);
+            let expected_racks = match scale {
+                0 => u64::from(racks),
+                _ => expected_gpus.div_ceil(per_rack),
+            };
+            prop_assert_eq!(u64::from(row.racks), expected_racks);
+            if row.dp > 0 {
+                prop_assert_eq!(u64::from(row.dp) * replica, expected_gpus);
+            } else {
+                prop_assert!(!expected_gpus.is_multiple_of(replica) || expected_gpus < replica);
+                prop_assert_eq!(row.reason, Some(Infeasible::GpusNotDivisibleByModelParallel));
+            }
+        }
+    }
+
     /// Racks of 32 H100s are filled by data parallelism: 2 racks at tp 8, pp 2 is dp 4; pp 3
     /// does not divide 64 GPUs.
     #[test]

@@ -261,6 +261,58 @@ fn analytics_errors_name_the_flag_and_value() {
     }
 }
 
+/// Objectives the command line gives pass the sweep parser's checks: config_id is no
+/// objective, and a column cannot be maximized and minimized at once; both are user errors
+/// (exit 1), not a failed query.
+#[test]
+fn pareto_objectives_are_checked_as_a_sweeps_are() {
+    let (_tmp, dir) = quickstart();
+    let d = dir.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec![
+                "pareto",
+                d,
+                "--objective",
+                "min config_id",
+                "--objective",
+                "max tokens_per_s_per_gpu",
+            ],
+            "error: --objective \"min config_id\": config_id is an index into the grid, not an objective\nhint: rank by a metric, e.g. \"max tokens_per_s_per_gpu\"\n",
+        ),
+        (
+            vec![
+                "pareto",
+                d,
+                "--objective",
+                "max ttft_ms",
+                "--objective",
+                "min ttft_ms",
+            ],
+            "error: --objective \"min ttft_ms\": \"min ttft_ms\" asks the opposite of objective 0 (max ttft_ms): a column cannot be both maximized and minimized\nhint: name each column once\n",
+        ),
+        (
+            vec![
+                "pareto",
+                d,
+                "--objective",
+                "max ttft_ms",
+                "--objective",
+                "max ttft_ms",
+            ],
+            "error: --objective \"max ttft_ms\": \"max ttft_ms\" repeats objective 0 (max ttft_ms)\nhint: name each column once\n",
+        ),
+        (
+            vec!["top", d, "--by", "config_id"],
+            "error: --by \"config_id\": config_id is an index into the grid, not an objective\nhint: rank by a metric, e.g. \"max tokens_per_s_per_gpu\"\n",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), expected, "{args:?}");
+    }
+}
+
 /// Label filters: `==` keeps one hardware (or format), `!=` drops it, with numeric ones alongside.
 #[test]
 fn top_filters_on_labels() {

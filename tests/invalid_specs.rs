@@ -25,3 +25,45 @@ fn invalid_specs_fail_with_their_recorded_message() {
         assert_snapshot(&file.with_extension("expected"), &actual);
     }
 }
+
+/// A sweep file is read only if it is a regular file of at most 16 MiB: a device or a FIFO
+/// would never end or never start (`check /dev/zero` used to grow without bound).
+#[test]
+fn only_regular_files_of_at_most_16_mib_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = tmp.path().join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(16 * 1024 * 1024 + 1)
+        .unwrap();
+    let fifo = tmp.path().join("fifo.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut cases = vec![
+        (
+            "/dev/zero".to_string(),
+            "error: cannot read sweep file /dev/zero: not a regular file\nhint: pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml\n".to_string(),
+        ),
+        (
+            big.display().to_string(),
+            format!("error: cannot read sweep file {}: 16777217 bytes, more than the 16 MiB an input file may have\nhint: pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml\n", big.display()),
+        ),
+        (
+            tmp.path().display().to_string(),
+            format!("error: cannot read sweep file {}: not a regular file\nhint: pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml\n", tmp.path().display()),
+        ),
+    ];
+    if made {
+        cases.push((
+            fifo.display().to_string(),
+            format!("error: cannot read sweep file {}: not a regular file\nhint: pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml\n", fifo.display()),
+        ));
+    }
+    for (path, expected) in cases {
+        let out = run_in(&root(), &["check", &path]);
+        assert_eq!(out.status.code(), Some(1), "{path}");
+        assert_eq!(stderr(&out), expected);
+    }
+}

@@ -171,3 +171,46 @@ fn validate_error_paths() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("missing field"), "{}", stderr(&o));
 }
+
+/// A case's sweep is bounded by its hardware: a degree or batch beyond what the case's GPUs
+/// can hold is a skipped case with its reason, at once (tp = 4294967295 used to build a list of
+/// 4.3 billion batch sizes). A measurements file must be a regular file.
+#[test]
+fn validate_bounds_each_case_by_its_gpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let header = std::fs::read_to_string(root().join(FIXTURE))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let rows = [
+        "big-tp,inference,s,,llama-3.1-8b,h100-sxm,8,4294967295,1,,,,fp8,fp8,8,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,",
+        "big-batch,inference,s,,llama-3.1-8b,h100-sxm,8,,,,,,fp8,fp8,4294967295,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,",
+        "big-system,inference,s,,llama-3.1-8b,h100-sxm,4294967295,,,,,,fp8,fp8,,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,",
+        "big-layout,training,s,,llama-3.1-8b,h100-sxm,64,4294967295,4294967295,,,,bf16,,,,,pretrain,,,96,4096,mfu_pct,40,%,",
+    ];
+    let file = tmp.path().join("big.csv");
+    std::fs::write(&file, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
+    let started = std::time::Instant::now();
+    let o = run(&["validate", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    let out = stdout(&o);
+    for line in [
+        "skipped: tp 4294967295 exceeds the case's 8 GPUs",
+        "skipped: batch 4294967295 is more than 1048576 sequences",
+        "skipped: gpus 4294967295 is more than a rack can hold (4096): a measured system is modelled as one rack",
+        "skipped: tp 4294967295 exceeds the case's 64 GPUs",
+        "4 cases: 0 predicted, 4 skipped",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+
+    let o = run(&["validate", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: cannot read measurements file /dev/zero: not a regular file\nhint: pass the path of a measurements .csv file, e.g. reference/measurements-calibration.csv\n"
+    );
+}

@@ -46,13 +46,16 @@ impl Where {
                 }
                 Some((_, Type::Label(_))) => {
                     return Err((
-                        format!("\"{text}\" has no value"),
+                        format!("\"{}\" has no value", crate::limits::quoted(text)),
                         Some(format!("write e.g. \"{column} {symbol} <value>\"")),
                     ));
                 }
                 _ if !equal => {
                     return Err((
-                        format!("\"!=\" applies to label columns, and \"{column}\" is not one"),
+                        format!(
+                            "\"!=\" applies to label columns, and \"{}\" is not one",
+                            crate::limits::quoted(column)
+                        ),
                         Some(label_hint(schema)),
                     ));
                 }
@@ -128,8 +131,9 @@ pub fn check_labels(run: &Finished, wheres: &[Where]) -> Result<()> {
                 hint = format!("{s} {hint}");
             }
             return Err(UserError::new(format!(
-                "no row of {} has {name} \"{value}\"",
+                "no row of {} has {name} \"{}\"",
                 run.root.display(),
+                crate::limits::quoted(value),
             ))
             .with_hint(hint)
             .into());

@@ -57,14 +57,10 @@ impl Economics {
             return Err(format!("pue: {} must be at least 1", self.pue));
         }
         for (key, v) in self.positive_fields() {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{key}: {v} must be positive"));
-            }
+            super::positive(key, v)?;
         }
         for (key, v) in self.non_negative_fields() {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{key}: {v} must be zero or positive"));
-            }
+            super::non_negative(key, v)?;
         }
         Ok(())
     }

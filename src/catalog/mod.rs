@@ -11,6 +11,8 @@ pub mod training;
 
 use serde::Deserialize;
 
+use crate::limits;
+
 pub use dtype::{ComputeClass, Dtype};
 pub use economics::Economics;
 pub use gpu::Gpu;
@@ -240,7 +242,10 @@ impl Catalog {
         }
         for (i, d) in gpu.native_dtypes.iter().enumerate() {
             let Some(dtype) = self.dtype(d) else {
-                return Err(format!("native_dtypes[{i}]: unknown number format \"{d}\""));
+                return Err(format!(
+                    "native_dtypes[{i}]: unknown number format \"{}\"",
+                    limits::quoted(d)
+                ));
             };
             if gpu.peak_flops(dtype.compute).is_none() {
                 return Err(format!(
@@ -253,7 +258,8 @@ impl Catalog {
         for (d, class) in &gpu.weight_only_dtypes {
             if self.dtype(d).is_none() {
                 return Err(format!(
-                    "weight_only_dtypes.{d}: unknown number format \"{d}\""
+                    "weight_only_dtypes.{0}: unknown number format \"{0}\"",
+                    limits::quoted(d)
                 ));
             }
             if gpu.peak_flops(*class).is_none() {
@@ -275,13 +281,16 @@ impl Catalog {
         }
         for (i, d) in gpu.kv_dtypes.iter().enumerate() {
             if self.dtype(d).is_none() {
-                return Err(format!("kv_dtypes[{i}]: unknown number format \"{d}\""));
+                return Err(format!(
+                    "kv_dtypes[{i}]: unknown number format \"{}\"",
+                    limits::quoted(d)
+                ));
             }
         }
         match self.rack(&gpu.default_rack) {
             None => Err(format!(
                 "default_rack: unknown rack \"{}\"",
-                gpu.default_rack
+                limits::quoted(&gpu.default_rack)
             )),
             Some(rack) if rack.gpu != gpu.id => Err(format!(
                 "default_rack: rack \"{}\" hosts \"{}\", not \"{}\"",
@@ -295,9 +304,10 @@ impl Catalog {
     /// The formats a model names are known ones.
     pub fn check_model_formats(&self, m: &Model) -> Result<(), String> {
         match &m.checkpoint_expert_dtype {
-            Some(id) if self.dtype(id).is_none() => {
-                Err(format!("checkpoint_expert_dtype: unknown format \"{id}\""))
-            }
+            Some(id) if self.dtype(id).is_none() => Err(format!(
+                "checkpoint_expert_dtype: unknown format \"{}\"",
+                limits::quoted(id)
+            )),
             Some(_) if !m.is_moe() => {
                 Err("checkpoint_expert_dtype applies only to MoE models (set experts)".into())
             }
@@ -308,7 +318,10 @@ impl Catalog {
     pub fn check_rack(&self, rack: &Rack) -> Result<(), String> {
         check_id("id", &rack.id)?;
         if self.gpu(&rack.gpu).is_none() {
-            return Err(format!("gpu: unknown GPU \"{}\"", rack.gpu));
+            return Err(format!(
+                "gpu: unknown GPU \"{}\"",
+                limits::quoted(&rack.gpu)
+            ));
         }
         for (key, value) in [
             ("gpus_per_server", rack.gpus_per_server),
@@ -318,6 +331,17 @@ impl Catalog {
             if value == 0 {
                 return Err(format!("{key}: must be at least 1"));
             }
+        }
+        // Checked before anything multiplies them, so that the product cannot wrap.
+        let gpus = u64::from(rack.gpus_per_server) * u64::from(rack.servers_per_rack);
+        if gpus > u64::from(limits::MAX_RACK_GPUS) {
+            return Err(format!(
+                "gpus_per_server x servers_per_rack: {} x {} = {gpus} GPUs, more than {} ({})",
+                rack.gpus_per_server,
+                rack.servers_per_rack,
+                limits::MAX_RACK_GPUS,
+                limits::MAX_RACK_GPUS_WHY
+            ));
         }
         let per_rack = rack.gpus_per_rack();
         if !per_rack.is_multiple_of(rack.scaleup_domain_gpus) {
@@ -347,17 +371,21 @@ impl Catalog {
             ("host_memory_gb_per_gpu", rack.host_memory_gb_per_gpu),
             ("switch_power_kw", rack.switch_power_kw),
         ] {
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(format!("{key}: {value} must be zero or positive"));
-            }
+            non_negative(key, value)?;
         }
         for (key, value) in [
             ("scaleup_latency_us", rack.scaleup_latency_us),
             ("scaleout_latency_us", rack.scaleout_latency_us),
             ("collective_launch_us", rack.collective_launch_us),
         ] {
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(format!("{key}: {value} must be zero or positive"));
+            non_negative(key, value)?;
+            // A latency beyond a year is no latency (and would overflow the step times).
+            if value > limits::MAX_SECONDS * 1e6 {
+                return Err(format!(
+                    "{key}: {} µs is more than a year ({} µs)",
+                    limits::number(value),
+                    limits::number(limits::MAX_SECONDS * 1e6)
+                ));
             }
         }
         Ok(())
@@ -377,6 +405,27 @@ pub fn check_model(m: &Model) -> Result<(), String> {
     ] {
         if value == 0 {
             return Err(format!("{key}: must be at least 1"));
+        }
+    }
+    // Sizes that exist must be sizes: a zero vocabulary or expert width has no parameters.
+    for (key, value) in [
+        ("vocab", m.vocab),
+        ("ffn_hidden", m.ffn_hidden),
+        ("moe_ffn_hidden", m.moe_ffn_hidden),
+        ("mla_kv_lora_rank", m.mla_kv_lora_rank),
+        ("mla_q_lora_rank", m.mla_q_lora_rank),
+        ("mla_rope_head_dim", m.mla_rope_head_dim),
+    ] {
+        if value == Some(0) {
+            return Err(format!("{key}: must be at least 1"));
+        }
+    }
+    for (key, value) in [
+        ("published_total_params_b", m.published_total_params_b),
+        ("published_active_params_b", m.published_active_params_b),
+    ] {
+        if let Some(v) = value {
+            non_negative(key, v)?;
         }
     }
     if !m.heads.is_multiple_of(m.kv_heads) {
@@ -495,33 +544,55 @@ fn check_id(key: &str, id: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{key}: \"{id}\" must be lowercase letters, digits, '-', '_' or '.'"
+            "{key}: \"{}\" must be lowercase letters, digits, '-', '_' or '.'",
+            limits::quoted(id)
         ))
     }
 }
 
-fn positive(key: &str, value: f64) -> Result<(), String> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
+/// `Ok` when `value` is a positive normal number. A subnormal (below 2.2e-308) is no
+/// hardware's peak or bandwidth, and dividing by it gives infinity.
+pub(crate) fn positive(key: &str, value: f64) -> Result<(), String> {
+    if !(value.is_finite() && value > 0.0) {
+        Err(format!("{key}: {} must be positive", limits::number(value)))
     } else {
-        Err(format!("{key}: {value} must be positive"))
+        normal(key, value)
     }
 }
 
-/// `Ok` when `value` is finite and zero or more; the error names the key and value.
-fn non_negative(key: &str, value: f64) -> Result<(), String> {
-    if value.is_finite() && value >= 0.0 {
+/// `Ok` when `value` is finite and zero or more, and not subnormal; the error names the key and
+/// value.
+pub(crate) fn non_negative(key: &str, value: f64) -> Result<(), String> {
+    if !(value.is_finite() && value >= 0.0) {
+        Err(format!(
+            "{key}: {} must be zero or positive",
+            limits::number(value)
+        ))
+    } else if value == 0.0 {
         Ok(())
     } else {
-        Err(format!("{key}: {value} must be zero or positive"))
+        normal(key, value)
     }
 }
 
 fn fraction(key: &str, value: f64) -> Result<(), String> {
     if value.is_finite() && value > 0.0 && value <= 1.0 {
+        normal(key, value)
+    } else {
+        Err(format!(
+            "{key}: {} must be a fraction in (0, 1]",
+            limits::number(value)
+        ))
+    }
+}
+
+fn normal(key: &str, value: f64) -> Result<(), String> {
+    if value.is_normal() {
         Ok(())
     } else {
-        Err(format!("{key}: {value} must be a fraction in (0, 1]"))
+        Err(format!(
+            "{key}: {value:e} is subnormal, too small to compute with (the smallest normal number is 2.2e-308)"
+        ))
     }
 }
 

@@ -10,7 +10,7 @@ use crate::columns::Schema;
 use crate::commands::table;
 use crate::error::UserError;
 use crate::output::run_dir::RunDir;
-use crate::pareto::{MAX_OBJECTIVES, Objective};
+use crate::pareto::Objective;
 
 pub fn top(args: TopArgs) -> Result<String> {
     let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
@@ -22,23 +22,13 @@ pub fn top(args: TopArgs) -> Result<String> {
 }
 
 pub fn pareto(args: ParetoArgs) -> Result<String> {
-    if args.objectives.is_empty() || args.objectives.len() > MAX_OBJECTIVES {
-        return Err(UserError::new(format!(
-            "{} objectives given",
-            args.objectives.len()
-        ))
-        .with_hint(format!(
-            "pass 1 to {MAX_OBJECTIVES} --objective, e.g. --objective \"max tokens_per_s_per_gpu\""
-        ))
-        .into());
-    }
     let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
     let schema = analyze::schema(&run);
-    let objectives = args
-        .objectives
-        .iter()
-        .map(|o| Objective::parse(o, schema).map_err(|e| flag_error("--objective", o, e)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let objectives =
+        Objective::parse_all(&args.objectives, schema).map_err(|(at, e)| match at {
+            Some(i) => flag_error("--objective", &args.objectives[i], e),
+            None => flag_list_error("--objective", e),
+        })?;
     let wheres = parse_wheres(&args.wheres, schema)?;
     let t = analyze::frontier(&run, &objectives, &wheres)?;
     Ok(render(&t))
@@ -62,7 +52,19 @@ fn parse_wheres(texts: &[String], schema: &Schema) -> Result<Vec<Where>, UserErr
 }
 
 fn flag_error(flag: &str, value: &str, (message, hint): (String, Option<String>)) -> UserError {
-    let e = UserError::new(format!("{flag} \"{value}\": {message}"));
+    let value = crate::limits::quoted(value);
+    hinted(
+        UserError::new(format!("{flag} \"{value}\": {message}")),
+        hint,
+    )
+}
+
+/// An error about a repeated flag as a whole (how many times it was given).
+fn flag_list_error(flag: &str, (message, hint): (String, Option<String>)) -> UserError {
+    hinted(UserError::new(format!("{flag}: {message}")), hint)
+}
+
+fn hinted(e: UserError, hint: Option<String>) -> UserError {
     match hint {
         Some(h) => e.with_hint(h),
         None => e,

@@ -4,8 +4,10 @@
 //! Reading one field of every row of a chunk for each of 59 columns strides through the whole
 //! chunk 59 times (every row is hundreds of bytes); at 10^7 rows that memory traffic cost more
 //! than the model. Here each rayon task writes the rows of its block into every column while the
-//! block is still in cache, and the encoder reads contiguous typed buffers. Nulls are stored as
-//! sentinels (NaN, `u32::MAX`, `u16::MAX`, 2) and become Arrow validity bitmaps at encoding time.
+//! block is still in cache, and the encoder reads contiguous typed buffers. Nulls become Arrow
+//! validity bitmaps at encoding time; until then they are stored as values no column can hold
+//! (NaN for metrics, which are null unless finite; `u16::MAX` for dictionary keys; 2 for flags)
+//! or, for counts, whose every `u32` is a value, in a validity buffer beside them.
 //! The buffers are reused from chunk to chunk: the Arrow arrays borrow them for the encoding and
 //! give them back.
 
@@ -21,7 +23,6 @@ use rayon::prelude::*;
 use crate::columns::{Kind, LabelValues, Labels, Record};
 
 const NULL_KEY: u16 = u16::MAX;
-const NULL_COUNT: u32 = u32::MAX;
 const NULL_FLAG: u8 = 2;
 
 /// Storage of one column, indexed like the row type's columns.
@@ -29,7 +30,8 @@ const NULL_FLAG: u8 = 2;
 enum Buf {
     Id(Vec<u64>),
     Label(Vec<u16>),
-    Count(Vec<u32>),
+    /// Values, and whether each is one (false: null).
+    Count(Vec<u32>, Vec<bool>),
     Metric(Vec<f64>),
     Flag(Vec<u8>),
 }
@@ -48,7 +50,7 @@ pub struct Columns<R> {
 pub struct Block<'a, R> {
     ids: Vec<(&'a mut [u64], fn(&R) -> u64)>,
     labels: Vec<(&'a mut [u16], Labels)>,
-    counts: Vec<(&'a mut [u32], fn(&R) -> Option<u32>)>,
+    counts: Vec<(&'a mut [u32], &'a mut [bool], fn(&R) -> Option<u32>)>,
     metrics: Vec<(&'a mut [f64], fn(&R) -> Option<f64>)>,
     flags: Vec<(&'a mut [u8], fn(&R) -> Option<bool>)>,
 }
@@ -78,7 +80,7 @@ impl<R: Record> Columns<R> {
             .map(|c| match c.kind {
                 Kind::Id(_) => Buf::Id(Vec::new()),
                 Kind::Label(_) => Buf::Label(Vec::new()),
-                Kind::Count(_) => Buf::Count(Vec::new()),
+                Kind::Count(_) => Buf::Count(Vec::new(), Vec::new()),
                 Kind::Metric(_) => Buf::Metric(Vec::new()),
                 Kind::Flag(_) => Buf::Flag(Vec::new()),
             })
@@ -109,7 +111,10 @@ impl<R: Record> Columns<R> {
             match buf {
                 Buf::Id(v) => grow(v, rows, 0),
                 Buf::Label(v) => grow(v, rows, NULL_KEY),
-                Buf::Count(v) => grow(v, rows, NULL_COUNT),
+                Buf::Count(v, valid) => {
+                    grow(v, rows, 0);
+                    grow(valid, rows, false);
+                }
                 Buf::Metric(v) => grow(v, rows, f64::NAN),
                 Buf::Flag(v) => grow(v, rows, NULL_FLAG),
             }
@@ -140,8 +145,14 @@ impl<R: Record> Columns<R> {
                 (Buf::Label(v), Kind::Label(l)) => {
                     split(v, block_rows, &mut blocks, |b, s| b.labels.push((s, l)));
                 }
-                (Buf::Count(v), Kind::Count(f)) => {
-                    split(v, block_rows, &mut blocks, |b, s| b.counts.push((s, f)));
+                (Buf::Count(v, valid), Kind::Count(f)) => {
+                    for ((block, values), valid) in blocks
+                        .iter_mut()
+                        .zip(v.chunks_mut(block_rows))
+                        .zip(valid.chunks_mut(block_rows))
+                    {
+                        block.counts.push((values, valid, f));
+                    }
                 }
                 (Buf::Metric(v), Kind::Metric(f)) => {
                     split(v, block_rows, &mut blocks, |b, s| b.metrics.push((s, f)));
@@ -161,7 +172,10 @@ impl<R: Record> Columns<R> {
         self.bufs.par_iter_mut().for_each(|buf| match buf {
             Buf::Id(v) => close_gaps(v, block_rows, kept),
             Buf::Label(v) => close_gaps(v, block_rows, kept),
-            Buf::Count(v) => close_gaps(v, block_rows, kept),
+            Buf::Count(v, valid) => {
+                close_gaps(v, block_rows, kept);
+                close_gaps(valid, block_rows, kept);
+            }
             Buf::Metric(v) => close_gaps(v, block_rows, kept),
             Buf::Flag(v) => close_gaps(v, block_rows, kept),
         });
@@ -176,7 +190,7 @@ impl<R: Record> Columns<R> {
             .map(|b| match b {
                 Buf::Id(v) => v.len(),
                 Buf::Label(v) => v.len(),
-                Buf::Count(v) => v.len(),
+                Buf::Count(v, valid) => v.len().min(valid.len()),
                 Buf::Metric(v) => v.len(),
                 Buf::Flag(v) => v.len(),
             })
@@ -214,8 +228,10 @@ impl<R: Record> Block<'_, R> {
         for (s, l) in &mut self.labels {
             s[at] = row.label_key(*l, labels).unwrap_or(NULL_KEY);
         }
-        for (s, f) in &mut self.counts {
-            s[at] = f(row).unwrap_or(NULL_COUNT);
+        for (s, valid, f) in &mut self.counts {
+            let v = f(row);
+            s[at] = v.unwrap_or(0);
+            valid[at] = v.is_some();
         }
         for (s, f) in &mut self.metrics {
             s[at] = f(row).unwrap_or(f64::NAN);
@@ -269,8 +285,8 @@ fn with_array<T>(
             |values| Arc::new(UInt64Array::new(values, None)) as ArrayRef,
             encode,
         ),
-        Buf::Count(v) => {
-            let nulls = validity(&v[..len], |x| x != NULL_COUNT);
+        Buf::Count(v, valid) => {
+            let nulls = validity(&valid[..len], |x| x);
             lend(
                 v,
                 len,
@@ -343,6 +359,7 @@ fn validity<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Option<NullBuff
 mod tests {
     use super::*;
     use crate::columns::{COLUMNS, Row};
+    use arrow_array::Array;
 
     #[test]
     fn buffers_come_back_whole_after_encoding() {
@@ -367,5 +384,48 @@ mod tests {
         }
         // Every buffer came back whole: the smallest still holds all 100 rows.
         assert_eq!(columns.capacity(), 100);
+    }
+
+    /// A count is written as itself whatever its value: u32::MAX is a batch of 4,294,967,295
+    /// sequences, not a null. Nulls are where the column says there is no value (racks of 0:
+    /// not sized).
+    #[test]
+    fn every_u32_is_a_count_and_nulls_are_nulls() {
+        let mut row = Row::default();
+        row.point.batch = u32::MAX;
+        row.point.tp = 8;
+        row.estimate.racks = 0;
+        let labels = LabelValues {
+            hardware: vec!["h".into()],
+            hardware_key: vec![0],
+            rack: vec!["r".into()],
+            rack_key: vec![0],
+            model: "m".into(),
+            weight_dtype: vec!["bf16".into()],
+            kv_dtype: vec!["bf16".into()],
+            ownership: vec!["cloud".into()],
+        };
+        let mut columns = Columns::<Row>::from_rows(&[row, row], &labels);
+        let dictionaries: Vec<Option<ArrayRef>> = COLUMNS
+            .iter()
+            .map(|c| match c.kind {
+                Kind::Label(_) => {
+                    Some(Arc::new(arrow_array::StringArray::from(vec!["x"])) as ArrayRef)
+                }
+                _ => None,
+            })
+            .collect();
+        let states = vec![(); COLUMNS.len()];
+        let arrays = columns.par_map(&dictionaries, states, |_, (), a| a.clone());
+        let count = |name: &str| {
+            let i = COLUMNS.iter().position(|c| c.name == name).unwrap();
+            let a = arrays[i].as_any().downcast_ref::<UInt32Array>().unwrap();
+            (0..a.len())
+                .map(|r| a.is_valid(r).then(|| a.value(r)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count("batch"), [Some(u32::MAX), Some(u32::MAX)]);
+        assert_eq!(count("tp"), [Some(8), Some(8)]);
+        assert_eq!(count("racks"), [None, None]);
     }
 }

@@ -334,7 +334,8 @@ impl<'a> Chain<'a> {
                 s.downs += 1;
                 to_mark = STRIDE;
             }
-            to_mark -= 1;
+            // Stays 0 once every checkpoint is taken.
+            to_mark = to_mark.saturating_sub(1);
             if n <= 0.0 {
                 break;
             }
@@ -371,7 +372,8 @@ impl<'a> Chain<'a> {
             s.add(n, w, users, batch);
             cw += w;
             cwm += w * (users - n);
-            to_mark -= 1;
+            // Stays 0 once every checkpoint is taken.
+            to_mark = to_mark.saturating_sub(1);
             if to_mark == 0 && s.ups < CHECKPOINTS {
                 s.up[s.ups] = Mark { n, w, cw, cwm };
                 s.ups += 1;

@@ -16,9 +16,9 @@ use super::{Context, Estimate, Instance, Reason, instance_serving};
 /// `racks` value that asks for automatic sizing.
 pub const AUTO_RACKS: u32 = 0;
 
-/// Racks beyond which automatic sizing gives up (100,000 racks of 72 GPUs is 7.2 million GPUs,
-/// several gigawatts: no single deployment plans beyond it).
-pub const MAX_AUTO_RACKS: u32 = 100_000;
+/// Racks beyond which automatic sizing gives up: the most a cluster may have
+/// ([`crate::limits::MAX_RACKS`]).
+pub const MAX_AUTO_RACKS: u32 = crate::limits::MAX_RACKS;
 
 /// The instances (one per schedule phase) of the last placement evaluated, and the last point's
 /// estimate before pricing. Consecutive grid points mostly differ only in batch or ownership,
@@ -584,6 +584,55 @@ ownership = ["cloud", "owned"]
             .expect("test sweep parses")
             .into_inference()
             .expect("an inference sweep")
+    }
+
+    mod ranges {
+        use super::*;
+        use crate::limits::{MAX_BATCH, MAX_DEGREE, MAX_RACKS};
+        use proptest::prelude::*;
+
+        /// Any value in 1..=max, the ends most often (where products overflowed).
+        fn count(max: u32) -> impl Strategy<Value = u32> {
+            prop_oneof![Just(1), Just(max), Just(max - 1), 1..=max]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+            /// Over the whole ranges a serving spec accepts, the counts of a row are the exact
+            /// products (in u64 here), never wrapped: GPUs and servers of the racks, and
+            /// instances that fit them.
+            #[test]
+            fn serving_counts_never_wrap(
+                racks in count(MAX_RACKS), tp in count(MAX_DEGREE), pp in count(MAX_DEGREE),
+                ep in count(MAX_DEGREE), batch in count(MAX_BATCH), nvl72 in any::<bool>(),
+            ) {
+                let hardware = if nvl72 { "gb200-nvl72" } else { "h100-sxm" };
+                let text = format!(
+                    "[sweep]\nname = \"t\"\n[workload]\nmodel = \"deepseek-v3\"\ninput_tokens = 1024\noutput_tokens = 256\n[grid]\nhardware = [\"{hardware}\"]\nracks = [{racks}]\ntp = [{tp}]\npp = [{pp}]\nep = [{ep}]\nbatch = [{batch}]\n"
+                );
+                let spec = parse(Path::new("t.toml"), &text, 1).unwrap().into_inference().unwrap();
+                let ctx = spec.context();
+                let e = evaluate(&ctx, &spec.grid.point(0));
+                let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+                let gpus = u64::from(racks) * u64::from(rack.gpus_per_rack());
+                prop_assert_eq!(u64::from(e.gpus), gpus);
+                prop_assert_eq!(u64::from(e.racks), u64::from(racks));
+                prop_assert_eq!(
+                    u64::from(e.servers),
+                    u64::from(racks) * u64::from(rack.servers_per_rack)
+                );
+                if e.gpus_per_instance > 0 {
+                    prop_assert_eq!(
+                        u64::from(e.gpus_per_instance),
+                        u64::from(tp.max(ep)) * u64::from(pp)
+                    );
+                    prop_assert!(
+                        u64::from(e.instances) * u64::from(e.gpus_per_instance) <= gpus
+                    );
+                }
+            }
+        }
     }
 
     /// The smallest cluster (in sizing units) meeting the demand (and the SLOs, when any count

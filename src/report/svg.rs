@@ -149,6 +149,9 @@ enum Scale {
 /// Ranges wider than this ratio (all values positive) are drawn on a log scale.
 const LOG_RATIO: f64 = 30.0;
 
+/// Ticks an axis draws at most (a nice linear step gives 5 to 11).
+const MAX_TICKS: usize = 20;
+
 /// An axis: its scale, its drawn domain and its ticks.
 #[derive(Debug, Clone, PartialEq)]
 struct Axis {
@@ -159,6 +162,8 @@ struct Axis {
 }
 
 impl Axis {
+    /// The axis of the finite `values`: any finite range, from subnormal to 1.8e308, equal
+    /// ends included, gives a finite domain with at most [`MAX_TICKS`] ticks.
     fn fit(values: impl Iterator<Item = f64>) -> Axis {
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for v in values.filter(|v| v.is_finite()) {
@@ -175,28 +180,54 @@ impl Axis {
         if lo > 0.0 && lo < 0.5 * hi {
             lo = 0.0;
         }
-        if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
-            let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
+        // Halves, so that neither the span nor the padding overflows near f64::MAX.
+        let half_span = hi / 2.0 - lo / 2.0;
+        let magnitude = hi.abs().max(lo.abs());
+        if half_span <= f64::EPSILON * magnitude.max(f64::MIN_POSITIVE) {
+            // One value (or all within rounding): a tenth of it either side, or 1 around 0.
+            let pad = if magnitude == 0.0 {
+                1.0
+            } else {
+                magnitude * 0.1
+            };
             (lo, hi) = (lo - pad, hi + pad);
+            if !(lo.is_finite() && hi.is_finite()) {
+                (lo, hi) = (lo.max(-f64::MAX), hi.min(f64::MAX));
+            }
         }
-        let step = nice_step((hi - lo) / 5.0);
-        let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
-        let n = ((hi - lo) / step).round() as i64;
+        let step = nice_step(hi / 5.0 - lo / 5.0);
+        let (nice_lo, nice_hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+        let n = (nice_hi / step - nice_lo / step).round();
+        if !(step > 0.0 && nice_lo.is_finite() && nice_hi.is_finite() && n.is_finite())
+            || n > MAX_TICKS as f64
+        {
+            // No whole steps fit the range in f64: the ends alone.
+            return Axis {
+                scale: Scale::Linear,
+                lo,
+                hi,
+                ticks: vec![lo, hi],
+            };
+        }
         Axis {
             scale: Scale::Linear,
-            lo,
-            hi,
-            ticks: (0..=n).map(|i| lo + i as f64 * step).collect(),
+            lo: nice_lo,
+            hi: nice_hi,
+            ticks: (0..=n as i64).map(|i| nice_lo + i as f64 * step).collect(),
         }
     }
 
     /// Whole decades around the data; 2 and 5 between them when the range spans fewer than
-    /// three decades.
+    /// three decades, every k-th decade when it spans more than [`MAX_TICKS`].
     fn log(lo: f64, hi: f64) -> Axis {
-        let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        // Decades whose powers of ten are normal, finite numbers.
+        let d0 = (lo.log10().floor() as i32).clamp(f64::MIN_10_EXP, f64::MAX_10_EXP - 1);
+        // At least one decade, also when both ends sit below the first normal one.
+        let d1 = (hi.log10().ceil() as i32).clamp(d0 + 1, f64::MAX_10_EXP);
+        let every = ((d1 - d0) / MAX_TICKS as i32 + 1).max(1);
         let mut ticks = Vec::new();
-        for d in d0..=d1 {
-            let base = 10f64.powi(d);
+        for d in (d0..=d1).step_by(every as usize) {
+            let base = decade(d);
             ticks.push(base);
             if d1 - d0 < 3 && d < d1 {
                 ticks.extend([2.0 * base, 5.0 * base]);
@@ -204,8 +235,8 @@ impl Axis {
         }
         Axis {
             scale: Scale::Log,
-            lo: 10f64.powi(d0),
-            hi: 10f64.powi(d1),
+            lo: decade(d0),
+            hi: decade(d1),
             ticks,
         }
     }
@@ -213,16 +244,23 @@ impl Axis {
     /// Where `v` falls along the axis, 0 at `lo` and 1 at `hi`.
     fn fraction(&self, v: f64) -> f64 {
         match self.scale {
-            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
+            // In halves, so that a span of the whole f64 range stays finite.
+            Scale::Linear => (v / 2.0 - self.lo / 2.0) / (self.hi / 2.0 - self.lo / 2.0),
             Scale::Log => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
         }
     }
 }
 
+/// 10^d, exactly as the decimal literal reads (`powi` drifts in the last digits far from 1).
+fn decade(d: i32) -> f64 {
+    format!("1e{d}").parse().unwrap_or(f64::NAN)
+}
+
 /// The step of about `raw` among 1, 2, 2.5 and 5 times a power of ten (Heckbert, "Nice numbers
 /// for graph labels", Graphics Gems, 1990).
 fn nice_step(raw: f64) -> f64 {
-    let magnitude = 10f64.powf(raw.log10().floor());
+    // Powers of ten below 1e-307 are subnormal or zero; no step is that small.
+    let magnitude = 10f64.powf(raw.log10().floor().max(f64::from(f64::MIN_10_EXP)));
     let f = raw / magnitude;
     let nice = if f <= 1.0 {
         1.0
@@ -241,6 +279,13 @@ fn nice_step(raw: f64) -> f64 {
 /// A tick label: k and M for thousands and millions, at most three significant digits.
 pub fn tick_label(v: f64) -> String {
     let a = v.abs();
+    // Beyond billions and below thousandths: 1.5e12, 2.5e-5.
+    if a >= 1e9 || (a > 0.0 && a < 1e-3) {
+        let s = format!("{v:.2e}");
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exponent}");
+    }
     let (scaled, suffix) = if a >= 1e6 {
         (v / 1e6, "M")
     } else if a >= 1e3 {
@@ -522,6 +567,73 @@ mod tests {
         assert!((a.fraction(10.0) - 0.5).abs() < 1e-12);
     }
 
+    /// Whatever finite values a run holds, the axis is finite, holds them, and has a few
+    /// ticks, without allocating for more.
+    fn assert_sane(values: &[f64]) {
+        let a = Axis::fit(values.iter().copied());
+        assert!(a.lo.is_finite() && a.hi.is_finite(), "{values:?}: {a:?}");
+        assert!(a.lo < a.hi, "{values:?}: {a:?}");
+        assert!(
+            (2..=MAX_TICKS + 1).contains(&a.ticks.len()),
+            "{values:?}: {a:?}"
+        );
+        assert!(a.ticks.iter().all(|t| t.is_finite()), "{values:?}: {a:?}");
+        for &v in values {
+            let f = a.fraction(v);
+            assert!(f.is_finite(), "{values:?}: {v} at {f}");
+            // Inside the drawn domain, but for what a log axis cannot reach: above 1e308,
+            // subnormals below 1e-307.
+            let unreachable = v > 1e308 || (v > 0.0 && v < 1e-307);
+            assert!(
+                (-1e-9..=1.0 + 1e-9).contains(&f) || unreachable,
+                "{values:?}: {v} at {f}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_finite_range_fits_without_panicking() {
+        let huge = f64::MAX;
+        for values in [
+            vec![1.797e308],
+            vec![1.797e308, 1.796e308],
+            vec![-huge, huge],
+            vec![0.0, huge],
+            vec![1.0, huge],
+            vec![-huge],
+            vec![0.0],
+            vec![5e-324],
+            vec![5e-324, 1e-323],
+            vec![1e-300, 2e-300],
+            vec![1.0, 1.0 + f64::EPSILON],
+            vec![1e15, 1e15 + 1.0],
+            vec![-3.0, -3.0],
+            vec![-1e-320, 1e-320],
+            vec![1e-308, 1e308],
+            vec![1.915283174077408e-308, 3.40193389579453e-310],
+        ] {
+            assert_sane(&values);
+        }
+        // Equal ends: a tenth either side.
+        let a = Axis::fit([40.0, 40.0].into_iter());
+        assert_eq!((a.lo, a.hi), (36.0, 44.0));
+        // 1e-308 to 1e308: the decades from 1e-307 (the first whose power of ten is normal)
+        // to 1e308, 615 of them, every 31st ticked.
+        let a = Axis::fit([1e-308, 1e308].into_iter());
+        assert_eq!(a.scale, Scale::Log);
+        assert_eq!((a.lo, a.hi), (1e-307, 1e308));
+        assert_eq!(a.ticks.len(), 20);
+        assert_eq!(a.ticks[..2], [1e-307, 1e-276]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_finite_pair_fits(a in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+                                  b in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO) {
+            assert_sane(&[a, b]);
+        }
+    }
+
     #[test]
     fn steps_and_labels_read_well() {
         assert_eq!(nice_step(17.0), 20.0);
@@ -531,6 +643,10 @@ mod tests {
         assert_eq!(tick_label(1_000_000.0), "1M");
         assert_eq!(tick_label(0.25), "0.25");
         assert_eq!(tick_label(40.0), "40");
+        assert_eq!(tick_label(1e308), "1e308");
+        assert_eq!(tick_label(2.5e-5), "2.5e-5");
+        assert_eq!(tick_label(-1.234e10), "-1.23e10");
+        assert_eq!(tick_label(0.0), "0");
         assert_eq!(escape(r#"a<b & "c""#), "a&lt;b &amp; &quot;c&quot;");
     }
 

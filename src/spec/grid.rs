@@ -10,27 +10,63 @@ use toml::Spanned;
 use crate::catalog::Catalog;
 use crate::error::UserError;
 use crate::grid::{Grid, Platform};
+use crate::limits;
 
 use super::raw::{self, IntAxis, Names};
 use super::{Loader, MAX_AXIS_VALUES, thousands};
 
-/// Values an integer axis accepts.
+/// Values an integer axis accepts, and why the largest is the largest.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Bounds {
     pub(super) min: u32,
     pub(super) max: u32,
+    /// The reason for `max`, given as the hint of the error (`None` where it is plain).
+    pub(super) why: Option<&'static str>,
 }
 
-/// Racks, degrees, batch sizes: whole numbers from 1.
+/// Whole numbers from 1 that the model never multiplies (sequence lengths, a range's step).
 pub(super) const COUNT: Bounds = Bounds {
     min: 1,
     max: u32::MAX,
+    why: None,
+};
+/// Racks of a cluster.
+pub(super) const RACKS: Bounds = Bounds {
+    min: 1,
+    max: limits::MAX_RACKS,
+    why: Some(limits::MAX_RACKS_WHY),
+};
+/// Parallel degrees and splits: tp, pp, ep, cp, virtual_stages.
+pub(super) const DEGREE: Bounds = Bounds {
+    min: 1,
+    max: limits::MAX_DEGREE,
+    why: Some(limits::MAX_DEGREE_WHY),
+};
+/// Sequences of a batch or microbatch.
+pub(super) const BATCH: Bounds = Bounds {
+    min: 1,
+    max: limits::MAX_BATCH,
+    why: Some(limits::MAX_BATCH_WHY),
+};
+/// GPUs of a cluster, or its data-parallel replicas.
+pub(super) const CLUSTER_GPUS: Bounds = Bounds {
+    min: 1,
+    max: limits::MAX_CLUSTER_GPUS,
+    why: Some(limits::MAX_CLUSTER_GPUS_WHY),
 };
 /// Share of instances in the prefill pool; 0 = aggregated serving.
-pub(super) const PERCENT: Bounds = Bounds { min: 0, max: 99 };
+pub(super) const PERCENT: Bounds = Bounds {
+    min: 0,
+    max: 99,
+    why: None,
+};
 /// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
 /// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
-pub(super) const DRAFT_TOKENS: Bounds = Bounds { min: 0, max: 16 };
+pub(super) const DRAFT_TOKENS: Bounds = Bounds {
+    min: 0,
+    max: 16,
+    why: None,
+};
 
 /// Axis defaults (docs/sweep-format.md, section 4, "[grid]").
 pub(super) const DEFAULT_RACKS: &[u32] = &[1];
@@ -93,10 +129,10 @@ impl Loader<'_> {
             platforms,
             weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
             kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
-            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, COUNT)?,
-            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, COUNT)?,
-            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, COUNT)?,
-            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, COUNT)?,
+            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, RACKS)?,
+            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, DEGREE)?,
+            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, DEGREE)?,
+            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, DEGREE)?,
             disagg_prefill_pct: self.int_axis(
                 &disagg_prefill_pct,
                 "grid.disagg_prefill_pct",
@@ -104,7 +140,7 @@ impl Loader<'_> {
                 PERCENT,
             )?,
             spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
-            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, COUNT)?,
+            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, BATCH)?,
             ownership,
         })
     }
@@ -125,13 +161,16 @@ impl Loader<'_> {
                 let mut out = Vec::new();
                 for (i, n) in names.get_ref().iter().enumerate() {
                     let o = crate::perf::cost::Ownership::parse(n.get_ref()).ok_or_else(|| {
-                        self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", n.get_ref()))
+                        self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", limits::quoted(n.get_ref())))
                             .with_hint("use \"cloud\" (GPU-hours at list price) or \"owned\" (capex amortized plus opex)")
                     })?;
                     if out.contains(&o) {
                         return Err(self.at(
                             n.span(),
-                            format!("grid.ownership[{i}]: \"{}\" appears twice", n.get_ref()),
+                            format!(
+                                "grid.ownership[{i}]: \"{}\" appears twice",
+                                limits::quoted(n.get_ref())
+                            ),
                         ));
                     }
                     out.push(o);
@@ -222,10 +261,14 @@ impl Loader<'_> {
             ));
         }
         if x > i64::from(bounds.max) {
-            return Err(self.at(
+            let e = self.at(
                 v.span(),
                 format!("{key}: {x} is larger than {}", bounds.max),
-            ));
+            );
+            return Err(match bounds.why {
+                Some(why) => e.with_hint(why),
+                None => e,
+            });
         }
         Ok(x as u32)
     }
@@ -273,7 +316,10 @@ impl Loader<'_> {
                     "a list of integers, or a range { from, to, step } / { from, to, factor }"
                 };
                 return Err(self
-                    .at(axis.span(), format!("{key}: \"{w}\" is not a number"))
+                    .at(
+                        axis.span(),
+                        format!("{key}: \"{}\" is not a number", limits::quoted(w)),
+                    )
                     .with_hint(hint));
             }
             IntAxis::Range(r) => {

@@ -17,6 +17,7 @@ use crate::catalog::{self, Catalog};
 use crate::columns::{LabelValues, Mode, Schema};
 use crate::error::UserError;
 use crate::grid::Grid;
+use crate::limits::{self, quoted};
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
 use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
@@ -258,7 +259,7 @@ pub struct Header<'a> {
 
 /// Reads and validates a sweep file.
 pub fn load(path: &Path, max_configs: u64) -> Result<Sweep, UserError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::limits::read_input(path).map_err(|e| {
         UserError::new(format!("cannot read sweep file {}: {e}", path.display()))
             .with_hint("pass the path of a .toml sweep file, e.g. sweeps/quickstart.toml")
     })?;
@@ -275,7 +276,7 @@ pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Sweep, UserErr
             loader
                 .at(
                     m.span(),
-                    format!("sweep.mode: unknown mode \"{}\"", m.get_ref()),
+                    format!("sweep.mode: unknown mode \"{}\"", quoted(m.get_ref())),
                 )
                 .with_hint("use \"inference\" (the default) or \"training\"")
         })?,
@@ -298,7 +299,7 @@ impl Loader<'_> {
     /// The sweep text parsed as `T`, unknown keys and type errors pointing into the file.
     fn toml<T: serde::de::DeserializeOwned>(&self) -> Result<T, UserError> {
         toml::from_str(self.text).map_err(|e| {
-            let message = e.message().trim_end().replace('\n', " ");
+            let message = crate::limits::cut_quotes(&e.message().trim_end().replace('\n', " "));
             let error = match e.span() {
                 Some(span) => self.at(span, message),
                 None => UserError::new(format!("{}: {message}", self.path.display())),
@@ -349,12 +350,6 @@ impl Loader<'_> {
         let model = self.model(&catalog, &workload.model)?;
         let input_tokens = self.tokens(&workload.input_tokens, "workload.input_tokens")?;
         let output_tokens = self.tokens(&workload.output_tokens, "workload.output_tokens")?;
-        if output_tokens < 1.0 {
-            return Err(self.at(
-                workload.output_tokens.span(),
-                format!("workload.output_tokens: {output_tokens} is less than one token"),
-            ));
-        }
         let spec_acceptance = match &workload.spec_acceptance {
             None => crate::perf::DEFAULT_SPEC_ACCEPTANCE,
             Some(v) if (0.0..1.0).contains(v.get_ref()) => *v.get_ref(),
@@ -364,7 +359,7 @@ impl Loader<'_> {
                         v.span(),
                         format!(
                             "workload.spec_acceptance: {} must be in [0, 1)",
-                            v.get_ref()
+                            limits::number(*v.get_ref())
                         ),
                     )
                     .with_hint("the probability that one draft token is accepted, e.g. 0.85"));
@@ -378,7 +373,7 @@ impl Loader<'_> {
                     v.span(),
                     format!(
                         "workload.spec_draft_layers: {} must be zero or positive",
-                        v.get_ref()
+                        limits::number(*v.get_ref())
                     ),
                 ));
             }
@@ -388,7 +383,10 @@ impl Loader<'_> {
             Some(v) => crate::perf::memory::KvAdmission::named(v.get_ref()).ok_or_else(|| {
                 self.at(
                     v.span(),
-                    format!("workload.kv_admission: unknown policy \"{}\"", v.get_ref()),
+                    format!(
+                        "workload.kv_admission: unknown policy \"{}\"",
+                        quoted(v.get_ref())
+                    ),
                 )
                 .with_hint(
                     "use \"whole-request\" (KV reserved for prompt and answer at admission, \
@@ -456,7 +454,7 @@ impl Loader<'_> {
         models: Vec<Spanned<catalog::Model>>,
     ) -> Result<(), UserError> {
         let clash = |span: Range<usize>, kind: &str, i: usize, id: &str| {
-            self.at(span, format!("{kind}[{i}]: id \"{id}\" is already taken by another preset"))
+            self.at(span, format!("{kind}[{i}]: id \"{}\" is already taken by another preset", quoted(id)))
                 .with_hint(format!("inline presets add to the catalog; give this one a new id (see racksweep catalog {kind}s)"))
         };
         // GPUs and racks refer to each other, so add both before checking either.
@@ -482,15 +480,18 @@ impl Loader<'_> {
         }
         for (i, span, at) in gpu_spans {
             let g = &catalog.gpus[at];
-            catalog
-                .check_gpu(g)
-                .map_err(|e| self.at(span.clone(), format!("gpu[{i}] \"{}\": {e}", g.id)))?;
+            catalog.check_gpu(g).map_err(|e| {
+                self.at(span.clone(), format!("gpu[{i}] \"{}\": {e}", quoted(&g.id)))
+            })?;
         }
         for (i, span, at) in rack_spans {
             let r = &catalog.racks[at];
-            catalog
-                .check_rack(r)
-                .map_err(|e| self.at(span.clone(), format!("rack[{i}] \"{}\": {e}", r.id)))?;
+            catalog.check_rack(r).map_err(|e| {
+                self.at(
+                    span.clone(),
+                    format!("rack[{i}] \"{}\": {e}", quoted(&r.id)),
+                )
+            })?;
         }
         for (i, m) in models.into_iter().enumerate() {
             let span = m.span();
@@ -500,7 +501,7 @@ impl Loader<'_> {
             }
             catalog::check_model(&m)
                 .and_then(|()| catalog.check_model_formats(&m))
-                .map_err(|e| self.at(span, format!("model[{i}] \"{}\": {e}", m.id)))?;
+                .map_err(|e| self.at(span, format!("model[{i}] \"{}\": {e}", quoted(&m.id))))?;
             catalog.models.push(m);
         }
         Ok(())
@@ -540,7 +541,7 @@ impl Loader<'_> {
             Err(self
                 .at(
                     name.span(),
-                    format!("sweep.name: \"{n}\" is not a safe folder name"),
+                    format!("sweep.name: \"{}\" is not a safe folder name", quoted(n)),
                 )
                 .with_hint("use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"))
         }
@@ -565,7 +566,7 @@ impl Loader<'_> {
             })?;
         if catalog.models[model].vocab.is_none() {
             return Err(self
-                .at(name.span(), format!("workload.model: \"{model_id}\" has no vocabulary size in the catalog, so its embeddings cannot be sized"))
+                .at(name.span(), format!("workload.model: \"{}\" has no vocabulary size in the catalog, so its embeddings cannot be sized", quoted(model_id)))
                 .with_hint("define the model inline with a [[model]] table that sets vocab (and a new id)"));
         }
         Ok(model)
@@ -585,37 +586,19 @@ impl Loader<'_> {
                 .map(|s| Objective::parse(s, schema).expect("default objectives parse"))
                 .collect(),
             Some(list) => {
-                if list.get_ref().is_empty() {
-                    return Err(self.at(list.span(), "sweep.objectives: empty").with_hint(
-                        "name at least one, e.g. [\"max tokens_per_s_per_gpu\"], or remove the key for the default",
-                    ));
-                }
-                if list.get_ref().len() > crate::pareto::MAX_OBJECTIVES {
-                    return Err(self.at(
-                        list.span(),
-                        format!(
-                            "sweep.objectives: more than {} objectives",
-                            crate::pareto::MAX_OBJECTIVES
-                        ),
-                    ));
-                }
-                let mut out: Vec<Objective> = Vec::new();
-                for (i, o) in list.get_ref().iter().enumerate() {
-                    let parsed = Objective::parse(o.get_ref(), schema).map_err(|(m, h)| {
-                        self.hinted(o.span(), format!("sweep.objectives[{i}]: {m}"), h)
-                    })?;
-                    if out.iter().any(|p| p.column == parsed.column) {
-                        return Err(self.at(
-                            o.span(),
-                            format!(
-                                "sweep.objectives[{i}]: \"{}\" repeats a column",
-                                o.get_ref()
-                            ),
-                        ));
-                    }
-                    out.push(parsed);
-                }
-                out
+                let texts: Vec<&str> = list
+                    .get_ref()
+                    .iter()
+                    .map(|o| o.get_ref().as_str())
+                    .collect();
+                Objective::parse_all(&texts, schema).map_err(|(at, (m, h))| match at {
+                    Some(i) => self.hinted(
+                        list.get_ref()[i].span(),
+                        format!("sweep.objectives[{i}]: {m}"),
+                        h,
+                    ),
+                    None => self.hinted(list.span(), format!("sweep.objectives: {m}"), h),
+                })?
             }
         };
         let mut cons = Vec::new();
@@ -635,15 +618,24 @@ impl Loader<'_> {
         }
     }
 
+    /// A mean length in tokens: at least one (a fraction of a token has no time to first
+    /// token).
     fn tokens(&self, v: &Spanned<f64>, key: &str) -> Result<f64, UserError> {
         let x = *v.get_ref();
-        if x.is_finite() && x > 0.0 {
-            Ok(x)
-        } else {
+        if !x.is_finite() {
             Err(self.at(
                 v.span(),
-                format!("{key}: {x} must be a positive number of tokens"),
+                format!("{key}: {} is not a number of tokens", limits::number(x)),
             ))
+        } else if x < 1.0 {
+            Err(self
+                .at(
+                    v.span(),
+                    format!("{key}: {} is less than one token", limits::number(x)),
+                )
+                .with_hint("a mean length in tokens, at least 1"))
+        } else {
+            Ok(x)
         }
     }
 
@@ -660,8 +652,11 @@ impl Loader<'_> {
             Some(s) => format!("{s} `{list_cmd}` lists them"),
             None => format!("`{list_cmd}` lists them, or define one inline"),
         };
-        self.at(value.span(), format!("{key}: unknown {kind} \"{id}\""))
-            .with_hint(hint)
+        self.at(
+            value.span(),
+            format!("{key}: unknown {kind} \"{}\"", quoted(id)),
+        )
+        .with_hint(hint)
     }
 
     /// Each named id resolved through `find`, without repeats.
@@ -693,7 +688,7 @@ impl Loader<'_> {
             if out.contains(&at) {
                 return Err(self.at(
                     n.span(),
-                    format!("{key}[{i}]: \"{}\" appears twice", n.get_ref()),
+                    format!("{key}[{i}]: \"{}\" appears twice", quoted(n.get_ref())),
                 ));
             }
             out.push(at);

@@ -6,6 +6,7 @@ use toml::Spanned;
 
 use crate::catalog::Catalog;
 use crate::error::UserError;
+use crate::limits;
 use crate::perf::demand::{self, Demand, Sessions, Traffic};
 use crate::perf::sizing::{Settings, Slo, variability};
 use crate::perf::{Phase, Plan};
@@ -46,7 +47,7 @@ impl Loader<'_> {
         if x.is_finite() && ok(x) {
             Ok(x)
         } else {
-            Err(self.at(v.span(), format!("{key}: {x} {rule}")))
+            Err(self.at(v.span(), format!("{key}: {} {rule}", limits::number(x))))
         }
     }
 
@@ -77,9 +78,22 @@ impl Loader<'_> {
         tpot: &Option<Spanned<f64>>,
         user: &Option<Spanned<f64>>,
     ) -> Result<Slo, UserError> {
+        let latency_s = |v: &Option<Spanned<f64>>, key: &str| {
+            v.as_ref()
+                .map(|v| {
+                    self.number(
+                        v,
+                        key,
+                        |ms| ms > 0.0 && ms / 1e3 <= limits::MAX_SECONDS,
+                        "must be positive and at most a year (31536000000 ms)",
+                    )
+                })
+                .transpose()
+                .map(|ms| ms.map(|ms| ms / 1e3))
+        };
         Ok(Slo {
-            ttft_p99_s: self.positive(ttft, "sweep.ttft_p99_ms")?.map(|ms| ms / 1e3),
-            tpot_p99_s: self.positive(tpot, "sweep.tpot_p99_ms")?.map(|ms| ms / 1e3),
+            ttft_p99_s: latency_s(ttft, "sweep.ttft_p99_ms")?,
+            tpot_p99_s: latency_s(tpot, "sweep.tpot_p99_ms")?,
             tokens_per_s_per_user: self.positive(user, "sweep.tokens_per_s_per_user")?,
         })
     }
@@ -107,8 +121,8 @@ impl Loader<'_> {
                     * self.number(
                         minutes,
                         "workload.demand.session_minutes",
-                        |x| x > 0.0,
-                        "must be positive",
+                        |x| x > 0.0 && x * 60.0 <= limits::MAX_SECONDS,
+                        "must be positive and at most a year (525600 minutes)",
                     )?,
                 percentile: self.optional(
                     percentile,
@@ -147,7 +161,10 @@ impl Loader<'_> {
                     RawTraffic::Named(name) => Traffic::named(name).ok_or_else(|| {
                         self.at(
                             t.span(),
-                            format!("workload.demand.traffic: unknown pattern \"{name}\""),
+                            format!(
+                                "workload.demand.traffic: unknown pattern \"{}\"",
+                                limits::quoted(name)
+                            ),
                         )
                         .with_hint(format!(
                             "use one of {}, or {{ active_ratio = 0.5, burst_factor = 2.0 }}",
@@ -215,8 +232,8 @@ impl Loader<'_> {
             w.think_s,
             "workload.think_s",
             0.0,
-            non_negative,
-            "must be zero or positive",
+            |x| (0.0..=limits::MAX_SECONDS).contains(&x),
+            "must be between 0 and a year (31536000 s)",
         )?;
         let cached_tokens = self.optional(
             w.cached_tokens,
@@ -305,20 +322,28 @@ impl Loader<'_> {
             if !names.insert(name.get_ref().clone()) {
                 return Err(self.at(
                     name.span(),
-                    format!("{key}.name: \"{}\" appears twice", name.get_ref()),
+                    format!(
+                        "{key}.name: \"{}\" appears twice",
+                        limits::quoted(name.get_ref())
+                    ),
                 ));
             }
             let (share, hours) = match (weight, duration_h) {
                 (Some(v), None) => (
-                    self.number(v, &format!("{key}.weight"), |x| x > 0.0, "must be positive")?,
+                    self.number(
+                        v,
+                        &format!("{key}.weight"),
+                        |x| x > 0.0 && x.is_normal(),
+                        "must be positive (and not subnormal)",
+                    )?,
                     false,
                 ),
                 (None, Some(v)) => (
                     self.number(
                         v,
                         &format!("{key}.duration_h"),
-                        |x| x > 0.0,
-                        "must be positive",
+                        |x| x > 0.0 && x.is_normal() && x * 3600.0 <= limits::MAX_SECONDS,
+                        "must be positive and at most a year (8760 hours)",
                     )?,
                     true,
                 ),
@@ -351,16 +376,7 @@ impl Loader<'_> {
                 None => w.input_tokens,
             };
             let osl = match output_tokens {
-                Some(v) => {
-                    let x = self.tokens(v, &format!("{key}.output_tokens"))?;
-                    if x < 1.0 {
-                        return Err(self.at(
-                            v.span(),
-                            format!("{key}.output_tokens: {x} is less than one token"),
-                        ));
-                    }
-                    x
-                }
+                Some(v) => self.tokens(v, &format!("{key}.output_tokens"))?,
                 None => w.output_tokens,
             };
             if isl + osl > w.max_context {
@@ -380,9 +396,11 @@ impl Loader<'_> {
                 output_tokens: osl,
             });
         }
-        let total: f64 = phases.iter().map(|p| p.weight).sum();
+        // Scaled by the largest first, so that the sum of any finite shares is finite.
+        let largest = phases.iter().map(|p| p.weight).fold(0.0, f64::max);
+        let total: f64 = phases.iter().map(|p| p.weight / largest).sum();
         for p in &mut phases {
-            p.weight /= total;
+            p.weight = p.weight / largest / total;
         }
         Ok(phases)
     }
@@ -414,7 +432,7 @@ impl Loader<'_> {
         ] {
             let Some(prices) = prices else { continue };
             for (id, v) in prices.get_ref() {
-                let key = format!("cost.{table}.{id}");
+                let key = format!("cost.{table}.{}", limits::quoted(id));
                 let Some(g) = catalog.gpu_index(id) else {
                     let ids = catalog.gpus.iter().map(|g| g.id.as_str());
                     let hint = match crate::suggest::closest(id, ids) {
@@ -422,7 +440,10 @@ impl Loader<'_> {
                         None => "keys are GPU ids (racksweep catalog gpus)".to_string(),
                     };
                     return Err(self
-                        .at(v.span(), format!("{key}: unknown GPU \"{id}\""))
+                        .at(
+                            v.span(),
+                            format!("{key}: unknown GPU \"{}\"", limits::quoted(id)),
+                        )
                         .with_hint(hint));
                 };
                 let x = self.number(v, &key, |x| x > 0.0, "must be positive")?;

@@ -9,13 +9,14 @@ use toml::Spanned;
 use crate::catalog::Catalog;
 use crate::columns::{Mode, Schema};
 use crate::error::UserError;
+use crate::limits;
 use crate::pareto::{Constraint, Objective};
 use crate::train::grid::{Scale, TrainGrid};
 use crate::train::{self, Precision, Recompute};
 
-use super::Loader;
-use super::grid::{Bounds, COUNT};
+use super::grid::{BATCH, Bounds, CLUSTER_GPUS, COUNT, DEGREE, RACKS};
 use super::raw::{IntAxis, Names, RawTrainingGrid, RawTrainingSpec};
+use super::{Loader, thousands};
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
@@ -25,7 +26,11 @@ pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
 const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
 const DEFAULT_ONE: &[u32] = &[1];
 const DEFAULT_ZERO_STAGE: &[u32] = &[1];
-const ZERO_STAGES: Bounds = Bounds { min: 0, max: 3 };
+const ZERO_STAGES: Bounds = Bounds {
+    min: 0,
+    max: 3,
+    why: None,
+};
 
 #[derive(Debug, Clone)]
 pub struct TrainingSpec {
@@ -153,8 +158,8 @@ impl Loader<'_> {
             factors.restart_minutes = self.number(
                 v,
                 "workload.restart_minutes",
-                |x| x >= 0.0,
-                "must be zero or positive",
+                |x| x >= 0.0 && x * 60.0 <= limits::MAX_SECONDS,
+                "must be between 0 and a year (525600 minutes)",
             )?;
         }
         if let Some(v) = &workload.failures_per_gpu_hour {
@@ -211,10 +216,16 @@ impl Loader<'_> {
         let given: Vec<_> = scales.iter().filter(|(_, _, a)| a.is_some()).collect();
         let (scale, sizes) = match given.as_slice() {
             [] => (Scale::Racks, DEFAULT_ONE.to_vec()),
-            [(scale, key, axis)] => (
-                *scale,
-                self.int_axis(axis, &format!("grid.{key}"), DEFAULT_ONE, COUNT)?,
-            ),
+            [(scale, key, axis)] => {
+                let bounds = match scale {
+                    Scale::Racks => RACKS,
+                    Scale::Gpus | Scale::Dp => CLUSTER_GPUS,
+                };
+                (
+                    *scale,
+                    self.int_axis(axis, &format!("grid.{key}"), DEFAULT_ONE, bounds)?,
+                )
+            }
             [_, (_, key, axis), ..] => {
                 let span = axis.as_ref().map_or(0..0, |a| a.span());
                 return Err(self
@@ -250,14 +261,20 @@ impl Loader<'_> {
                     return Err(self
                         .at(
                             n.span(),
-                            format!("{key}[{i}]: unknown value \"{}\"", n.get_ref()),
+                            format!(
+                                "{key}[{i}]: unknown value \"{}\"",
+                                limits::quoted(n.get_ref())
+                            ),
                         )
                         .with_hint(format!("use {}", all.join(", "))));
                 };
                 if out.contains(&at) {
                     return Err(self.at(
                         n.span(),
-                        format!("{key}[{i}]: \"{}\" appears twice", n.get_ref()),
+                        format!(
+                            "{key}[{i}]: \"{}\" appears twice",
+                            limits::quoted(n.get_ref())
+                        ),
                     ));
                 }
                 out.push(at);
@@ -266,19 +283,49 @@ impl Loader<'_> {
         };
         let recompute_names = Recompute::ALL.map(Recompute::as_str);
         let precision_names = Precision::ALL.map(Precision::as_str);
-        let int = |axis: &Option<Spanned<IntAxis>>, key: &str, default: &[u32]| {
-            self.int_axis(axis, key, default, COUNT)
+        let degree = |axis: &Option<Spanned<IntAxis>>, key: &str, default: &[u32]| {
+            self.int_axis(axis, key, default, DEGREE)
         };
+        let (tp, pp, cp) = (
+            degree(&g.tp, "grid.tp", DEFAULT_TP)?,
+            degree(&g.pp, "grid.pp", DEFAULT_ONE)?,
+            degree(&g.cp, "grid.cp", DEFAULT_ONE)?,
+        );
+        if scale == Scale::Dp
+            && let Some(dp) = &g.dp
+        {
+            // The GPUs follow the layout: tp x pp x cp x dp of the largest values must be a
+            // cluster (the others are smaller).
+            let largest = |v: &[u32]| v.iter().copied().max().unwrap_or(1);
+            let factors = [largest(&tp), largest(&pp), largest(&cp), largest(&sizes)];
+            let gpus: u64 = factors.iter().map(|&f| u64::from(f)).product();
+            if gpus > u64::from(limits::MAX_CLUSTER_GPUS) {
+                let [t, p, c, d] = factors;
+                return Err(self
+                    .at(
+                        dp.span(),
+                        format!(
+                            "grid.dp: tp x pp x cp x dp = {t} x {p} x {c} x {d} = {} GPUs, more than {}",
+                            thousands(gpus),
+                            thousands(u64::from(limits::MAX_CLUSTER_GPUS))
+                        ),
+                    )
+                    .with_hint(format!(
+                        "{}; narrow tp, pp, cp or dp",
+                        limits::MAX_CLUSTER_GPUS_WHY
+                    )));
+            }
+        }
         Ok(TrainGrid {
             platforms: self.platforms(catalog, &g.hardware, &g.rack)?,
             scale,
             sizes,
-            tp: int(&g.tp, "grid.tp", DEFAULT_TP)?,
-            pp: int(&g.pp, "grid.pp", DEFAULT_ONE)?,
-            cp: int(&g.cp, "grid.cp", DEFAULT_ONE)?,
-            ep: int(&g.ep, "grid.ep", DEFAULT_ONE)?,
-            microbatch: int(&g.microbatch, "grid.microbatch", DEFAULT_ONE)?,
-            virtual_stages: int(&g.virtual_stages, "grid.virtual_stages", DEFAULT_ONE)?,
+            tp,
+            pp,
+            cp,
+            ep: degree(&g.ep, "grid.ep", DEFAULT_ONE)?,
+            microbatch: self.int_axis(&g.microbatch, "grid.microbatch", DEFAULT_ONE, BATCH)?,
+            virtual_stages: degree(&g.virtual_stages, "grid.virtual_stages", DEFAULT_ONE)?,
             zero_stage: self.int_axis(
                 &g.zero_stage,
                 "grid.zero_stage",

@@ -225,12 +225,14 @@ pub struct Packing {
 impl Packing {
     pub fn new(tp: u32, cp: u32, ep: u32, rack: &Rack) -> Packing {
         let domain = rack.scaleup_domain_gpus.max(1);
+        // Spans in u64: only those within a domain count, and the others may pass u32.
+        let (tp, cp, ep) = (u64::from(tp), u64::from(cp), u64::from(ep));
         let largest = [tp, tp * cp, tp * cp * ep]
             .into_iter()
-            .filter(|&span| span <= domain)
+            .filter(|&span| span <= u64::from(domain))
             .max()
             .unwrap_or(1)
-            .max(1);
+            .max(1) as u32;
         let used = domain / largest * largest;
         Packing {
             domain_gpus: used,
@@ -302,7 +304,7 @@ pub fn evaluate_into(
     if !model.heads.is_multiple_of(l.tp) {
         return Err(Infeasible::HeadsNotDivisibleByTp);
     }
-    if model.layers < l.pp * l.virtual_stages {
+    if u64::from(model.layers) < u64::from(l.pp) * u64::from(l.virtual_stages) {
         return Err(Infeasible::FewerLayersThanStages);
     }
     if l.virtual_stages > 1 && l.pp == 1 {
@@ -318,11 +320,12 @@ pub fn evaluate_into(
     if l.cp > 1 && !job.seq_len.is_multiple_of(2 * l.cp) {
         return Err(Infeasible::SeqLenNotDivisibleBy2Cp);
     }
-    let per_step = l.dp * l.microbatch;
-    if !job.global_batch_seqs.is_multiple_of(per_step) {
+    // In u64: dp x microbatch may pass the largest global batch.
+    let per_step = u64::from(l.dp) * u64::from(l.microbatch);
+    if !u64::from(job.global_batch_seqs).is_multiple_of(per_step) {
         return Err(Infeasible::BatchNotDivisibleByDpMicrobatch);
     }
-    let microbatches = job.global_batch_seqs / per_step;
+    let microbatches = job.global_batch_seqs / (per_step as u32);
     // Megatron's interleaved schedule needs whole rounds of pp microbatches.
     if l.virtual_stages > 1 && !microbatches.is_multiple_of(l.pp) {
         return Err(Infeasible::MicrobatchesNotDivisibleByPp);

@@ -105,8 +105,8 @@ pub fn width_efficiency(width: f64, half: f64) -> f64 {
 }
 
 /// The smaller of `hidden` and `other / tp`: the narrower side of a weight split over tp.
-fn hidden_or_shard(hidden: u32, other: u32, tp: u32) -> f64 {
-    f64::from(hidden).min(f64::from(other) / f64::from(tp))
+fn hidden_or_shard(hidden: u32, other: f64, tp: u32) -> f64 {
+    f64::from(hidden).min(other / f64::from(tp))
 }
 
 /// Time of a token's layer matmuls over their time at the large-GEMM rate: each family
@@ -124,15 +124,19 @@ fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f6
     let families = [
         (
             p.attention_per_layer * layers,
-            hidden_or_shard(h, model.heads * model.head_dim, tp),
+            hidden_or_shard(h, f64::from(model.heads) * f64::from(model.head_dim), tp),
         ),
         (
             p.dense_mlp_per_layer * f64::from(p.dense_layers),
-            hidden_or_shard(h, model.ffn_hidden.unwrap_or(0), tp),
+            hidden_or_shard(h, f64::from(model.ffn_hidden.unwrap_or(0)), tp),
         ),
         (
             p.moe_shared_per_layer * f64::from(p.moe_layers),
-            hidden_or_shard(h, moe_ffn * model.shared_experts.unwrap_or(0), tp),
+            hidden_or_shard(
+                h,
+                f64::from(moe_ffn) * f64::from(model.shared_experts.unwrap_or(0)),
+                tp,
+            ),
         ),
     ];
     let dense_s: f64 = families
@@ -140,7 +144,8 @@ fn layer_slowdown(model: &Model, tp: u32, flops: &ForwardFlops, r: &Rates) -> f6
         .map(|&(params, width)| 2.0 * params / width_efficiency(width, half))
         .sum();
     let expert_s = flops.expert_matmul
-        / (width_efficiency(hidden_or_shard(h, moe_ffn, tp), half) * r.expert_gemm_efficiency);
+        / (width_efficiency(hidden_or_shard(h, f64::from(moe_ffn), tp), half)
+            * r.expert_gemm_efficiency);
     (dense_s + expert_s) / flops.layer_matmul.max(f64::MIN_POSITIVE)
 }
 
@@ -194,7 +199,7 @@ pub fn step_time(
     let slowdown = layer_slowdown(model, tp, flops, r);
     let logits_slowdown = 1.0
         / width_efficiency(
-            hidden_or_shard(model.hidden, model.vocab.unwrap_or(0), tp),
+            hidden_or_shard(model.hidden, f64::from(model.vocab.unwrap_or(0)), tp),
             r.gemm_half_width,
         );
     // The layer matmuls' FLOPs at the large-GEMM rate, and with the logits.

@@ -147,11 +147,12 @@ impl Case {
 
 /// Cases in file order.
 pub fn read(path: &Path) -> Result<Vec<Case>, UserError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::limits::read_input(path).map_err(|e| {
         UserError::new(format!(
             "cannot read measurements file {}: {e}",
             path.display()
         ))
+        .with_hint("pass the path of a measurements .csv file, e.g. reference/measurements-calibration.csv")
     })?;
     parse(path, &text)
 }
@@ -215,15 +216,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, UserError> {
             Some(&i) => {
                 if cases[i].setup != setup {
                     return Err(UserError::new(format!(
-                        "{file}:{line}: case \"{id}\" repeats with a different configuration than its first row (line {})",
+                        "{file}:{line}: case \"{}\" repeats with a different configuration than its first row (line {})",
+                        crate::limits::quoted(&id),
                         cases[i].measurements[0].line
                     ))
                     .with_hint("every row of a case must repeat the same configuration columns"));
                 }
                 if cases[i].measured(&measurement.metric).is_some() {
                     return Err(UserError::new(format!(
-                        "{file}:{line}: case \"{id}\" measures {} twice",
-                        measurement.metric
+                        "{file}:{line}: case \"{}\" measures {} twice",
+                        crate::limits::quoted(&id),
+                        crate::limits::quoted(&measurement.metric)
                     )));
                 }
                 cases[i].measurements.push(measurement);
@@ -266,8 +269,10 @@ struct Cell<'a> {
 impl Cell<'_> {
     fn error(&self, column: &str, value: &str, what: &str) -> UserError {
         UserError::new(format!(
-            "{}:{}: column {column}: \"{value}\": {what}",
-            self.file, self.line
+            "{}:{}: column {column}: \"{}\": {what}",
+            self.file,
+            self.line,
+            crate::limits::quoted(value)
         ))
     }
 

@@ -21,7 +21,7 @@ pub fn validate(path: &Path, calibration: Option<&Path>) -> Result<(Vec<cases::C
     let cases = cases::read(path)?;
     let mut catalog = Catalog::builtin().map_err(anyhow::Error::msg)?;
     if let Some(file) = calibration {
-        let text = std::fs::read_to_string(file).map_err(|e| {
+        let text = crate::limits::read_input(file).map_err(|e| {
             UserError::new(format!(
                 "cannot read calibration file {}: {e}",
                 file.display()

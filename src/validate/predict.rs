@@ -14,6 +14,7 @@
 
 use crate::catalog::{Catalog, Rack};
 use crate::grid::{Grid, Platform};
+use crate::limits;
 use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
 use crate::perf::{self, Context, Instance, Workload};
@@ -71,6 +72,19 @@ pub(super) fn powers_of_two(max: u32) -> Vec<u32> {
         .collect()
 }
 
+/// A degree the case gives (`tp`, `pp`, `ep`, `cp`, `dp`), if its system's `gpus` can hold
+/// it: a larger one cannot run, and sweeping around it would build lists as long as it.
+pub(super) fn within_gpus(
+    name: &str,
+    given: Option<u32>,
+    gpus: u32,
+) -> Result<Option<u32>, String> {
+    match given {
+        Some(v) if v > gpus => Err(format!("{name} {v} exceeds the case's {gpus} GPUs")),
+        _ => Ok(given),
+    }
+}
+
 /// The case's model, if the catalog has it with a vocabulary (which FLOPs and memory need).
 pub fn model<'a>(case: &Case, catalog: &'a Catalog) -> Result<&'a crate::catalog::Model, String> {
     let id = &case.setup.model;
@@ -116,6 +130,12 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     // nine servers of InferenceX's largest multi-node recipes (one prefill and eight decode
     // workers of eight B200s, `dsr1-fp8-b200-dynamo-trt` in its .github/configs/nvidia-master.yaml).
     let (gpus, racks) = match s.gpus {
+        Some(g) if g > limits::MAX_RACK_GPUS => {
+            return Err(format!(
+                "gpus {g} is more than a rack can hold ({}): a measured system is modelled as one rack",
+                limits::MAX_RACK_GPUS
+            ));
+        }
         Some(g) => (g, vec![1]),
         None => {
             notes.push(format!(
@@ -143,17 +163,27 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             }
         };
     let most_gpus = gpus * racks.iter().max().copied().unwrap_or(1);
-    let tp = axis(s.tp, "tp", powers_of_two(most_gpus), &mut notes);
-    let pp = axis(s.pp, "pp", powers_of_two(most_gpus.min(16)), &mut notes);
+    let tp = within_gpus("tp", s.tp, most_gpus)?;
+    let pp = within_gpus("pp", s.pp, most_gpus)?;
+    let ep = within_gpus("ep", s.ep, most_gpus)?;
+    let tp = axis(tp, "tp", powers_of_two(most_gpus), &mut notes);
+    let pp = axis(pp, "pp", powers_of_two(most_gpus.min(16)), &mut notes);
     let ep = if model.is_moe() {
-        axis(s.ep, "ep", powers_of_two(most_gpus), &mut notes)
+        axis(ep, "ep", powers_of_two(most_gpus), &mut notes)
     } else {
-        vec![s.ep.unwrap_or(1)]
+        vec![ep.unwrap_or(1)]
     };
     // `batch` is the engine's max_batch_size, which TensorRT-LLM and SGLang apply per attention
     // data-parallel rank; the achieved concurrency may be lower. In at-interactivity cases it is
     // the benchmark concurrency of the one deployment InferenceX measured (see `choose`).
     let batch_cap = match s.batch {
+        Some(b) if b > limits::MAX_BATCH => {
+            return Err(format!(
+                "batch {b} is more than {} sequences: {}",
+                limits::MAX_BATCH,
+                limits::MAX_BATCH_WHY
+            ));
+        }
         Some(b) => {
             if s.scenario == "at-interactivity" {
                 notes.push("batch is the deployment's concurrency: bounds one instance".into());
@@ -168,11 +198,13 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let widest = tp.iter().chain(&ep).copied().max().unwrap_or(1);
     let batch: Vec<u32> = match batch_cap {
         Some(b) => {
+            // Every multiple of the cap up to one per GPU of the widest stage: `widest` is at
+            // most the case's GPUs (`within_gpus`), so the list is too.
             let mut v: Vec<u32> = powers_of_two(b.saturating_mul(widest))
                 .into_iter()
                 .filter(|&x| x != b)
                 .collect();
-            v.extend((1..=widest).map(|r| b * r));
+            v.extend((1..=widest).map(|r| b.saturating_mul(r)));
             v.sort_unstable();
             v.dedup();
             v
@@ -402,7 +434,10 @@ fn choose<'a>(
         } else {
             inst.layout.attention_dp
         };
-        if batch_cap.is_some_and(|b| p.batch > b * ranks) {
+        // The cap over all ranks, in u64: a cap of a million sequences on thousands of ranks
+        // passes u32.
+        let cap = batch_cap.map(|b| u64::from(b) * u64::from(ranks));
+        if cap.is_some_and(|c| u64::from(p.batch) > c) {
             continue;
         }
         let mut p = p;
@@ -411,7 +446,7 @@ fn choose<'a>(
         // holds: every scheduler admits against free KV blocks (docs/validation.md).
         let mut kv_limited_from = None;
         if !e.feasible()
-            && batch_cap.is_some_and(|b| p.batch == b * ranks)
+            && cap == Some(u64::from(p.batch))
             && let Some(k) = largest_fitting_batch(&inst, p.batch)
         {
             kv_limited_from = Some(p.batch);

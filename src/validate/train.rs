@@ -4,10 +4,11 @@
 //! the tuned runs the sources report are (docs/validation.md, "Training").
 
 use crate::catalog::Catalog;
+use crate::limits;
 use crate::train::{self, Job, Layout, Precision, Recompute, System};
 
 use super::cases::Case;
-use super::predict::{Chosen, Prediction, powers_of_two};
+use super::predict::{Chosen, Prediction, powers_of_two, within_gpus};
 
 /// Metrics a training case can be scored on.
 pub const METRICS: [&str; 8] = [
@@ -38,6 +39,22 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let gpus = s
         .gpus
         .ok_or("gpus is blank: a training case needs its GPU count")?;
+    if gpus > limits::MAX_CLUSTER_GPUS {
+        return Err(format!(
+            "gpus {gpus} is more than {}: {}",
+            limits::MAX_CLUSTER_GPUS,
+            limits::MAX_CLUSTER_GPUS_WHY
+        ));
+    }
+    for (name, given) in [
+        ("tp", s.tp),
+        ("pp", s.pp),
+        ("ep", s.ep),
+        ("cp", s.cp),
+        ("dp", s.dp),
+    ] {
+        within_gpus(name, given, gpus)?;
+    }
     let seq_len = s.seq_len.ok_or("seq_len is blank")?;
     let global_batch_seqs = s.global_batch_seqs.ok_or("global_batch_seqs is blank")?;
     let scored: Vec<_> = case
@@ -115,15 +132,15 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let mut best: Option<(Layout, train::Estimate)> = None;
     for &tp in &tp {
         for &pp in &pp {
-            let split = tp * pp * cp;
-            if !gpus.is_multiple_of(split) {
+            // Each at most the GPUs, their product in u64.
+            let split = u64::from(tp) * u64::from(pp) * u64::from(cp);
+            if !u64::from(gpus).is_multiple_of(split) {
                 continue;
             }
-            let dp = match s.dp {
-                Some(d) if d * split == gpus => d,
-                Some(_) => continue,
-                None => gpus / split,
-            };
+            let dp = (u64::from(gpus) / split) as u32;
+            if s.dp.is_some_and(|d| d != dp) {
+                continue;
+            }
             for &ep in &ep {
                 for v in 1..=(model.layers / pp).min(MAX_VIRTUAL_STAGES) {
                     if pp == 1 && v > 1 {
