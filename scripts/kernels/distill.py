@@ -1,0 +1,860 @@
+#!/usr/bin/env python3
+"""Distil NVIDIA AIConfigurator's measured kernel tables into compact per-GPU, per-engine surfaces.
+
+Usage:
+    python3 scripts/kernels/distill.py [--out src/catalog/data/kernels] [--systems h200_sxm,...]
+
+The script creates (or reuses) a venv at ~/.cache/racksweep-kernels-venv (override with
+RACKSWEEP_KERNELS_VENV), installs the pinned aiconfigurator-core from requirements.txt into it,
+re-executes itself there, resolves which measured table AIConfigurator itself would load for each
+(system, engine, "current" version) and op, fits one small surface per table slice and writes one
+TOML file per (racksweep GPU id, engine). The formulas are in scripts/kernels/SPEC.md; every
+surface evaluates as
+
+    t = t0 + (sum_i (x_i / r_i)^p)^(1/p)          ("pnorm" surfaces: GEMM, attention, MLA, MoE)
+    t = min_j (alpha_j + x / beta_j)              ("two-line" surfaces: collectives, MoE all-to-all)
+
+with x_i physically defined work quantities (FLOPs, bytes, serial elements) and r_i fitted rates.
+Fits minimise a robust (soft-L1) loss on log(pred / measured), so errors are relative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+VENV = Path(os.environ.get("RACKSWEEP_KERNELS_VENV", Path.home() / ".cache" / "racksweep-kernels-venv"))
+AIC_PIN = "0.12.0"
+
+# AIConfigurator system name -> racksweep GPU id (src/catalog/data/gpus.toml).
+SYSTEM_MAP = {
+    "a100_sxm": "a100-80gb",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
+}
+ENGINES = ["trtllm", "vllm", "sglang"]
+MAX_FIT_ROWS = 12000  # rows per fit (deterministic subsample); errors are reported on all rows
+
+
+# --------------------------------------------------------------------------------------------
+# venv bootstrap
+# --------------------------------------------------------------------------------------------
+
+
+def ensure_venv() -> None:
+    """Re-exec inside the pinned venv unless aiconfigurator_core==AIC_PIN is importable here."""
+    try:
+        import importlib.metadata as md
+
+        if md.version("aiconfigurator-core") == AIC_PIN:
+            return
+    except Exception:
+        pass
+    py = VENV / "bin" / "python"
+    if Path(sys.executable).resolve() == py.resolve() if py.exists() else False:
+        sys.exit(f"venv {VENV} does not hold aiconfigurator-core=={AIC_PIN}; delete it and rerun")
+    if not py.exists():
+        print(f"creating venv {VENV}", file=sys.stderr)
+        subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
+    print(f"installing {HERE / 'requirements.txt'} into {VENV}", file=sys.stderr)
+    subprocess.check_call(
+        [str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "requirements.txt")]
+    )
+    os.execv(str(py), [str(py), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+# --------------------------------------------------------------------------------------------
+# Locating AIConfigurator's tables
+# --------------------------------------------------------------------------------------------
+
+OP_FILES = [
+    "gemm_perf.parquet",
+    "context_attention_perf.parquet",
+    "generation_attention_perf.parquet",
+    "context_mla_perf.parquet",
+    "generation_mla_perf.parquet",
+    "moe_perf.parquet",
+    "custom_allreduce_perf.parquet",
+    "moe_a2a_perf.parquet",
+    "wideep_deepep_normal_perf.parquet",
+    "wideep_deepep_ll_perf.parquet",
+]
+
+
+def systems_root() -> Path:
+    import aiconfigurator_core
+
+    return Path(aiconfigurator_core.__file__).parent / "systems"
+
+
+def package_rel(path: str | Path) -> str:
+    """Path inside the installed package, e.g. aiconfigurator_core/systems/data/..."""
+    p = Path(path).resolve()
+    base = systems_root().parent.parent
+    return str(p.relative_to(base))
+
+
+def resolve_tables(system: str, engine: str):
+    """Which table AIConfigurator's own resolver serves for each op at the 'current' version.
+
+    Uses aiconfigurator_core.sdk.perf_database (get_database + the engine's source resolver,
+    perf_database/source_resolution.rs). Returns (engine_version, {op_file: record}) where record
+    is the first admitted, existing source that is not a cross-backend donor: the primary table at
+    the current version, else the newest older version of the same engine ('fallback' channel).
+    Rows a lower-priority fallback would add for shapes missing in that table are not used."""
+    import logging
+
+    logging.disable(logging.WARNING)
+    from aiconfigurator_core.sdk import perf_database as pdb
+
+    db = pdb.get_database(system, engine, "current")
+    if db is None:
+        return None, {}
+    db._materialize_source_reports()
+    out = {}
+    for op in OP_FILES:
+        recs = [
+            r
+            for r in db.data_provenance.get(op, [])
+            if r["exists"] and r["channel"] in ("primary", "fallback", "declared_reuse")
+        ]
+        if recs:
+            out[op] = dict(recs[0], fallbacks=[r["version"] for r in recs[1:]])
+    return db.version, out
+
+
+def gpus_per_node(system: str) -> int:
+    import yaml
+
+    return int(yaml.safe_load(open(systems_root() / f"{system}.yaml"))["node"]["num_gpus_per_node"])
+
+
+def nccl_table(system: str):
+    """NCCL tables are per system, not per engine: systems/<system>.yaml misc.nccl_version."""
+    import yaml
+
+    spec = yaml.safe_load(open(systems_root() / f"{system}.yaml"))
+    version = str((spec.get("misc") or {}).get("nccl_version"))
+    p = systems_root() / spec["data_dir"] / "comm" / "nccl" / version / "nccl_perf.parquet"
+    return (version, p) if p.exists() else (version, None)
+
+
+# --------------------------------------------------------------------------------------------
+# Generic fitting
+# --------------------------------------------------------------------------------------------
+
+
+def err_stats(pred, meas):
+    import numpy as np
+
+    e = np.abs(pred / meas - 1.0)
+    return float(np.median(e)), float(np.percentile(e, 90)), float(e.max())
+
+
+def subsample(n: int, seed: int = 0):
+    import numpy as np
+
+    if n <= MAX_FIT_ROWS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, MAX_FIT_ROWS, replace=False))
+
+
+def pnorm_eval(params: dict, xs: list, ramp=None):
+    """t = t0 + (sum_i (x_i / r_i)^p)^(1/p); with a ramp, x_0 is multiplied by (1 + u_half/u)."""
+    import numpy as np
+
+    p = params["p"]
+    acc = 0.0
+    for i, (name, x) in enumerate(xs):
+        if i == 0 and ramp is not None:
+            x = x * (1.0 + params["u_half"] / ramp)
+        acc = acc + (x / params[name]) ** p
+    return params["t0_s"] + acc ** (1.0 / p)
+
+
+def fit_pnorm(xs: list, t, ramp=None, p_max: float = 8.0):
+    """Fit rates r_i (one per term), t0 and p (1 <= p <= p_max) to latencies t (seconds).
+
+    xs: list of (rate_name, x array). Returns the params dict."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    idx = subsample(len(t))
+    xs_f = [(n, x[idx]) for n, x in xs]
+    t_f = t[idx]
+    ramp_f = None if ramp is None else ramp[idx]
+    names = [n for n, _ in xs]
+
+    def ex(x):
+        return math.exp(min(max(x, -700.0), 700.0))
+
+    def unpack(v):
+        d = {n: ex(v[i]) for i, n in enumerate(names)}
+        d["t0_s"] = ex(v[len(names)])
+        d["p"] = 1.0 + (p_max - 1.0) / (1.0 + ex(-v[len(names) + 1]))
+        if ramp is not None:
+            d["u_half"] = ex(v[len(names) + 2])
+        return d
+
+    def resid(v):
+        with np.errstate(over="ignore", invalid="ignore"):
+            pr = pnorm_eval(unpack(v), xs_f, ramp_f)
+        r = np.log(pr / t_f)
+        return np.where(np.isfinite(r), r, 10.0)
+
+    # initial rates: each term alone explains the slowest 10 % of points
+    v0 = []
+    for _, x in xs_f:
+        v0.append(math.log(max(np.percentile(x / t_f, 95), 1e-30)))
+    v0.append(math.log(max(float(np.min(t_f)) * 0.7, 1e-7)))
+    v0.append(0.0)
+    if ramp is not None:
+        v0.append(math.log(16.0))
+    best = None
+    for start_p in (0.0, 2.0):
+        v0[len(names) + 1] = start_p
+        s = least_squares(resid, np.array(v0), loss="soft_l1", f_scale=0.05, max_nfev=3000)
+        if best is None or s.cost < best.cost:
+            best = s
+    return unpack(best.x)
+
+
+def two_line_eval(params: dict, x):
+    import numpy as np
+
+    a = params["alpha1_s"] + x / params["beta1"]
+    b = params["alpha2_s"] + x / params["beta2"]
+    return np.minimum(a, b)
+
+
+def fit_two_line(x, t):
+    """t = min(alpha1 + x/beta1, alpha2 + x/beta2): latency-bound small messages (one-shot,
+    low-latency kernels) and bandwidth-bound large ones (ring / two-shot)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    order = np.argsort(x)
+    xs, ts = x[order], t[order]
+
+    def unpack(v):
+        return {
+            "alpha1_s": math.exp(v[0]),
+            "beta1": math.exp(v[1]),
+            "alpha2_s": math.exp(v[2]),
+            "beta2": math.exp(v[3]),
+        }
+
+    def resid(v):
+        return np.log(two_line_eval(unpack(v), xs) / ts)
+
+    big = xs > np.percentile(xs, 75)
+    slope_big = max(np.polyfit(xs[big], ts[big], 1)[0], 1e-18) if big.sum() >= 2 else 1e-12
+    mid = (xs > np.percentile(xs, 30)) & (xs <= np.percentile(xs, 75))
+    slope_mid = max(np.polyfit(xs[mid], ts[mid], 1)[0], slope_big) if mid.sum() >= 2 else slope_big
+    v0 = [
+        math.log(ts.min()),
+        math.log(1.0 / slope_mid),
+        math.log(max(ts.min(), ts[-1] - xs[-1] * slope_big)),
+        math.log(1.0 / slope_big),
+    ]
+    s = least_squares(resid, np.array(v0), loss="soft_l1", f_scale=0.05, max_nfev=4000)
+    p = unpack(s.x)
+    # canonical order: line 1 is the one with the smaller alpha
+    if p["alpha1_s"] > p["alpha2_s"]:
+        p = {"alpha1_s": p["alpha2_s"], "beta1": p["beta2"], "alpha2_s": p["alpha1_s"], "beta2": p["beta1"]}
+    return p
+
+
+def pick_samples(df, pred, inputs: list[str], n: int = 4):
+    """Rows at latency quantiles 10/40/70/95 % (deterministic) with measured and predicted ms."""
+    import numpy as np
+
+    t = df["latency_ms"].to_numpy()
+    order = np.argsort(t, kind="stable")
+    out = []
+    seen = set()
+    for q in (0.10, 0.40, 0.70, 0.95)[:n]:
+        i = int(order[min(len(t) - 1, int(q * (len(t) - 1)))])
+        if i in seen:
+            continue
+        seen.add(i)
+        row = {c: _py(df[c].iloc[i]) for c in inputs}
+        row["measured_ms"] = float(t[i])
+        row["predicted_ms"] = float(pred[i] * 1e3)
+        out.append(row)
+    return out
+
+
+def _py(v):
+    if hasattr(v, "item"):
+        v = v.item()
+    return v
+
+
+def ranges(df, cols):
+    return {c: [_py(df[c].min()), _py(df[c].max())] for c in cols}
+
+
+def surface_record(kind, key, params, df, pred_s, inputs, source, table_version, extra=None):
+    med, p90, mx = err_stats(pred_s * 1e3, df["latency_ms"].to_numpy())
+    rec = {"kind": kind, **key}
+    if extra:
+        rec.update(extra)
+    rec["params"] = params
+    rec["points"] = int(len(df))
+    rec["err_median"] = med
+    rec["err_p90"] = p90
+    rec["err_max"] = mx
+    rec["range"] = ranges(df, inputs)
+    rec["source"] = source
+    rec["table_version"] = table_version
+    rec["samples"] = pick_samples(df, pred_s, inputs)
+    return rec
+
+
+# --------------------------------------------------------------------------------------------
+# Element sizes (bytes per element) as the kernels read them
+# --------------------------------------------------------------------------------------------
+
+# (activation bytes, weight bytes) per AIC gemm/moe dtype label. nvfp4/mxfp4 carry one 8-bit
+# scale per 16 (nvfp4) or 32 (mxfp4) elements: 0.5625 and 0.53125 bytes per element.
+GEMM_BYTES = {
+    "bfloat16": (2.0, 2.0),
+    "float16": (2.0, 2.0),
+    "fp8": (1.0, 1.0),
+    "fp8_block": (1.0, 1.0),
+    "nvfp4": (0.5625, 0.5625),
+    "sq": (1.0, 1.0),  # SmoothQuant W8A8 int8
+    "int8_wo": (2.0, 1.0),
+    "int4_wo": (2.0, 0.5),
+    "w4a16_mxfp4": (2.0, 0.53125),
+    "w4a8_mxfp4_mxfp8": (1.03125, 0.53125),
+}
+KV_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0}
+DTYPE_RACKSWEEP = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "fp8": "fp8",
+    "fp8_block": "fp8_block",
+    "nvfp4": "nvfp4",
+    "sq": "int8_sq",
+    "int8_wo": "int8_wo",
+    "int4_wo": "int4_wo",
+    "w4a16_mxfp4": "mxfp4_w4a16",
+    "w4a8_mxfp4_mxfp8": "mxfp4_w4a8",
+}
+MIN_ROWS = 200
+
+
+def load(path):
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    df["latency_ms"] = df["latency"].astype(float)
+    for col, default in (("window_size", 0), ("beam_width", 1)):
+        if col not in df:
+            df[col] = default  # older table schemas (e.g. a100_sxm) have no such column
+    return df[df["latency_ms"] > 0].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Surfaces
+# --------------------------------------------------------------------------------------------
+
+
+def fit_gemm(rec):
+    """GEMM C[m,n] = A[m,k] B[k,n]: x = (2mnk FLOP, m k a + n k w + 2 m n bytes, k serial)."""
+    df = load(rec["path"])
+    out = []
+    counts = df.groupby(["gemm_dtype", "kernel_source"]).size()
+    for (dt, ks), cnt in counts.items():
+        if dt not in GEMM_BYTES or cnt < MIN_ROWS:
+            continue
+        g = df[(df.gemm_dtype == dt) & (df.kernel_source == ks)].reset_index(drop=True)
+        m, n, k = (g[c].to_numpy(float) for c in ("m", "n", "k"))
+        a, w = GEMM_BYTES[dt]
+        xs = [
+            ("flops_per_s", 2.0 * m * n * k),
+            ("bytes_per_s", m * k * a + n * k * w + 2.0 * m * n),
+            ("k_per_s", k),
+        ]
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t)
+        pred = pnorm_eval(p, xs)
+        default = bool(cnt == counts[dt].max())
+        out.append(
+            surface_record(
+                "gemm",
+                {"dtype": DTYPE_RACKSWEEP[dt], "aic_dtype": dt, "kernel": ks, "default": default},
+                p,
+                g,
+                pred,
+                ["m", "n", "k"],
+                package_rel(rec["path"]),
+                rec["version"],
+                {"act_bytes": a, "weight_bytes": w},
+            )
+        )
+    return out
+
+
+def fit_context_attention(rec):
+    """Causal prefill attention, b sequences of s tokens, h query heads, kv heads, head dim d."""
+    df = load(rec["path"])
+    df = df[(df.window_size == 0) & (df.beam_width == 1)]
+    out = []
+    counts = df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]).size()
+    for (adt, kdt, ks), g in df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]):
+        if len(g) < MIN_ROWS or kdt not in KV_BYTES:
+            continue
+        default = bool(len(g) == counts[adt][kdt].max())
+        g = g.reset_index(drop=True)
+        b, s, h, kv, d = (g[c].to_numpy(float) for c in ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"))
+        qb = KV_BYTES.get(adt, 2.0)
+        kb = KV_BYTES[kdt]
+        xs = [
+            ("flops_per_s", 2.0 * b * h * d * s * s),
+            ("bytes_per_s", b * s * d * (2.0 * h * qb + 2.0 * kv * kb)),
+            ("serial_per_s", s * d),
+        ]
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t)
+        pred = pnorm_eval(p, xs)
+        out.append(
+            surface_record(
+                "context_attention",
+                {"attn_dtype": DTYPE_RACKSWEEP.get(adt, adt), "kv_dtype": DTYPE_RACKSWEEP.get(kdt, kdt),
+                 "kernel": ks, "default": default},
+                p, g, pred, ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"],
+                package_rel(rec["path"]), rec["version"], {"q_bytes": qb, "kv_bytes": kb},
+            )
+        )
+    return out
+
+
+def fit_generation_attention(rec):
+    """Decode attention: b sequences, one query token each, attending c = step + 1 cached tokens."""
+    df = load(rec["path"])
+    df = df[(df.window_size == 0) & (df.beam_width == 1) & (df.isl == 1)]
+    # more than 32 query heads per KV head (MQA with 48..128 heads) runs a different, much slower
+    # kernel path in TRT-LLM (XQA's limit); excluded here and flagged in SPEC.md
+    df = df[df.num_heads <= 32 * df.num_key_value_heads]
+    out = []
+    counts = df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]).size()
+    for (adt, kdt, ks), g in df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]):
+        if len(g) < MIN_ROWS or kdt not in KV_BYTES:
+            continue
+        default = bool(len(g) == counts[adt][kdt].max())
+        g = g.reset_index(drop=True)
+        g["context"] = g["step"] + 1
+        b, c, h, kv, d = (g[x].to_numpy(float) for x in ("batch_size", "context", "num_heads", "num_key_value_heads", "head_dim"))
+        kb = KV_BYTES[kdt]
+        xs = [
+            ("bytes_per_s", b * c * kv * d * 2.0 * kb + 4.0 * b * h * d),
+            ("flops_per_s", 4.0 * b * h * d * c),
+            ("kvseq_per_s", b * kv * d),
+        ]
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t, ramp=b * kv)
+        pred = pnorm_eval(p, xs, b * kv)
+        out.append(
+            surface_record(
+                "generation_attention",
+                {"attn_dtype": DTYPE_RACKSWEEP.get(adt, adt), "kv_dtype": DTYPE_RACKSWEEP.get(kdt, kdt),
+                 "kernel": ks, "default": default},
+                p, g, pred, ["batch_size", "context", "num_heads", "num_key_value_heads", "head_dim"],
+                package_rel(rec["path"]), rec["version"], {"kv_bytes": kb},
+            )
+        )
+    return out
+
+
+# DeepSeek-V3 MLA dimensions (the only ones AIC's MLA tables are measured for):
+# q/k head dim 128 (nope) + 64 (rope), v head dim 128, compressed KV 512 + 64 rope.
+MLA_DQK, MLA_DV, MLA_LATENT, MLA_ROPE = 192.0, 128.0, 512.0, 64.0
+
+
+def fit_context_mla(rec):
+    df = load(rec["path"])
+    out = []
+    for (mdt, kdt), g in df.groupby(["mla_dtype", "kv_cache_dtype"]):
+        if len(g) < MIN_ROWS or kdt not in KV_BYTES:
+            continue
+        g = g.reset_index(drop=True)
+        b, s, h = (g[c].to_numpy(float) for c in ("batch_size", "isl", "num_heads"))
+        xs = [
+            ("flops_per_s", b * h * s * s * (MLA_DQK + MLA_DV)),
+            ("bytes_per_s", b * s * h * (2 * MLA_DQK + 2 * MLA_DV) * 2.0),
+            ("serial_per_s", s),
+        ]
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t)
+        pred = pnorm_eval(p, xs)
+        out.append(
+            surface_record(
+                "context_mla",
+                {"mla_dtype": DTYPE_RACKSWEEP.get(mdt, mdt), "kv_dtype": DTYPE_RACKSWEEP.get(kdt, kdt),
+                 "kernel": ",".join(sorted(g.kernel_source.unique()))},
+                p, g, pred, ["batch_size", "isl", "num_heads"], package_rel(rec["path"]), rec["version"],
+            )
+        )
+    return out
+
+
+def fit_generation_mla(rec):
+    df = load(rec["path"])
+    df = df[df.isl == 1]
+    out = []
+    for (mdt, kdt), g in df.groupby(["mla_dtype", "kv_cache_dtype"]):
+        if len(g) < MIN_ROWS or kdt not in KV_BYTES:
+            continue
+        g = g.reset_index(drop=True)
+        g["context"] = g["step"] + 1
+        b, c, h = (g[x].to_numpy(float) for x in ("batch_size", "context", "num_heads"))
+        kb = KV_BYTES[kdt]
+        xs = [
+            ("bytes_per_s", b * c * (MLA_LATENT + MLA_ROPE) * kb),
+            ("flops_per_s", 2.0 * b * h * c * (2 * MLA_LATENT + MLA_ROPE)),
+            ("serial_per_s", c),
+        ]
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t)
+        pred = pnorm_eval(p, xs)
+        out.append(
+            surface_record(
+                "generation_mla",
+                {"mla_dtype": DTYPE_RACKSWEEP.get(mdt, mdt), "kv_dtype": DTYPE_RACKSWEEP.get(kdt, kdt),
+                 "kernel": ",".join(sorted(g.kernel_source.unique()))},
+                p, g, pred, ["batch_size", "context", "num_heads"], package_rel(rec["path"]), rec["version"],
+                {"kv_bytes": kb},
+            )
+        )
+    return out
+
+
+def moe_terms(g, a, w, mats):
+    import numpy as np
+
+    T, hid, inter, k, E, tp, ep = (
+        g[c].to_numpy(float)
+        for c in ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size")
+    )
+    i_loc = inter / tp
+    touched = (E / ep) * (1.0 - np.power(1.0 - k / E, T))
+    tpe = T * k / E
+    xs = [
+        ("flops_per_s", 2.0 * T * k / ep * mats * hid * i_loc),
+        ("bytes_per_s", touched * mats * hid * i_loc * w + T * k / ep * hid * a * 2.0),
+        ("token_per_s", T * k / ep * hid),
+        ("alltoken_per_s", T * hid),
+        ("expert_per_s", touched),
+    ]
+    return xs, tpe
+
+
+def fit_moe(rec):
+    """Routed-expert grouped GEMMs of one MoE layer on one GPU, uniform ('balanced') routing."""
+    df = load(rec["path"])
+    out = []
+    dist = "balanced" if (df.distribution == "balanced").any() else "power_law_1.01"
+    df = df[df.distribution == dist]
+    counts = df.groupby(["moe_dtype", "kernel_source"]).size()
+    for (dt, ks), cnt in counts.items():
+        if dt not in GEMM_BYTES or cnt < MIN_ROWS:
+            continue
+        g = df[(df.moe_dtype == dt) & (df.kernel_source == ks)].reset_index(drop=True)
+        a, w = GEMM_BYTES[dt]
+        mats = 2.0 if "nongated" in ks else 3.0
+        xs, tpe = moe_terms(g, a, w, mats)
+        t = g["latency_ms"].to_numpy() * 1e-3
+        p = fit_pnorm(xs, t, ramp=tpe)
+        pred = pnorm_eval(p, xs, tpe)
+        default = bool(cnt == counts[dt].max())
+        out.append(
+            surface_record(
+                "moe",
+                {"dtype": DTYPE_RACKSWEEP[dt], "aic_dtype": dt, "kernel": ks, "default": default},
+                p, g, pred,
+                ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"],
+                package_rel(rec["path"]), rec["version"],
+                {"act_bytes": a, "weight_bytes": w, "matrices": mats, "distribution": dist},
+            )
+        )
+    return out
+
+
+def fit_comm_table(df, x, keycols, kind, source, version, extra_key=None, inputs=None):
+    out = []
+    df = df.assign(x=x)
+    for key, g in df.groupby(keycols):
+        key = key if isinstance(key, tuple) else (key,)
+        g = g.reset_index(drop=True)
+        if len(g) < 6:
+            continue
+        t = g["latency_ms"].to_numpy() * 1e-3
+        xv = g["x"].to_numpy(float)
+        p = fit_two_line(xv, t)
+        pred = two_line_eval(p, xv)
+        k = {c: _py(v) for c, v in zip(keycols, key)}
+        if extra_key:
+            k.update(extra_key)
+        out.append(surface_record(kind, k, p, g, pred, inputs or ["x"], source, version))
+    return out
+
+
+def fit_custom_allreduce(rec):
+    df = load(rec["path"])
+    df = df[df.allreduce_dtype.isin(["bfloat16", "float16", "half"])]
+    df = df.assign(bytes=df.message_size * 2)
+    return fit_comm_table(
+        df, df["bytes"], ["kernel_source", "num_gpus"], "custom_allreduce", package_rel(rec["path"]),
+        rec["version"], {"dtype": "bf16"}, ["bytes"],
+    )
+
+
+def fit_nccl(path, version):
+    df = load(path)
+    df = df[df.nccl_dtype == "half"]
+    df = df.assign(bytes=df.message_size * 2)
+    return fit_comm_table(
+        df, df["bytes"], ["op_name", "num_gpus"], "nccl", package_rel(path), version, {"dtype": "fp16"}, ["bytes"]
+    )
+
+
+def fit_moe_a2a(rec):
+    """DeepEP-style dispatch/combine (trtllm, vllm tables); x = tokens*topk*hidden elements."""
+    df = load(rec["path"])
+    df = df.assign(elements=df.num_tokens * df.topk * df.hidden_size)
+    # several SM budgets per shape in some tables: keep the fastest (best-tuned) row per shape
+    shape = ["comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk", "num_experts", "num_tokens"]
+    df = df.sort_values("latency_ms").drop_duplicates(shape).reset_index(drop=True)
+    return fit_comm_table(
+        df, df["elements"], ["comm_backend", "phase", "comm_dtype", "ep_size", "node_num"], "moe_a2a",
+        package_rel(rec["path"]), rec["version"], None, ["num_tokens", "topk", "hidden_size", "num_experts", "elements"],
+    )
+
+
+def fit_sglang_deepep(rec_normal, rec_ll, gpus_per_node):
+    """SGLang DeepEP tables: normal (high-throughput) and low-latency kernels, dispatch and combine."""
+    import pandas as pd
+
+    out = []
+    for rec, mode in ((rec_normal, "deepep_normal"), (rec_ll, "deepep_ll")):
+        if rec is None:
+            continue
+        raw = pd.read_parquet(rec["path"])
+        for phase in ("dispatch", "combine"):
+            if mode == "deepep_normal":
+                lat = (raw[f"{phase}_transmit_us"] + raw[f"{phase}_notify_us"]) * 1e-3
+            else:
+                lat = raw[f"{phase}_avg_t_us"] * 1e-3
+            df = raw.assign(latency_ms=lat, phase=phase, comm_backend=mode)
+            df = df[df.latency_ms > 0]
+            df = df.assign(num_tokens=df.num_token, topk=df.num_topk)
+            df = df.assign(elements=df.num_tokens * df.topk * df.hidden_size)
+            shape = ["node_num", "hidden_size", "topk", "num_experts", "num_tokens"]
+            df = df.sort_values("latency_ms").drop_duplicates(shape).reset_index(drop=True)
+            out += fit_comm_table(
+                df, df["elements"], ["comm_backend", "phase", "node_num"], "moe_a2a", package_rel(rec["path"]),
+                rec["version"], {"comm_dtype": "bf16" if phase == "combine" else "default", "ep_size_per_node": gpus_per_node},
+                ["num_tokens", "topk", "hidden_size", "num_experts", "elements"],
+            )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# TOML output
+# --------------------------------------------------------------------------------------------
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v == 0.0:
+            return "0.0"
+        return f"{v:.6g}" if ("e" in f"{v:.6g}" or "." in f"{v:.6g}") else f"{v:.6g}.0"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+PARAM_ORDER = ["t0_s", "p", "u_half", "flops_per_s", "bytes_per_s", "k_per_s", "serial_per_s", "kvseq_per_s",
+               "token_per_s", "alltoken_per_s", "expert_per_s",
+               "alpha1_s", "beta1", "alpha2_s", "beta2"]
+
+
+def write_toml(path: Path, header: dict, surfaces: list):
+    lines = [
+        "# Kernel surfaces distilled from NVIDIA AIConfigurator's measured tables (Apache-2.0).",
+        "# Generated by scripts/kernels/distill.py; formulas in scripts/kernels/SPEC.md. Do not edit by hand.",
+        "# Units: seconds, FLOP/s, bytes/s, elements/s. err_* are |pred/meas - 1| over the source rows.",
+        "",
+    ]
+    for k, v in header.items():
+        lines.append(f"{k} = {toml_value(v)}")
+    for s in surfaces:
+        lines.append("")
+        lines.append(f"[[{s['kind']}]]")
+        for k, v in s.items():
+            if k in ("kind", "params", "samples", "range"):
+                continue
+            lines.append(f"{k} = {toml_value(v)}")
+        for k in PARAM_ORDER:
+            if k in s["params"]:
+                lines.append(f"{k} = {toml_value(float(s['params'][k]))}")
+        lines.append(f"range = {toml_value(s['range'])}")
+        lines.append("samples = [")
+        for smp in s["samples"]:
+            lines.append(f"  {toml_value(smp)},")
+        lines.append("]")
+    path.write_text("\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+
+
+def distill_one(system: str, engine: str):
+    version, recs = resolve_tables(system, engine)
+    if version is None:
+        return None
+    surfaces = []
+    missing = []
+
+    def run(op, fn):
+        if op in recs:
+            try:
+                surfaces.extend(fn(recs[op]))
+            except Exception as e:  # a broken table must not stop the others; it is reported
+                missing.append(f"{op}: fit failed ({e})")
+        else:
+            missing.append(f"{op}: no table")
+
+    run("gemm_perf.parquet", fit_gemm)
+    run("context_attention_perf.parquet", fit_context_attention)
+    run("generation_attention_perf.parquet", fit_generation_attention)
+    run("context_mla_perf.parquet", fit_context_mla)
+    run("generation_mla_perf.parquet", fit_generation_mla)
+    run("moe_perf.parquet", fit_moe)
+    run("custom_allreduce_perf.parquet", fit_custom_allreduce)
+    if engine == "sglang":
+        n, l = recs.get("wideep_deepep_normal_perf.parquet"), recs.get("wideep_deepep_ll_perf.parquet")
+        if n or l:
+            surfaces.extend(fit_sglang_deepep(n, l, gpus_per_node(system)))
+        else:
+            missing.append("wideep_deepep_*_perf.parquet: no table")
+    else:
+        run("moe_a2a_perf.parquet", fit_moe_a2a)
+    nv, npath = nccl_table(system)
+    if npath is not None:
+        surfaces.extend(fit_nccl(npath, nv))
+    else:
+        missing.append(f"nccl_perf.parquet (nccl {nv}): no table")
+    tables = {op: {"version": r["version"], "channel": r["channel"], "path": package_rel(r["path"])} for op, r in recs.items()}
+    return version, surfaces, missing, tables, nv
+
+
+def main():
+    ensure_venv()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(REPO / "src" / "catalog" / "data" / "kernels"))
+    ap.add_argument("--systems", default=",".join(SYSTEM_MAP))
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    args = ap.parse_args()
+    import importlib.metadata as md
+
+    aic_version = md.version("aiconfigurator-core")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_all = time.time()
+    summary = []
+    for system in args.systems.split(","):
+        for engine in args.engines.split(","):
+            t1 = time.time()
+            res = distill_one(system, engine)
+            if res is None:
+                print(f"{system} {engine}: AIConfigurator has no database", file=sys.stderr)
+                continue
+            version, surfaces, missing, tables, nccl_version = res
+            gpu = SYSTEM_MAP[system]
+            header = {
+                "schema": 1,
+                "gpu": gpu,
+                "engine": engine,
+                "engine_version": version,
+                "aic_system": system,
+                "aic_package": f"aiconfigurator-core=={aic_version}",
+                "aic_version_slot": "current (systems/query_versions.yaml)",
+                "nccl_version": nccl_version,
+                "not_distilled": missing,
+            }
+            path = out / f"{gpu}-{engine}.toml"
+            write_toml(path, header, surfaces)
+            for s in surfaces:
+                summary.append((gpu, engine, s))
+            print(
+                f"{system:9s} {engine:6s} {version:10s} {len(surfaces):3d} surfaces  {path.stat().st_size/1024:5.1f} KiB"
+                f"  {time.time()-t1:5.1f}s",
+                file=sys.stderr,
+            )
+    write_report(summary, HERE / "FITS.md", aic_version)
+    print(f"total {time.time()-t_all:.0f}s", file=sys.stderr)
+
+
+def write_report(summary, path: Path, aic_version: str):
+    """Markdown table of every surface's fit error (generated)."""
+    import numpy as np
+
+    lines = [
+        "# Fit errors of every distilled surface (generated by distill.py; do not edit)",
+        "",
+        f"Source: aiconfigurator-core=={aic_version}. Error = |pred/meas - 1| over all rows of the surface's",
+        "source table slice. `key` identifies the slice inside the (gpu, engine) file.",
+        "",
+        "## Per kind",
+        "",
+        "| kind | surfaces | rows | median of medians | worst median | median of p90 | worst p90 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    kinds = {}
+    for gpu, eng, s in summary:
+        kinds.setdefault(s["kind"], []).append((gpu, eng, s))
+    for kind, ss in kinds.items():
+        med = [s["err_median"] for _, _, s in ss]
+        p90 = [s["err_p90"] for _, _, s in ss]
+        rows = sum(s["points"] for _, _, s in ss)
+        lines.append(
+            f"| {kind} | {len(ss)} | {rows} | {np.median(med):.3f} | {max(med):.3f} | {np.median(p90):.3f} | {max(p90):.3f} |"
+        )
+    lines += ["", "## Every surface", "", "| gpu | engine | kind | key | rows | median | p90 | max |", "|---|---|---|---|---:|---:|---:|---:|"]
+    skip = {"kind", "params", "samples", "range", "points", "err_median", "err_p90", "err_max", "source", "table_version",
+            "act_bytes", "weight_bytes", "q_bytes", "kv_bytes", "matrices"}
+    for gpu, eng, s in summary:
+        key = " ".join(f"{k}={v}" for k, v in s.items() if k not in skip)
+        lines.append(
+            f"| {gpu} | {eng} | {s['kind']} | {key} | {s['points']} | {s['err_median']:.3f} | {s['err_p90']:.3f} | {s['err_max']:.2f} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
