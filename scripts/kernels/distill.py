@@ -427,6 +427,7 @@ def fit_context_attention(rec):
             ("flops_per_s", 2.0 * b * h * d * s * s),
             ("bytes_per_s", b * s * d * (2.0 * h * qb + 2.0 * kv * kb)),
             ("serial_per_s", s * d),
+            ("rows_per_s", b * s * h),
         ]
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t)
@@ -497,6 +498,7 @@ def fit_context_mla(rec):
             ("flops_per_s", b * h * s * s * (MLA_DQK + MLA_DV)),
             ("bytes_per_s", b * s * h * (2 * MLA_DQK + 2 * MLA_DV) * 2.0),
             ("serial_per_s", s),
+            ("rows_per_s", b * s * h),
         ]
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t)
@@ -635,6 +637,8 @@ def fit_nccl(path, version):
 def fit_moe_a2a(rec):
     """DeepEP-style dispatch/combine (trtllm, vllm tables); x = tokens*topk*hidden elements."""
     df = load(rec["path"])
+    # moe_a2a tables store latency in microseconds (latency == transmit_us + notify_us)
+    df["latency_ms"] = df["latency"].astype(float) * 1e-3
     df = df.assign(elements=df.num_tokens * df.topk * df.hidden_size)
     # several SM budgets per shape in some tables: keep the fastest (best-tuned) row per shape
     shape = ["comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk", "num_experts", "num_tokens"]
@@ -696,7 +700,7 @@ def toml_value(v):
     raise TypeError(type(v))
 
 
-PARAM_ORDER = ["t0_s", "p", "u_half", "flops_per_s", "bytes_per_s", "k_per_s", "serial_per_s", "kvseq_per_s",
+PARAM_ORDER = ["t0_s", "p", "u_half", "flops_per_s", "bytes_per_s", "k_per_s", "serial_per_s", "rows_per_s", "kvseq_per_s",
                "token_per_s", "alltoken_per_s", "expert_per_s",
                "alpha1_s", "beta1", "alpha2_s", "beta2"]
 
