@@ -270,6 +270,15 @@ def fit_two_line(x, t):
     ]
     s = least_squares(resid, np.array(v0), loss="soft_l1", f_scale=0.05, max_nfev=4000)
     p = unpack(s.x)
+    # a line that never attains the minimum over the table's range is redundant (the fit may
+    # have pushed it to beta -> 0): replace it by the other line, so min() is unchanged
+    grid = np.geomspace(max(xs.min(), 1e-12), xs.max(), 200)
+    l1 = p["alpha1_s"] + grid / p["beta1"]
+    l2 = p["alpha2_s"] + grid / p["beta2"]
+    if not (l1 < l2).any():
+        p["alpha1_s"], p["beta1"] = p["alpha2_s"], p["beta2"]
+    elif not (l2 < l1).any():
+        p["alpha2_s"], p["beta2"] = p["alpha1_s"], p["beta1"]
     # canonical order: line 1 is the one with the smaller alpha
     if p["alpha1_s"] > p["alpha2_s"]:
         p = {"alpha1_s": p["alpha2_s"], "beta1": p["beta2"], "alpha2_s": p["alpha1_s"], "beta2": p["beta1"]}
@@ -768,13 +777,7 @@ def distill_one(system: str, engine: str):
             missing.append("wideep_deepep_*_perf.parquet: no table")
     else:
         run("moe_a2a_perf.parquet", fit_moe_a2a)
-    nv, npath = nccl_table(system)
-    if npath is not None:
-        surfaces.extend(fit_nccl(npath, nv))
-    else:
-        missing.append(f"nccl_perf.parquet (nccl {nv}): no table")
-    tables = {op: {"version": r["version"], "channel": r["channel"], "path": package_rel(r["path"])} for op, r in recs.items()}
-    return version, surfaces, missing, tables, nv
+    return version, surfaces, missing
 
 
 def main():
@@ -792,14 +795,32 @@ def main():
     t_all = time.time()
     summary = []
     for system in args.systems.split(","):
+        gpu = SYSTEM_MAP[system]
+        # NCCL (nccl-tests) tables belong to the system, not to an engine: one file per GPU
+        nv, npath = nccl_table(system)
+        if npath is not None:
+            nccl = fit_nccl(npath, nv)
+            header = {
+                "schema": 1,
+                "gpu": gpu,
+                "engine": "nccl",
+                "nccl_version": nv,
+                "aic_system": system,
+                "aic_package": f"aiconfigurator-core=={aic_version}",
+                "aic_version_slot": "misc.nccl_version of systems/<system>.yaml",
+                "not_distilled": ["int8 rows (nccl_dtype = int8)"],
+            }
+            write_toml(out / f"{gpu}-nccl.toml", header, nccl)
+            summary += [(gpu, "nccl", s) for s in nccl]
+        else:
+            print(f"{system}: no NCCL table for nccl {nv}", file=sys.stderr)
         for engine in args.engines.split(","):
             t1 = time.time()
             res = distill_one(system, engine)
             if res is None:
                 print(f"{system} {engine}: AIConfigurator has no database", file=sys.stderr)
                 continue
-            version, surfaces, missing, tables, nccl_version = res
-            gpu = SYSTEM_MAP[system]
+            version, surfaces, missing = res
             header = {
                 "schema": 1,
                 "gpu": gpu,
@@ -808,7 +829,6 @@ def main():
                 "aic_system": system,
                 "aic_package": f"aiconfigurator-core=={aic_version}",
                 "aic_version_slot": "current (systems/query_versions.yaml)",
-                "nccl_version": nccl_version,
                 "not_distilled": missing,
             }
             path = out / f"{gpu}-{engine}.toml"
@@ -848,6 +868,21 @@ def write_report(summary, path: Path, aic_version: str):
         rows = sum(s["points"] for _, _, s in ss)
         lines.append(
             f"| {kind} | {len(ss)} | {rows} | {np.median(med):.3f} | {max(med):.3f} | {np.median(p90):.3f} | {max(p90):.3f} |"
+        )
+    lines += [
+        "",
+        "## Default surfaces only (most rows per dtype; what racksweep would use)",
+        "",
+        "| kind | surfaces | median of medians | p90 of medians | worst median | median of p90 | worst p90 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind, ss in kinds.items():
+        ds = [s for _, _, s in ss if s.get("default", True)]
+        med = [s["err_median"] for s in ds]
+        p90 = [s["err_p90"] for s in ds]
+        lines.append(
+            f"| {kind} | {len(ds)} | {np.median(med):.3f} | {np.percentile(med, 90):.3f} | {max(med):.3f} |"
+            f" {np.median(p90):.3f} | {max(p90):.3f} |"
         )
     lines += ["", "## Every surface", "", "| gpu | engine | kind | key | rows | median | p90 | max |", "|---|---|---|---|---:|---:|---:|---:|"]
     skip = {"kind", "params", "samples", "range", "points", "err_median", "err_p90", "err_max", "source", "table_version",
