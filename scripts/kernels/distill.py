@@ -62,8 +62,8 @@ def ensure_venv() -> None:
     except Exception:
         pass
     py = VENV / "bin" / "python"
-    if Path(sys.executable).resolve() == py.resolve() if py.exists() else False:
-        sys.exit(f"venv {VENV} does not hold aiconfigurator-core=={AIC_PIN}; delete it and rerun")
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        sys.exit(f"venv {VENV} does not hold aiconfigurator-core=={AIC_PIN} after install; delete it and rerun")
     if not py.exists():
         print(f"creating venv {VENV}", file=sys.stderr)
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
@@ -840,7 +840,9 @@ def main():
                 f"  {time.time()-t1:5.1f}s",
                 file=sys.stderr,
             )
-    write_report(summary, HERE / "FITS.md", aic_version)
+    default_out = (REPO / "src" / "catalog" / "data" / "kernels").resolve()
+    report = HERE / "FITS.md" if out.resolve() == default_out else out / "FITS.md"
+    write_report(summary, report, aic_version)
     print(f"total {time.time()-t_all:.0f}s", file=sys.stderr)
 
 
