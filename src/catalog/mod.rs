@@ -5,6 +5,7 @@
 pub mod dtype;
 pub mod economics;
 pub mod gpu;
+pub mod kernels;
 pub mod model;
 pub mod rack;
 pub mod training;

@@ -1,0 +1,656 @@
+//! Kernel latency surfaces: measured kernel times of one GPU under one serving engine, distilled
+//! into a few parameters per kernel by `scripts/kernels/distill.py` from NVIDIA AIConfigurator's
+//! measured tables (aiconfigurator-core 0.12.0, Apache-2.0) and embedded from `data/kernels/`.
+//! Owns the surfaces' data, their lookup by GPU, engine and key, and their evaluation (the
+//! formulas of `scripts/kernels/SPEC.md`, sections 2-3); does not know which kernels a model
+//! step runs (that is `perf::kernels`).
+//!
+//! Two forms, both monotone in every input and a few flops to evaluate:
+//! - p-norm roofline: `t = t0 + (sum_i (x_i / r_i)^p)^(1/p)`, `x_i` work quantities (FLOPs,
+//!   bytes, counts), `r_i` fitted rates; `p = 1` adds the terms (no overlap), large `p` tends to
+//!   the plain roofline's maximum. An efficiency ramp `u / (u + u_half)` may scale the first
+//!   term's rate.
+//! - two-line alpha-beta: `t = min(alpha1 + x / beta1, alpha2 + x / beta2)` (small-message and
+//!   bandwidth regimes of a collective).
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// The serving engine whose kernels (and per-iteration behaviour) a configuration runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ServingEngine {
+    /// TensorRT-LLM (PyTorch backend, `trtllm-serve` / `trtllm-bench`).
+    #[default]
+    Trtllm,
+    /// vLLM (V1 engine).
+    Vllm,
+    /// SGLang.
+    Sglang,
+}
+
+impl ServingEngine {
+    pub const ALL: [ServingEngine; 3] = [
+        ServingEngine::Trtllm,
+        ServingEngine::Vllm,
+        ServingEngine::Sglang,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingEngine::Trtllm => "trtllm",
+            ServingEngine::Vllm => "vllm",
+            ServingEngine::Sglang => "sglang",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ServingEngine> {
+        ServingEngine::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+/// Quality of a surface's fit against its own source table, `|pred / meas - 1|` over all rows.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Fit {
+    pub points: u64,
+    pub err_median: f64,
+    pub err_p90: f64,
+    pub err_max: f64,
+    /// Path of the source table inside the aiconfigurator-core wheel.
+    pub source: String,
+    pub table_version: String,
+}
+
+/// One row of a surface's source table with the distiller's prediction, for tests: the inputs
+/// by name, `measured_ms` and `predicted_ms`.
+pub type Sample = std::collections::BTreeMap<String, f64>;
+
+/// `t0 + (sum (x_i / r_i)^p)^(1/p)` over the non-negative `terms` (`x_i / r_i`, seconds).
+/// Scaled by the largest term so that large `p` neither overflows nor underflows.
+pub fn p_norm_s(t0_s: f64, p: f64, terms: &[f64]) -> f64 {
+    let largest = terms.iter().fold(0.0f64, |a, &t| a.max(t));
+    if largest <= 0.0 {
+        return t0_s;
+    }
+    if p == 1.0 {
+        return t0_s + terms.iter().sum::<f64>();
+    }
+    let sum: f64 = terms.iter().map(|&t| (t / largest).powf(p)).sum();
+    t0_s + largest * sum.powf(1.0 / p)
+}
+
+/// Dense GEMM `C[m,n] = A[m,k] W[k,n]` (SPEC.md 3.1).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Gemm {
+    /// racksweep's name of the format (`bf16`, `fp8`, `fp8_block`, `nvfp4`, `int8_sq`,
+    /// `int8_wo`, `int4_wo`).
+    pub dtype: String,
+    pub kernel: String,
+    /// The kernel with the most measured rows for this format: the one to use.
+    pub default: bool,
+    /// Bytes per activation and weight element as read.
+    pub act_bytes: f64,
+    pub weight_bytes: f64,
+    pub t0_s: f64,
+    pub p: f64,
+    pub flops_per_s: f64,
+    pub bytes_per_s: f64,
+    /// Serial reduction rate of one output tile's k-loop, elements of k per second.
+    pub k_per_s: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+impl Gemm {
+    /// Seconds for `m` rows against an `n x k` weight.
+    pub fn time_s(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        let bytes = m * k * self.act_bytes + n * k * self.weight_bytes + 2.0 * m * n;
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                flops / self.flops_per_s,
+                bytes / self.bytes_per_s,
+                k / self.k_per_s,
+            ],
+        )
+    }
+}
+
+/// Causal prefill attention, MHA/GQA (SPEC.md 3.2).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextAttention {
+    pub attn_dtype: String,
+    pub kv_dtype: String,
+    pub kernel: String,
+    pub default: bool,
+    pub q_bytes: f64,
+    pub kv_bytes: f64,
+    pub t0_s: f64,
+    pub p: f64,
+    pub flops_per_s: f64,
+    pub bytes_per_s: f64,
+    pub serial_per_s: f64,
+    pub rows_per_s: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+impl ContextAttention {
+    /// Seconds for `b` prompts of `s` tokens with `h` query and `kv` key-value heads of `d`
+    /// dimensions on this GPU.
+    pub fn time_s(&self, b: f64, s: f64, h: f64, kv: f64, d: f64) -> f64 {
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                2.0 * b * h * d * s * s / self.flops_per_s,
+                b * s * d * (2.0 * h * self.q_bytes + 2.0 * kv * self.kv_bytes) / self.bytes_per_s,
+                s * d / self.serial_per_s,
+                b * s * h / self.rows_per_s,
+            ],
+        )
+    }
+}
+
+/// Decode attention, one query token per sequence (SPEC.md 3.3).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GenerationAttention {
+    pub attn_dtype: String,
+    pub kv_dtype: String,
+    pub kernel: String,
+    pub default: bool,
+    pub kv_bytes: f64,
+    pub t0_s: f64,
+    pub p: f64,
+    pub bytes_per_s: f64,
+    pub flops_per_s: f64,
+    pub kvseq_per_s: f64,
+    /// (sequence, KV head) work items at which bandwidth reaches half its rate.
+    pub u_half: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+impl GenerationAttention {
+    /// Seconds for `b` sequences attending to `c` tokens each.
+    pub fn time_s(&self, b: f64, c: f64, h: f64, kv: f64, d: f64) -> f64 {
+        let items = b * kv;
+        let bytes = b * c * kv * d * 2.0 * self.kv_bytes + 4.0 * b * h * d;
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                bytes * (1.0 + self.u_half / items) / self.bytes_per_s,
+                4.0 * b * h * d * c / self.flops_per_s,
+                b * kv * d / self.kvseq_per_s,
+            ],
+        )
+    }
+}
+
+/// DeepSeek MLA dimensions the MLA tables were measured at (SPEC.md 3.4-3.5).
+pub const MLA_QK_DIM: f64 = 192.0;
+pub const MLA_V_DIM: f64 = 128.0;
+pub const MLA_LATENT: f64 = 512.0;
+pub const MLA_ROPE_DIM: f64 = 64.0;
+
+/// MLA prefill attention (SPEC.md 3.4).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContextMla {
+    pub mla_dtype: String,
+    pub kv_dtype: String,
+    pub kernel: String,
+    pub t0_s: f64,
+    pub p: f64,
+    pub flops_per_s: f64,
+    pub bytes_per_s: f64,
+    pub serial_per_s: f64,
+    pub rows_per_s: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+impl ContextMla {
+    /// Seconds for `b` prompts of `s` tokens with `h` heads on this GPU.
+    pub fn time_s(&self, b: f64, s: f64, h: f64) -> f64 {
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                b * h * s * s * (MLA_QK_DIM + MLA_V_DIM) / self.flops_per_s,
+                b * s * h * (2.0 * MLA_QK_DIM + 2.0 * MLA_V_DIM) * 2.0 / self.bytes_per_s,
+                s / self.serial_per_s,
+                b * s * h / self.rows_per_s,
+            ],
+        )
+    }
+}
+
+/// MLA decode attention over the latent (SPEC.md 3.5).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GenerationMla {
+    pub mla_dtype: String,
+    pub kv_dtype: String,
+    pub kernel: String,
+    pub kv_bytes: f64,
+    pub t0_s: f64,
+    pub p: f64,
+    pub bytes_per_s: f64,
+    pub flops_per_s: f64,
+    pub serial_per_s: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+impl GenerationMla {
+    /// Seconds for `b` sequences attending to `c` tokens with `h` heads on this GPU.
+    pub fn time_s(&self, b: f64, c: f64, h: f64) -> f64 {
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                b * c * (MLA_LATENT + MLA_ROPE_DIM) * self.kv_bytes / self.bytes_per_s,
+                2.0 * b * h * c * (2.0 * MLA_LATENT + MLA_ROPE_DIM) / self.flops_per_s,
+                c / self.serial_per_s,
+            ],
+        )
+    }
+}
+
+/// The routed-expert grouped GEMMs of one MoE layer on one GPU (SPEC.md 3.6).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Moe {
+    pub dtype: String,
+    pub kernel: String,
+    pub default: bool,
+    pub act_bytes: f64,
+    pub weight_bytes: f64,
+    /// Weight matrices per expert: 3 gated (up, gate, down), 2 non-gated.
+    pub matrices: f64,
+    /// Routing of the measured rows: `balanced` (uniform) where the table has it.
+    pub distribution: String,
+    pub t0_s: f64,
+    pub p: f64,
+    pub flops_per_s: f64,
+    pub bytes_per_s: f64,
+    pub token_per_s: f64,
+    pub alltoken_per_s: f64,
+    pub expert_per_s: f64,
+    /// Mean tokens per expert at which the GEMMs reach half their FLOP rate.
+    pub u_half: f64,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The shape of one MoE layer as a grouped GEMM sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoeShape {
+    /// Tokens entering the layer across the expert-parallel group.
+    pub tokens: f64,
+    pub hidden: f64,
+    /// Full intermediate size of one expert.
+    pub inter: f64,
+    pub topk: f64,
+    pub experts: f64,
+    /// Tensor-parallel shards of each expert and expert-parallel groups.
+    pub tp: f64,
+    pub ep: f64,
+}
+
+impl Moe {
+    /// Seconds of one layer's routed experts on one GPU, with uniform routing.
+    pub fn time_s(&self, q: &MoeShape) -> f64 {
+        let inter = q.inter / q.tp;
+        let touched = q.experts / q.ep * (1.0 - (1.0 - q.topk / q.experts).powf(q.tokens));
+        let routed = q.tokens * q.topk / q.ep;
+        let per_expert = q.tokens * q.topk / q.experts;
+        p_norm_s(
+            self.t0_s,
+            self.p,
+            &[
+                2.0 * routed * self.matrices * q.hidden * inter * (1.0 + self.u_half / per_expert)
+                    / self.flops_per_s,
+                (touched * self.matrices * q.hidden * inter * self.weight_bytes
+                    + 2.0 * routed * q.hidden * self.act_bytes)
+                    / self.bytes_per_s,
+                routed * q.hidden / self.token_per_s,
+                q.tokens * q.hidden / self.alltoken_per_s,
+                touched / self.expert_per_s,
+            ],
+        )
+    }
+}
+
+/// `min(alpha1 + x / beta1, alpha2 + x / beta2)`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+pub struct TwoLine {
+    pub alpha1_s: f64,
+    pub beta1: f64,
+    pub alpha2_s: f64,
+    pub beta2: f64,
+}
+
+impl TwoLine {
+    pub fn time_s(&self, x: f64) -> f64 {
+        (self.alpha1_s + x / self.beta1).min(self.alpha2_s + x / self.beta2)
+    }
+
+    /// Each parameter interpolated linearly in `log2 n` between `self` at `n_lo` GPUs and
+    /// `hi` at `n_hi` (SPEC.md 3.7: group sizes between measured ones).
+    pub fn interpolate(&self, n_lo: f64, hi: &TwoLine, n_hi: f64, n: f64) -> TwoLine {
+        let w = (n.log2() - n_lo.log2()) / (n_hi.log2() - n_lo.log2());
+        let at = |a: f64, b: f64| a + (b - a) * w;
+        TwoLine {
+            alpha1_s: at(self.alpha1_s, hi.alpha1_s),
+            beta1: at(self.beta1, hi.beta1),
+            alpha2_s: at(self.alpha2_s, hi.alpha2_s),
+            beta2: at(self.beta2, hi.beta2),
+        }
+    }
+}
+
+/// The engine's own all-reduce inside one NVLink domain (SPEC.md 3.7); `x` is the message
+/// bytes per GPU.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CustomAllReduce {
+    /// `TRTLLM`; vLLM `vLLM_custom_graph` / `_eager`; SGLang `SGLang_CustomAllReduce_graph` /
+    /// `_eager` (graph: captured in a CUDA graph, as decode runs; eager: as prefill runs).
+    pub kernel_source: String,
+    pub num_gpus: u32,
+    pub dtype: String,
+    #[serde(flatten)]
+    pub line: TwoLine,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// An NCCL collective measured by nccl-tests (SPEC.md 3.8); `x` is nccl-tests' size in bytes.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Nccl {
+    /// `all_reduce`, `all_gather`, `reduce_scatter`, `alltoall`.
+    pub op_name: String,
+    pub num_gpus: u32,
+    pub dtype: String,
+    #[serde(flatten)]
+    pub line: TwoLine,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// MoE dispatch or combine (DeepEP-style, SPEC.md 3.9); `x` is routed elements per rank,
+/// `tokens x topk x hidden`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MoeAllToAll {
+    /// `*_ll` low-latency kernels (decode), `*_ht` / `deepep_normal` high-throughput (prefill).
+    pub comm_backend: String,
+    /// `dispatch` or `combine`.
+    pub phase: String,
+    pub comm_dtype: String,
+    /// GPUs of the measured expert-parallel group.
+    #[serde(alias = "ep_size_per_node")]
+    pub ep_size: u32,
+    #[serde(default)]
+    pub node_num: Option<u32>,
+    #[serde(flatten)]
+    pub line: TwoLine,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The surfaces of one GPU under one engine (`<gpu>-<engine>.toml`), or the engine-independent
+/// NCCL collectives of one GPU (`<gpu>-nccl.toml`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct KernelFile {
+    pub schema: u32,
+    pub gpu: String,
+    /// `trtllm`, `vllm`, `sglang`, or `nccl`.
+    pub engine: String,
+    #[serde(default)]
+    pub engine_version: Option<String>,
+    #[serde(default)]
+    pub nccl_version: Option<String>,
+    pub aic_system: String,
+    pub aic_package: String,
+    pub aic_version_slot: String,
+    /// Ops with no table, or no usable fit, for this GPU and engine.
+    pub not_distilled: Vec<String>,
+    #[serde(default)]
+    pub gemm: Vec<Gemm>,
+    #[serde(default)]
+    pub context_attention: Vec<ContextAttention>,
+    #[serde(default)]
+    pub generation_attention: Vec<GenerationAttention>,
+    #[serde(default)]
+    pub context_mla: Vec<ContextMla>,
+    #[serde(default)]
+    pub generation_mla: Vec<GenerationMla>,
+    #[serde(default)]
+    pub moe: Vec<Moe>,
+    #[serde(default)]
+    pub custom_allreduce: Vec<CustomAllReduce>,
+    #[serde(default)]
+    pub moe_a2a: Vec<MoeAllToAll>,
+    #[serde(default)]
+    pub nccl: Vec<Nccl>,
+}
+
+macro_rules! kernel_files {
+    ($($gpu:literal),* $(,)?) => {
+        /// `(gpu, engine, text)` of every embedded surface file.
+        pub const FILES: &[(&str, &str, &str)] = &[
+            $(
+                ($gpu, "trtllm", include_str!(concat!("data/kernels/", $gpu, "-trtllm.toml"))),
+                ($gpu, "vllm", include_str!(concat!("data/kernels/", $gpu, "-vllm.toml"))),
+                ($gpu, "sglang", include_str!(concat!("data/kernels/", $gpu, "-sglang.toml"))),
+                ($gpu, "nccl", include_str!(concat!("data/kernels/", $gpu, "-nccl.toml"))),
+            )*
+        ];
+    };
+}
+
+kernel_files!(
+    "a100-80gb",
+    "h100-sxm",
+    "h200-sxm",
+    "b200",
+    "b300",
+    "gb200-nvl72",
+    "gb300-nvl72",
+);
+
+/// The parsed file of `gpu` for `engine` (`"nccl"` for the collectives), parsed once per
+/// process; `None` when no measured tables exist for that GPU.
+pub fn file(gpu: &str, engine: &str) -> Option<&'static KernelFile> {
+    static PARSED: OnceLock<Vec<OnceLock<KernelFile>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| FILES.iter().map(|_| OnceLock::new()).collect());
+    let i = FILES
+        .iter()
+        .position(|&(g, e, _)| g == gpu && e == engine)?;
+    Some(parsed[i].get_or_init(|| {
+        toml::from_str(FILES[i].2).unwrap_or_else(|e| {
+            panic!("built-in kernel surfaces data/kernels/{gpu}-{engine}.toml are invalid: {e}")
+        })
+    }))
+}
+
+/// The surfaces of `gpu` under `engine` and its NCCL collectives; `None` without measured
+/// tables (AMD GPUs, H800, inline GPUs).
+pub fn surfaces(
+    gpu: &str,
+    engine: ServingEngine,
+) -> Option<(&'static KernelFile, &'static KernelFile)> {
+    Some((file(gpu, engine.as_str())?, file(gpu, "nccl")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(s: &Sample, key: &str) -> f64 {
+        *s.get(key)
+            .unwrap_or_else(|| panic!("sample without {key}: {s:?}"))
+    }
+
+    /// Every embedded surface reproduces the distiller's own predictions at its sample points
+    /// (SPEC.md section 5: the same formulas in double precision, parameters rounded to 6
+    /// significant digits), and the predictions sit within the surface's stated maximum error
+    /// of the measured times.
+    #[test]
+    fn every_surface_reproduces_its_samples() {
+        let mut checked = 0;
+        let mut check = |name: &str, fit: &Fit, s: &Sample, t_s: f64| {
+            let predicted = get(s, "predicted_ms");
+            let measured = get(s, "measured_ms");
+            let rel = (t_s * 1e3 / predicted - 1.0).abs();
+            assert!(rel < 1e-4, "{name} {s:?}: {} ms vs {predicted}", t_s * 1e3);
+            assert!(
+                (predicted / measured - 1.0).abs() <= fit.err_max * (1.0 + 1e-3) + 1e-9,
+                "{name} {s:?}: beyond err_max {}",
+                fit.err_max
+            );
+            checked += 1;
+        };
+        for &(gpu, engine, _) in FILES {
+            let f = file(gpu, engine).unwrap();
+            assert_eq!((f.gpu.as_str(), f.engine.as_str()), (gpu, engine));
+            let name = format!("{gpu}-{engine}");
+            for k in &f.gemm {
+                for s in &k.samples {
+                    check(
+                        &name,
+                        &k.fit,
+                        s,
+                        k.time_s(get(s, "m"), get(s, "n"), get(s, "k")),
+                    );
+                }
+            }
+            for k in &f.context_attention {
+                for s in &k.samples {
+                    let t = k.time_s(
+                        get(s, "batch_size"),
+                        get(s, "isl"),
+                        get(s, "num_heads"),
+                        get(s, "num_key_value_heads"),
+                        get(s, "head_dim"),
+                    );
+                    check(&name, &k.fit, s, t);
+                }
+            }
+            for k in &f.generation_attention {
+                for s in &k.samples {
+                    let t = k.time_s(
+                        get(s, "batch_size"),
+                        get(s, "context"),
+                        get(s, "num_heads"),
+                        get(s, "num_key_value_heads"),
+                        get(s, "head_dim"),
+                    );
+                    check(&name, &k.fit, s, t);
+                }
+            }
+            for k in &f.context_mla {
+                for s in &k.samples {
+                    let t = k.time_s(get(s, "batch_size"), get(s, "isl"), get(s, "num_heads"));
+                    check(&name, &k.fit, s, t);
+                }
+            }
+            for k in &f.generation_mla {
+                for s in &k.samples {
+                    let t = k.time_s(get(s, "batch_size"), get(s, "context"), get(s, "num_heads"));
+                    check(&name, &k.fit, s, t);
+                }
+            }
+            for k in &f.moe {
+                for s in &k.samples {
+                    let q = MoeShape {
+                        tokens: get(s, "num_tokens"),
+                        hidden: get(s, "hidden_size"),
+                        inter: get(s, "inter_size"),
+                        topk: get(s, "topk"),
+                        experts: get(s, "num_experts"),
+                        tp: get(s, "moe_tp_size"),
+                        ep: get(s, "moe_ep_size"),
+                    };
+                    check(&name, &k.fit, s, k.time_s(&q));
+                }
+            }
+            for k in &f.custom_allreduce {
+                for s in &k.samples {
+                    check(&name, &k.fit, s, k.line.time_s(get(s, "bytes")));
+                }
+            }
+            for k in &f.nccl {
+                for s in &k.samples {
+                    check(&name, &k.fit, s, k.line.time_s(get(s, "bytes")));
+                }
+            }
+            for k in &f.moe_a2a {
+                for s in &k.samples {
+                    let x = get(s, "num_tokens") * get(s, "topk") * get(s, "hidden_size");
+                    check(&name, &k.fit, s, k.line.time_s(x));
+                }
+            }
+        }
+        assert!(checked > 2900, "{checked} samples");
+    }
+
+    /// SPEC.md section 5's worked example: bf16 GEMM on H200 under TensorRT-LLM, m = 17,
+    /// n = k = 10240: FLOP term 4.561 us, byte term 53.78 us, k term 3.937 us, p-norm 54.1 us,
+    /// plus t0 2.96 us = 57.09 us (measured 60.07 us).
+    #[test]
+    fn gemm_by_hand() {
+        let f = file("h200-sxm", "trtllm").unwrap();
+        let g = f
+            .gemm
+            .iter()
+            .find(|g| g.dtype == "bf16" && g.default)
+            .unwrap();
+        let t = g.time_s(17.0, 10240.0, 10240.0);
+        assert!((t - 57.09e-6).abs() < 0.02e-6, "{t}");
+    }
+
+    #[test]
+    fn p_norm_limits() {
+        assert_eq!(p_norm_s(1.0, 1.0, &[2.0, 3.0]), 6.0);
+        // p = 2: the Euclidean norm.
+        assert!((p_norm_s(0.0, 2.0, &[3.0, 4.0]) - 5.0).abs() < 1e-12);
+        // Large p: the maximum, without overflow.
+        assert!((p_norm_s(0.0, 400.0, &[3.0, 4.0]) - 4.0).abs() < 1e-3);
+        assert_eq!(p_norm_s(7.0, 2.0, &[0.0, 0.0]), 7.0);
+    }
+
+    #[test]
+    fn two_line_takes_the_faster_regime() {
+        let l = TwoLine {
+            alpha1_s: 5e-6,
+            beta1: 50e9,
+            alpha2_s: 20e-6,
+            beta2: 400e9,
+        };
+        // 64 KiB: one-shot 6.3 us beats the ring's 20.2 us; 64 MiB: ring 188 us beats 1.34 ms.
+        assert!((l.time_s(65536.0) - (5e-6 + 65536.0 / 50e9)).abs() < 1e-15);
+        let big = 64.0 * 1048576.0;
+        assert!((l.time_s(big) - (20e-6 + big / 400e9)).abs() < 1e-15);
+        let mid = l.interpolate(
+            2.0,
+            &TwoLine {
+                alpha1_s: 9e-6,
+                ..l
+            },
+            8.0,
+            4.0,
+        );
+        assert!((mid.alpha1_s - 7e-6).abs() < 1e-15);
+    }
+}
