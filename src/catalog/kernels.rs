@@ -88,6 +88,16 @@ pub struct Gemm {
     pub kernel: String,
     /// The kernel with the most measured rows for this format: the one to use.
     pub default: bool,
+    #[serde(flatten)]
+    pub params: GemmParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`Gemm`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct GemmParams {
     /// Bytes per activation and weight element as read.
     pub act_bytes: f64,
     pub weight_bytes: f64,
@@ -97,12 +107,9 @@ pub struct Gemm {
     pub bytes_per_s: f64,
     /// Serial reduction rate of one output tile's k-loop, elements of k per second.
     pub k_per_s: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
-impl Gemm {
+impl GemmParams {
     /// Seconds for `m` rows against an `n x k` weight.
     pub fn time_s(&self, m: f64, n: f64, k: f64) -> f64 {
         let flops = 2.0 * m * n * k;
@@ -126,6 +133,16 @@ pub struct ContextAttention {
     pub kv_dtype: String,
     pub kernel: String,
     pub default: bool,
+    #[serde(flatten)]
+    pub params: ContextAttentionParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`ContextAttention`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ContextAttentionParams {
     pub q_bytes: f64,
     pub kv_bytes: f64,
     pub t0_s: f64,
@@ -134,12 +151,9 @@ pub struct ContextAttention {
     pub bytes_per_s: f64,
     pub serial_per_s: f64,
     pub rows_per_s: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
-impl ContextAttention {
+impl ContextAttentionParams {
     /// Seconds for `b` prompts of `s` tokens with `h` query and `kv` key-value heads of `d`
     /// dimensions on this GPU.
     pub fn time_s(&self, b: f64, s: f64, h: f64, kv: f64, d: f64) -> f64 {
@@ -163,6 +177,16 @@ pub struct GenerationAttention {
     pub kv_dtype: String,
     pub kernel: String,
     pub default: bool,
+    #[serde(flatten)]
+    pub params: GenerationAttentionParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`GenerationAttention`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct GenerationAttentionParams {
     pub kv_bytes: f64,
     pub t0_s: f64,
     pub p: f64,
@@ -171,12 +195,9 @@ pub struct GenerationAttention {
     pub kvseq_per_s: f64,
     /// (sequence, KV head) work items at which bandwidth reaches half its rate.
     pub u_half: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
-impl GenerationAttention {
+impl GenerationAttentionParams {
     /// Seconds for `b` sequences attending to `c` tokens each.
     pub fn time_s(&self, b: f64, c: f64, h: f64, kv: f64, d: f64) -> f64 {
         let items = b * kv;
@@ -205,18 +226,25 @@ pub struct ContextMla {
     pub mla_dtype: String,
     pub kv_dtype: String,
     pub kernel: String,
+    #[serde(flatten)]
+    pub params: ContextMlaParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`ContextMla`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ContextMlaParams {
     pub t0_s: f64,
     pub p: f64,
     pub flops_per_s: f64,
     pub bytes_per_s: f64,
     pub serial_per_s: f64,
     pub rows_per_s: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
-impl ContextMla {
+impl ContextMlaParams {
     /// Seconds for `b` prompts of `s` tokens with `h` heads on this GPU.
     pub fn time_s(&self, b: f64, s: f64, h: f64) -> f64 {
         p_norm_s(
@@ -238,18 +266,25 @@ pub struct GenerationMla {
     pub mla_dtype: String,
     pub kv_dtype: String,
     pub kernel: String,
+    #[serde(flatten)]
+    pub params: GenerationMlaParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`GenerationMla`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct GenerationMlaParams {
     pub kv_bytes: f64,
     pub t0_s: f64,
     pub p: f64,
     pub bytes_per_s: f64,
     pub flops_per_s: f64,
     pub serial_per_s: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
-impl GenerationMla {
+impl GenerationMlaParams {
     /// Seconds for `b` sequences attending to `c` tokens with `h` heads on this GPU.
     pub fn time_s(&self, b: f64, c: f64, h: f64) -> f64 {
         p_norm_s(
@@ -270,12 +305,22 @@ pub struct Moe {
     pub dtype: String,
     pub kernel: String,
     pub default: bool,
+    /// Routing of the measured rows: `balanced` (uniform) where the table has it.
+    pub distribution: String,
+    #[serde(flatten)]
+    pub params: MoeParams,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub samples: Vec<Sample>,
+}
+
+/// The numbers of a [`Moe`] surface.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct MoeParams {
     pub act_bytes: f64,
     pub weight_bytes: f64,
     /// Weight matrices per expert: 3 gated (up, gate, down), 2 non-gated.
     pub matrices: f64,
-    /// Routing of the measured rows: `balanced` (uniform) where the table has it.
-    pub distribution: String,
     pub t0_s: f64,
     pub p: f64,
     pub flops_per_s: f64,
@@ -285,9 +330,6 @@ pub struct Moe {
     pub expert_per_s: f64,
     /// Mean tokens per expert at which the GEMMs reach half their FLOP rate.
     pub u_half: f64,
-    #[serde(flatten)]
-    pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The shape of one MoE layer as a grouped GEMM sees it.
@@ -305,7 +347,7 @@ pub struct MoeShape {
     pub ep: f64,
 }
 
-impl Moe {
+impl MoeParams {
     /// Seconds of one layer's routed experts on one GPU, with uniform routing.
     pub fn time_s(&self, q: &MoeShape) -> f64 {
         let inter = q.inter / q.tp;
@@ -531,13 +573,13 @@ mod tests {
                         &name,
                         &k.fit,
                         s,
-                        k.time_s(get(s, "m"), get(s, "n"), get(s, "k")),
+                        k.params.time_s(get(s, "m"), get(s, "n"), get(s, "k")),
                     );
                 }
             }
             for k in &f.context_attention {
                 for s in &k.samples {
-                    let t = k.time_s(
+                    let t = k.params.time_s(
                         get(s, "batch_size"),
                         get(s, "isl"),
                         get(s, "num_heads"),
@@ -549,7 +591,7 @@ mod tests {
             }
             for k in &f.generation_attention {
                 for s in &k.samples {
-                    let t = k.time_s(
+                    let t = k.params.time_s(
                         get(s, "batch_size"),
                         get(s, "context"),
                         get(s, "num_heads"),
@@ -561,13 +603,19 @@ mod tests {
             }
             for k in &f.context_mla {
                 for s in &k.samples {
-                    let t = k.time_s(get(s, "batch_size"), get(s, "isl"), get(s, "num_heads"));
+                    let t =
+                        k.params
+                            .time_s(get(s, "batch_size"), get(s, "isl"), get(s, "num_heads"));
                     check(&name, &k.fit, s, t);
                 }
             }
             for k in &f.generation_mla {
                 for s in &k.samples {
-                    let t = k.time_s(get(s, "batch_size"), get(s, "context"), get(s, "num_heads"));
+                    let t = k.params.time_s(
+                        get(s, "batch_size"),
+                        get(s, "context"),
+                        get(s, "num_heads"),
+                    );
                     check(&name, &k.fit, s, t);
                 }
             }
@@ -582,7 +630,7 @@ mod tests {
                         tp: get(s, "moe_tp_size"),
                         ep: get(s, "moe_ep_size"),
                     };
-                    check(&name, &k.fit, s, k.time_s(&q));
+                    check(&name, &k.fit, s, k.params.time_s(&q));
                 }
             }
             for k in &f.custom_allreduce {
@@ -616,7 +664,7 @@ mod tests {
             .iter()
             .find(|g| g.dtype == "bf16" && g.default)
             .unwrap();
-        let t = g.time_s(17.0, 10240.0, 10240.0);
+        let t = g.params.time_s(17.0, 10240.0, 10240.0);
         assert!((t - 57.09e-6).abs() < 0.02e-6, "{t}");
     }
 

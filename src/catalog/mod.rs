@@ -33,8 +33,14 @@ const ECONOMICS_TOML: &str = include_str!("data/economics.toml");
 pub struct Calibration {
     /// Rows at which a GEMM reaches half its large-matrix efficiency.
     pub gemm_half_rows: f64,
-    /// Fixed cost of one engine iteration, milliseconds.
+    /// Fixed cost of one engine iteration, milliseconds, where the kernels are not measured
+    /// (GPUs without kernel surfaces).
     pub step_overhead_ms: f64,
+    /// Scheduler CPU work per engine iteration, milliseconds, and per running sequence,
+    /// microseconds (`perf::iteration`; overlapped with the GPU by the engines' overlap
+    /// schedulers).
+    pub cpu_ms_per_iteration: f64,
+    pub cpu_us_per_sequence: f64,
     /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`) that linear layers
     /// reach inside a serving engine, for bf16, fp8 and int8 tensor cores.
     pub serving_gemm_efficiency: f64,
@@ -69,6 +75,8 @@ impl Calibration {
         let c: Calibration = toml::from_str(text).map_err(|e| e.to_string())?;
         non_negative("gemm_half_rows", c.gemm_half_rows)?;
         non_negative("step_overhead_ms", c.step_overhead_ms)?;
+        non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
+        non_negative("cpu_us_per_sequence", c.cpu_us_per_sequence)?;
         non_negative("prompt_length_cv", c.prompt_length_cv)?;
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),

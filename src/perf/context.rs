@@ -2,9 +2,11 @@
 //! the workload, each platform's rates per format, the schedule phases and the sizing, power
 //! and cost plan.
 
+use crate::catalog::kernels::ServingEngine;
 use crate::catalog::{Calibration, Catalog, ComputeClass, Model, Rack};
 use crate::grid::Grid;
 
+use super::kernels::{Formats, StepKernels};
 use super::layout::Tier;
 use super::{ModelFacts, compute, cost, demand, kv_tiers, memory, power, sizing};
 
@@ -13,12 +15,17 @@ use super::{ModelFacts, compute, cost, demand, kv_tiers, memory, power, sizing};
 pub(super) struct PlatformFacts {
     pub(super) rack: Rack,
     pub(super) usable_hbm_bytes: f64,
+    /// The GPU's HBM, GB (engines size their CUDA graphs by it).
+    pub(super) hbm_gb: f64,
     /// Rates per weight-dtype axis entry and kv-dtype axis entry; `None` = unsupported.
     pub(super) linear_flops_per_s: Vec<Option<f64>>,
     pub(super) weight_bytes_per_param: Vec<f64>,
     /// Routed-expert FLOP/s and bytes per parameter per weight-dtype axis entry.
     pub(super) expert_compute: Vec<Option<(f64, f64, ComputeClass)>>,
     pub(super) kv_bytes_per_element: Vec<Option<f64>>,
+    /// Measured kernel surfaces per weight-dtype and kv-dtype axis entry (index
+    /// `weight x kv_dtypes + kv`); `None` where the GPU has no tables.
+    pub(super) kernels: Vec<Option<StepKernels>>,
     pub(super) attention_flops_per_s: f64,
     pub(super) hbm_bytes_per_s: f64,
     pub(super) scaleup: Tier,
@@ -74,6 +81,8 @@ pub struct Context {
     pub kv_admission: memory::KvAdmission,
     pub calibration: Calibration,
     pub(super) platforms: Vec<PlatformFacts>,
+    /// Entries of the grid's kv-dtype axis (the stride of `PlatformFacts::kernels`).
+    pub(super) kv_dtypes: usize,
     /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
     pub phases: Vec<Phase>,
     pub plan: Plan,
@@ -155,7 +164,7 @@ impl Context {
                     .iter()
                     .map(|&d| catalog.dtypes[d].bytes_per_param())
                     .collect();
-                let expert_compute = grid
+                let expert_compute: Vec<_> = grid
                     .weight_dtypes
                     .iter()
                     .map(|&d| {
@@ -165,6 +174,33 @@ impl Context {
                             checkpoint_experts,
                             &catalog.calibration,
                         )
+                    })
+                    .collect();
+                let kernels = grid
+                    .weight_dtypes
+                    .iter()
+                    .zip(&expert_compute)
+                    .flat_map(|(&w, experts)| {
+                        let weights = &catalog.dtypes[w];
+                        // Published pre-quantized experts stay as published (`expert_compute`).
+                        let expert_format = match checkpoint_experts {
+                            Some(c) if weights.bytes_per_param() >= c.bytes_per_param() => {
+                                c.id.as_str()
+                            }
+                            _ => weights.id.as_str(),
+                        };
+                        grid.kv_dtypes.iter().map(move |&kv| {
+                            let (_, _, activations) = (*experts)?;
+                            StepKernels::resolve(
+                                &gpu.id,
+                                ServingEngine::default(),
+                                &Formats {
+                                    weights: &weights.id,
+                                    experts: (expert_format, activations),
+                                    kv: &catalog.dtypes[kv].id,
+                                },
+                            )
+                        })
                     })
                     .collect();
                 let kv_bytes_per_element = grid
@@ -177,10 +213,12 @@ impl Context {
                     .collect();
                 PlatformFacts {
                     usable_hbm_bytes: gpu.hbm_bytes() * memory::MEMORY_UTILIZATION,
+                    hbm_gb: gpu.hbm_bytes() / 1e9,
                     linear_flops_per_s,
                     weight_bytes_per_param,
                     expert_compute,
                     kv_bytes_per_element,
+                    kernels,
                     attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
                     hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,
                     scaleup: Tier::scaleup(&rack, link),
@@ -208,6 +246,7 @@ impl Context {
             kv_admission: workload.kv_admission,
             calibration: catalog.calibration,
             platforms,
+            kv_dtypes: grid.kv_dtypes.len(),
             phases: vec![Phase {
                 weight: 1.0,
                 load: demand::Load::default(),

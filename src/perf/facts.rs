@@ -4,6 +4,7 @@
 use crate::catalog::{Attention, Model};
 
 use super::comm;
+use super::kernels::LayerGemms;
 use super::layout::LayoutModel;
 
 /// Model facts the performance model uses, derived once per sweep from the catalog entry.
@@ -15,6 +16,8 @@ pub struct ModelFacts {
     pub hidden: f64,
     pub vocab: f64,
     pub kv_heads: u32,
+    /// Query heads.
+    pub heads: f64,
     pub head_dim: f64,
     pub mla: bool,
     /// MLA: compressed latent plus decoupled RoPE key per token per layer.
@@ -23,6 +26,11 @@ pub struct ModelFacts {
     pub dense_mlp_params_per_layer: f64,
     pub moe_shared_params_per_layer: f64,
     pub expert_params: f64,
+    /// Intermediate width of one routed expert, and weight matrices per MLP (3 gated, 2 plain).
+    pub moe_ffn_hidden: f64,
+    pub mlp_matrices: f64,
+    /// The linear layers as GEMM shapes (the kernel surfaces time them one by one).
+    pub gemms: LayerGemms,
     pub experts: u32,
     pub experts_per_token: u32,
     pub embedding_params: f64,
@@ -108,6 +116,7 @@ impl ModelFacts {
             hidden,
             vocab: f64::from(model.vocab?),
             kv_heads: model.kv_heads,
+            heads,
             head_dim,
             mla,
             mla_latent_dim: latent + rope,
@@ -115,6 +124,9 @@ impl ModelFacts {
             dense_mlp_params_per_layer: counts.dense_mlp_per_layer,
             moe_shared_params_per_layer: counts.moe_shared_per_layer,
             expert_params: counts.expert,
+            moe_ffn_hidden: f64::from(model.moe_ffn_hidden.unwrap_or(0)),
+            mlp_matrices: model.mlp.matrices(),
+            gemms: LayerGemms::of(model),
             experts,
             experts_per_token: k,
             embedding_params: counts.embedding,

@@ -2,8 +2,10 @@
 //! hardware rates, and from them its step shapes, memory per GPU and prefill times.
 
 use crate::catalog::ComputeClass;
+use crate::catalog::kernels::ServingEngine;
 use crate::grid::Point;
 
+use super::iteration::{Graphs, IterationCost};
 use super::latency::{self, Rates, Speculation};
 use super::layout::{self, Layout};
 use super::memory::{self, StageParams};
@@ -214,6 +216,7 @@ pub fn instance_serving<'a>(
         return Err(Estimate::with_layout(Reason::DtypeUnsupported, &l));
     };
     let cal = &ctx.calibration;
+    let kernels = platform.kernels[p.weight_dtype as usize * ctx.kv_dtypes + p.kv_dtype as usize];
     let rates = Rates {
         linear_flops_per_s,
         attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
@@ -236,6 +239,12 @@ pub fn instance_serving<'a>(
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,
         moe_gemm_efficiency: cal.moe_gemm_efficiency,
+        kernels,
+        iteration: kernels.map(|_| IterationCost {
+            graphs: Graphs::of(ServingEngine::default(), platform.hbm_gb, l.tp),
+            cpu_s: cal.cpu_ms_per_iteration * 1e-3,
+            cpu_per_sequence_s: cal.cpu_us_per_sequence * 1e-6,
+        }),
     };
     let speculation = Speculation {
         tokens: p.spec_tokens,

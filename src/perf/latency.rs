@@ -15,6 +15,8 @@
 use super::ModelFacts;
 use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
+use super::iteration::{GpuIteration, IterationCost, launches};
+use super::kernels::StepKernels;
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 
@@ -53,6 +55,12 @@ pub struct Rates {
     pub step_overhead_s: f64,
     /// Grouped-expert GEMM efficiency relative to dense GEMMs (calibration).
     pub moe_gemm_efficiency: f64,
+    /// Measured kernel surfaces of this GPU, engine and formats; `None` without tables (the
+    /// roofline above times every kernel then).
+    pub kernels: Option<StepKernels>,
+    /// The engine's per-iteration cost from its parts where the kernels are measured (`None`:
+    /// `step_overhead_s` per iteration instead).
+    pub iteration: Option<IterationCost>,
 }
 
 /// Seconds one stage spends on a step, by resource.
@@ -86,19 +94,21 @@ pub fn stage_time(
     let imbalance = m.expert_imbalance(t.moe_tokens, l.ep);
     let gemm = |rows: f64| r.linear_flops_per_s * row_efficiency(rows, r.gemm_half_rows);
     let expert_gemm = r.expert_flops_per_s * row_efficiency(flops.expert_rows, r.gemm_half_rows);
-    let linear_compute_s = flops.dense / gemm(t.rank_tokens())
-        + flops.routed * imbalance / (expert_gemm * r.moe_gemm_efficiency);
+    let dense_compute_s = flops.dense / gemm(t.rank_tokens());
+    let routed_compute_s = flops.routed * imbalance / (expert_gemm * r.moe_gemm_efficiency);
     let attention_compute_s = flops.attention / r.attention_flops_per_s;
 
     let touched = m.expert_fraction_touched(t.moe_tokens);
-    let weight_bytes = s.replicated_params * r.weight_bytes_per_param
-        + s.moe_layers * s.expert_params_per_layer * touched * r.expert_bytes_per_param
-        + s.head_params * ACTIVATION_BYTES;
+    let dense_bytes =
+        s.replicated_params * r.weight_bytes_per_param + s.head_params * ACTIVATION_BYTES;
+    let expert_bytes =
+        s.moe_layers * s.expert_params_per_layer * touched * r.expert_bytes_per_param;
     let kv_read = t.sequences
         * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, t.decode_context);
     let kv_written =
         t.prefill * kv_bytes_per_sequence(m, l.tp, s.layers, r.kv_bytes_per_element, 1.0);
-    let linear_memory_s = weight_bytes / r.hbm_bytes_per_s;
+    let dense_memory_s = dense_bytes / r.hbm_bytes_per_s;
+    let expert_memory_s = expert_bytes / r.hbm_bytes_per_s;
     let attention_memory_s = (kv_read + kv_written) / r.attention_bytes_per_s;
 
     // Norms, residual adds, RoPE, gated activations, MoE permutes and the logits are separate,
@@ -115,13 +125,146 @@ pub fn stage_time(
         + t.logit_rows * s.head_params / m.hidden * LOGIT_BYTES;
     let activation_s = activation_bytes / r.hbm_bytes_per_s;
 
+    let kernels_s = match &r.kernels {
+        None => {
+            (dense_compute_s + routed_compute_s).max(dense_memory_s + expert_memory_s)
+                + attention_compute_s.max(attention_memory_s)
+                + activation_s
+        }
+        Some(k) => {
+            let measured = measured_kernels_s(m, l, s, k, t, imbalance);
+            measured
+                .linear_s
+                .unwrap_or_else(|| dense_compute_s.max(dense_memory_s))
+                + measured
+                    .experts_s
+                    .unwrap_or_else(|| routed_compute_s.max(expert_memory_s))
+                + measured
+                    .attention_s
+                    .unwrap_or_else(|| attention_compute_s.max(attention_memory_s))
+                + elementwise_s(m, l, s, r, t)
+        }
+    };
+
     StageTime {
-        compute_s: linear_compute_s + attention_compute_s,
-        memory_s: linear_memory_s + attention_memory_s + activation_s,
-        kernels_s: linear_compute_s.max(linear_memory_s)
-            + attention_compute_s.max(attention_memory_s)
-            + activation_s,
-        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens()),
+        compute_s: dense_compute_s + routed_compute_s + attention_compute_s,
+        memory_s: dense_memory_s + expert_memory_s + attention_memory_s + activation_s,
+        kernels_s,
+        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0),
+    }
+}
+
+/// The memory-bound kernels between measured GEMMs and attention kernels, which read and write
+/// their own operands: per layer, two fused residual-add-and-norm kernels (the hidden state in
+/// and out, twice: `8 h` elements per token) and the activation of the dense MLP or the shared
+/// experts (`2 f` in and `f` out when gated, `f` and `f` when not, split over tp); the routed experts' activation and permutes
+/// are inside the grouped-GEMM surface. Plus the fp32 logits of the rows sampled. Each kernel
+/// takes at least [`ELEMENTWISE_KERNEL_MIN_S`].
+fn elementwise_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, t: &StepTokens) -> f64 {
+    let tp = f64::from(l.tp);
+    let per_token = s.layers * 8.0 * m.hidden
+        + s.dense_layers * m.dense_mlp_io_per_token / 2.0 / tp
+        + s.moe_layers * m.shared_io_per_token / 2.0 / tp;
+    let bytes = t.rank_tokens() * per_token * ACTIVATION_BYTES
+        + t.logit_rows * s.head_params / m.hidden * LOGIT_BYTES;
+    bytes / r.hbm_bytes_per_s + s.layers * ELEMENTWISE_KERNELS_PER_LAYER * ELEMENTWISE_KERNEL_MIN_S
+}
+
+/// Memory-bound kernels per layer besides the GEMMs and attention: two fused residual-add and
+/// norm kernels and the gated activation (AIConfigurator's op list for Llama,
+/// `aiconfigurator_core/sdk/models/llama.py`: `add_norm_1`, `add_norm_2`, `act_gate`).
+pub const ELEMENTWISE_KERNELS_PER_LAYER: f64 = 3.0;
+
+/// Shortest duration of such a kernel, seconds: AIConfigurator's
+/// `mem_empirical_constant_latency` of 3 us for every NVIDIA system it models
+/// (`aiconfigurator_core/systems/<system>.yaml`; an observed constant, not a datasheet figure).
+pub const ELEMENTWISE_KERNEL_MIN_S: f64 = 3e-6;
+
+/// Seconds of a step's kernels as the measured surfaces time them, per part; `None` for a part
+/// the surfaces do not cover (its roofline applies).
+struct MeasuredKernels {
+    linear_s: Option<f64>,
+    experts_s: Option<f64>,
+    attention_s: Option<f64>,
+}
+
+fn measured_kernels_s(
+    m: &ModelFacts,
+    l: &Layout,
+    s: &StageParams,
+    k: &StepKernels,
+    t: &StepTokens,
+    imbalance: f64,
+) -> MeasuredKernels {
+    let tp = f64::from(l.tp);
+    let rows = t.rank_tokens();
+    let g = &m.gemms;
+    let linear_s = k.gemm.zip(k.gemm_bf16).map(|(w, bf16)| {
+        let per_layer =
+            |shapes: &[super::kernels::GemmShape]| StepKernels::gemms_s(&w, shapes, rows, tp);
+        let head = if s.head_params > 0.0 {
+            StepKernels::gemms_s(&bf16, std::slice::from_ref(&g.head), t.logit_rows, tp)
+        } else {
+            0.0
+        };
+        s.layers * per_layer(&g.attention)
+            + s.dense_layers * per_layer(&g.dense_mlp)
+            + s.moe_layers
+                * (per_layer(&g.moe_shared[..2])
+                    + StepKernels::gemms_s(&bf16, &g.moe_shared[2..], rows, tp))
+            + head
+    });
+    let experts_s = if s.moe_layers == 0.0 {
+        Some(0.0)
+    } else {
+        k.experts.map(|e| {
+            let ep = f64::from(l.ep);
+            s.moe_layers
+                * imbalance
+                * StepKernels::experts_s(
+                    &e,
+                    t.moe_tokens,
+                    m.hidden,
+                    m.moe_ffn_hidden,
+                    m.mlp_matrices,
+                    f64::from(m.experts_per_token),
+                    f64::from(m.experts),
+                    f64::from(l.stage_gpus) / ep,
+                    ep,
+                )
+        })
+    };
+    let heads = m.heads / tp;
+    let kv_heads = (f64::from(m.kv_heads) / tp).max(1.0);
+    let context = m.attended_tokens(t.decode_context);
+    let decode = if t.sequences <= 0.0 {
+        Some(0.0)
+    } else if m.mla {
+        k.decode_mla.map(|a| a.time_s(t.sequences, context, heads))
+    } else {
+        k.decode_attention
+            .map(|a| a.time_s(t.sequences, context, heads, kv_heads, m.head_dim))
+    };
+    // Prefill tokens as whole prompts of `2 x prefill_context` tokens (a chunk attends to its
+    // prompt's earlier tokens, so the work per prompt is the same); sliding-window layers attend
+    // to at most their window.
+    let prompt = 2.0 * t.prefill_context;
+    let prefill = if t.prefill <= 0.0 || prompt <= 0.0 {
+        Some(0.0)
+    } else {
+        let prompts = t.prefill / prompt;
+        let window = m.attended_tokens(t.prefill_context) / t.prefill_context;
+        if m.mla {
+            k.prefill_mla.map(|a| a.time_s(prompts, prompt, heads))
+        } else {
+            k.prefill_attention
+                .map(|a| a.time_s(prompts, prompt, heads, kv_heads, m.head_dim) * window)
+        }
+    };
+    MeasuredKernels {
+        linear_s,
+        experts_s,
+        attention_s: decode.zip(prefill).map(|(d, p)| s.layers * (d + p)),
     }
 }
 
@@ -130,16 +273,39 @@ pub fn stage_time(
 /// tokens are replicated over it (attention_dp = 1, experts sharded within the group as
 /// TensorRT-LLM does), else all-to-all dispatch and combine over the ep group plus the
 /// tensor-parallel all-reduce of the shared path.
-fn layer_comm_s(m: &ModelFacts, l: &Layout, s: &StageParams, r: &Rates, rank_tokens: f64) -> f64 {
+///
+/// Where the engine's own all-reduce was measured at the group's size inside one scale-up
+/// domain, its surface times the tensor-parallel all-reduce: as captured in CUDA graphs in steps
+/// that decode, as launched eagerly in prefill-only steps.
+fn layer_comm_s(
+    m: &ModelFacts,
+    l: &Layout,
+    s: &StageParams,
+    r: &Rates,
+    rank_tokens: f64,
+    decoding: bool,
+) -> f64 {
     let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
-    let tp_all_reduce = group_all_reduce_s(
-        l.tp,
-        r.domain_gpus,
-        message,
-        r.scaleup,
-        r.scaleout,
-        r.one_shot_all_reduce,
-    );
+    let measured = r.kernels.as_ref().and_then(|k| {
+        let table = if decoding {
+            &k.all_reduce_graph
+        } else {
+            &k.all_reduce_eager
+        };
+        (l.tp > 1 && l.tp <= r.domain_gpus)
+            .then(|| table.time_s(l.tp, message))
+            .flatten()
+    });
+    let tp_all_reduce = measured.unwrap_or_else(|| {
+        group_all_reduce_s(
+            l.tp,
+            r.domain_gpus,
+            message,
+            r.scaleup,
+            r.scaleout,
+            r.one_shot_all_reduce,
+        )
+    });
     let attention = s.layers * tp_all_reduce;
     let dense = s.dense_layers * tp_all_reduce;
     let moe = if s.moe_layers == 0.0 {
@@ -175,6 +341,14 @@ pub fn pipeline_hops_s(m: &ModelFacts, l: &Layout, r: &Rates, tokens: f64) -> f6
     let out = f64::from(l.pp_hops_scaleout);
     let up = f64::from(l.pp - 1) - out;
     up * point_to_point_s(bytes, r.scaleup) + out * point_to_point_s(bytes, r.scaleout)
+}
+
+/// Kernels a step of the heavier bounding stage launches.
+fn stage_launches(l: &Layout, stages: &[StageParams; 2]) -> f64 {
+    stages
+        .iter()
+        .map(|s| launches(s.layers, s.moe_layers, l.tp))
+        .fold(0.0, f64::max)
 }
 
 /// The slower of the bounding stages for a step.
@@ -317,7 +491,33 @@ pub fn decode(
     // step's kernel time per layer (an upper bound: that step also carries the folded prefill).
     let draft_s =
         f64::from(spec.tokens) * spec.draft_layers / f64::from(m.layers) * pp * stage.kernels_s;
-    let iteration_s = pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s;
+    let iteration_s = match &r.iteration {
+        None => pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s,
+        Some(cost) => {
+            let gpu = GpuIteration::new(
+                pp,
+                stage.total_s(),
+                hops_s + draft_s,
+                stage_launches(l, stages),
+            );
+            // Prompts start in a share `1 - exp(-prompts per step)` of iterations (Poisson
+            // arrivals of finishing sequences' replacements); such an iteration carries the
+            // decode tokens and a prompt, or the engine's token budget of it.
+            let prompt = 2.0 * t.prefill_context;
+            let prompts = if prompt > 0.0 {
+                t.prefill / prompt
+            } else {
+                0.0
+            };
+            cost.decode_s(
+                &gpu,
+                t.decode,
+                t.sequences,
+                1.0 - (-prompts).exp(),
+                t.decode + prompt.min(super::memory::MAX_NUM_TOKENS),
+            )
+        }
+    };
     Decode {
         tpot_s: iteration_s / spec.tokens_per_step(),
         iteration_s,
@@ -339,7 +539,7 @@ pub fn prefill_step_s(
     tokens: f64,
     input_tokens: f64,
 ) -> f64 {
-    prefill_iteration_s(m, l, stages, r, tokens, l.attention_dp, input_tokens)
+    prefill_iteration_s(m, l, stages, r, tokens, l.attention_dp, input_tokens, true)
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
@@ -352,12 +552,14 @@ pub fn prefill_s(
     r: &Rates,
     input_tokens: f64,
 ) -> f64 {
-    prefill_iteration_s(m, l, stages, r, input_tokens, 1, input_tokens)
+    prefill_iteration_s(m, l, stages, r, input_tokens, 1, input_tokens, false)
 }
 
 /// An iteration that prefills `tokens` prompt tokens on each of `busy_ranks` attention ranks
 /// (prompts `input_tokens` long) and decodes nothing: `pp` stage steps in turn, the hops and the
-/// framework overhead.
+/// framework overhead. A prefill pool in steady state (`pool`) overlaps its scheduler's CPU work
+/// with the GPU; a prompt alone on an idle instance waits for it.
+#[expect(clippy::too_many_arguments)]
 fn prefill_iteration_s(
     m: &ModelFacts,
     l: &Layout,
@@ -366,6 +568,7 @@ fn prefill_iteration_s(
     tokens: f64,
     busy_ranks: u32,
     input_tokens: f64,
+    pool: bool,
 ) -> f64 {
     let t = StepTokens {
         decode: 0.0,
@@ -377,5 +580,13 @@ fn prefill_iteration_s(
         logit_rows: tokens / input_tokens,
     };
     let stage = slowest_stage(m, l, stages, r, &t);
-    f64::from(l.pp) * stage.total_s() + pipeline_hops_s(m, l, r, tokens) + r.step_overhead_s
+    let pp = f64::from(l.pp);
+    let hops_s = pipeline_hops_s(m, l, r, tokens);
+    match &r.iteration {
+        None => pp * stage.total_s() + hops_s + r.step_overhead_s,
+        Some(cost) => {
+            let gpu = GpuIteration::new(pp, stage.total_s(), hops_s, stage_launches(l, stages));
+            cost.prefill_s(&gpu, tokens, tokens / input_tokens, pool)
+        }
+    }
 }

@@ -21,6 +21,8 @@ pub mod comm;
 pub mod compute;
 pub mod cost;
 pub mod demand;
+pub mod iteration;
+pub mod kernels;
 pub mod kv_tiers;
 pub mod latency;
 pub mod layout;

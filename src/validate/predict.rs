@@ -445,8 +445,10 @@ fn choose<'a>(
         // An engine whose batch cap outruns its KV cache runs as many sequences as the cache
         // holds: every scheduler admits against free KV blocks (docs/validation.md).
         let mut kv_limited_from = None;
+        // A blank batch leaves the engine at its own maximum, which it likewise fills only as
+        // far as the cache holds (trtllm-bench sizes max_batch_size by a heuristic of its own).
         if !e.feasible()
-            && cap == Some(u64::from(p.batch))
+            && (cap.is_none() || cap == Some(u64::from(p.batch)))
             && let Some(k) = largest_fitting_batch(&inst, p.batch)
         {
             kv_limited_from = Some(p.batch);

@@ -1,0 +1,483 @@
+//! The kernels one engine step runs on one GPU, timed by the measured kernel surfaces of
+//! [`crate::catalog::kernels`] where the GPU has them for the serving engine (docs/model.md,
+//! "Kernel surfaces"): one GEMM per linear layer at its sharded shape, decode and prefill
+//! attention, the routed experts' grouped GEMMs and the engine's own all-reduce. A kernel the
+//! tables do not cover (a format or shape not measured) keeps the roofline of `latency`.
+//!
+//! The linear layers follow the engines' fused projections (AIConfigurator's op lists,
+//! `aiconfigurator_core/sdk/models/llama.py` and `deepseek.py`, which mirror TensorRT-LLM's
+//! modules): a fused QKV GEMM (column-parallel, key and value heads replicated when fewer than
+//! the tensor-parallel degree) and the output projection (row-parallel); for MLA the fused
+//! down-projection of query and latent (replicated), the query and key-value up-projections
+//! (column-parallel) and the output projection; a fused gate-and-up GEMM (column-parallel) and
+//! the down projection (row-parallel) for dense MLPs and shared experts; the router; and the LM
+//! head in bf16 (engines leave it unquantized).
+
+use crate::catalog::kernels::{
+    self, ContextAttentionParams, ContextMlaParams, GemmParams, GenerationAttentionParams,
+    GenerationMlaParams, KernelFile, MoeParams, MoeShape, ServingEngine, TwoLine,
+};
+use crate::catalog::{ComputeClass, Model, model::Mlp};
+
+/// How a linear layer's weight is split over a tensor-parallel group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Split {
+    /// Output features split (`n / tp`).
+    Column,
+    /// Input features split (`k / tp`).
+    Row,
+    /// Whole on every GPU.
+    Replicated,
+    /// A fused QKV projection: `q` query features split, plus key and value features of
+    /// `kv_heads` heads of `head_dim` each, split while there are heads to split and replicated
+    /// below one head per GPU.
+    Qkv {
+        q: f64,
+        kv_heads: f64,
+        head_dim: f64,
+    },
+}
+
+/// One linear layer: `n` output and `k` input features of the unsplit weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemmShape {
+    pub n: f64,
+    pub k: f64,
+    pub split: Split,
+}
+
+impl GemmShape {
+    const NONE: GemmShape = GemmShape {
+        n: 0.0,
+        k: 0.0,
+        split: Split::Replicated,
+    };
+
+    /// `(n, k)` on one GPU of a tensor-parallel group of `tp`.
+    pub fn on(&self, tp: f64) -> (f64, f64) {
+        match self.split {
+            Split::Column => (self.n / tp, self.k),
+            Split::Row => (self.n, self.k / tp),
+            Split::Replicated => (self.n, self.k),
+            Split::Qkv {
+                q,
+                kv_heads,
+                head_dim,
+            } => (q / tp + 2.0 * head_dim * (kv_heads / tp).max(1.0), self.k),
+        }
+    }
+}
+
+/// The linear layers of a model, by where they sit (unused slots have `n = 0`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerGemms {
+    /// Attention projections of every layer.
+    pub attention: [GemmShape; 4],
+    /// The dense MLP of a dense layer.
+    pub dense_mlp: [GemmShape; 2],
+    /// Shared experts and router of an MoE layer.
+    pub moe_shared: [GemmShape; 3],
+    /// The LM head.
+    pub head: GemmShape,
+}
+
+impl LayerGemms {
+    pub fn of(m: &Model) -> LayerGemms {
+        let h = f64::from(m.hidden);
+        let heads = f64::from(m.heads);
+        let d = f64::from(m.head_dim);
+        let none = GemmShape::NONE;
+        let gemm = |n: f64, k: f64, split: Split| GemmShape { n, k, split };
+        let attention = match m.attention {
+            crate::catalog::Attention::Mha | crate::catalog::Attention::Gqa => {
+                let kv_heads = f64::from(m.kv_heads);
+                let q = heads * d;
+                [
+                    gemm(
+                        q + 2.0 * kv_heads * d,
+                        h,
+                        Split::Qkv {
+                            q,
+                            kv_heads,
+                            head_dim: d,
+                        },
+                    ),
+                    gemm(h, q, Split::Row),
+                    none,
+                    none,
+                ]
+            }
+            crate::catalog::Attention::Mla => {
+                let rope = f64::from(m.mla_rope_head_dim.unwrap_or(0));
+                let kv_rank = f64::from(m.mla_kv_lora_rank.unwrap_or(0));
+                let q_rank = f64::from(m.mla_q_lora_rank.unwrap_or(0));
+                let q_heads = heads * (d + rope);
+                let (down, q_up) = if q_rank > 0.0 {
+                    (
+                        gemm(q_rank + kv_rank + rope, h, Split::Replicated),
+                        gemm(q_heads, q_rank, Split::Column),
+                    )
+                } else {
+                    (
+                        gemm(kv_rank + rope, h, Split::Replicated),
+                        gemm(q_heads, h, Split::Column),
+                    )
+                };
+                [
+                    down,
+                    q_up,
+                    gemm(heads * 2.0 * d, kv_rank, Split::Column),
+                    gemm(h, heads * d, Split::Row),
+                ]
+            }
+        };
+        let mlp = |width: f64| {
+            let up = match m.mlp {
+                Mlp::Gated => 2.0 * width,
+                Mlp::Plain => width,
+            };
+            [gemm(up, h, Split::Column), gemm(h, width, Split::Row)]
+        };
+        let dense_mlp = m.ffn_hidden.map_or([none; 2], |f| mlp(f64::from(f)));
+        let moe_shared = if m.is_moe() {
+            let shared =
+                f64::from(m.shared_experts.unwrap_or(0)) * f64::from(m.moe_ffn_hidden.unwrap_or(0));
+            let [up, down] = if shared > 0.0 { mlp(shared) } else { [none; 2] };
+            [up, down, gemm(f64::from(m.experts()), h, Split::Replicated)]
+        } else {
+            [none; 3]
+        };
+        LayerGemms {
+            attention,
+            dense_mlp,
+            moe_shared,
+            head: gemm(f64::from(m.vocab.unwrap_or(0)), h, Split::Column),
+        }
+    }
+}
+
+/// The engine's all-reduce at the group sizes it was measured at (ascending), up to four.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AllReduceTable {
+    n: [u32; 4],
+    lines: [Option<TwoLine>; 4],
+}
+
+impl AllReduceTable {
+    fn from_file(f: &KernelFile, kernel_source: &str) -> AllReduceTable {
+        let mut measured: Vec<(u32, TwoLine)> = f
+            .custom_allreduce
+            .iter()
+            .filter(|a| a.kernel_source == kernel_source && a.dtype == "bf16")
+            .map(|a| (a.num_gpus, a.line))
+            .collect();
+        measured.sort_by_key(|&(n, _)| n);
+        measured.dedup_by_key(|&mut (n, _)| n);
+        let mut t = AllReduceTable::default();
+        for (i, (n, line)) in measured.into_iter().take(4).enumerate() {
+            t.n[i] = n;
+            t.lines[i] = Some(line);
+        }
+        t
+    }
+
+    /// Seconds to all-reduce `bytes` per GPU over `n` GPUs: the measured line at `n`, or the
+    /// lines of the measured sizes around it interpolated in `log2 n` (SPEC.md 3.7). `None`
+    /// outside the measured sizes.
+    pub fn time_s(&self, n: u32, bytes: f64) -> Option<f64> {
+        let mut below: Option<(u32, TwoLine)> = None;
+        for (&m, line) in self.n.iter().zip(&self.lines) {
+            let Some(line) = *line else { break };
+            if m == n {
+                return Some(line.time_s(bytes));
+            }
+            if m < n {
+                below = Some((m, line));
+            } else if let Some((lo, lo_line)) = below {
+                let at = lo_line.interpolate(f64::from(lo), &line, f64::from(m), f64::from(n));
+                return Some(at.time_s(bytes));
+            } else {
+                return None;
+            }
+        }
+        None
+    }
+}
+
+/// The measured surfaces one configuration's step uses, resolved once per platform, engine and
+/// formats. Every field is `None` where the tables do not cover it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepKernels {
+    /// GEMM of the weight format (linear layers), and bf16 (LM head, router).
+    pub gemm: Option<GemmParams>,
+    pub gemm_bf16: Option<GemmParams>,
+    /// Grouped GEMMs of the routed experts in their format.
+    pub experts: Option<MoeParams>,
+    pub prefill_attention: Option<ContextAttentionParams>,
+    pub decode_attention: Option<GenerationAttentionParams>,
+    pub prefill_mla: Option<ContextMlaParams>,
+    pub decode_mla: Option<GenerationMlaParams>,
+    /// The engine's all-reduce as decode runs it (captured in CUDA graphs) and as prefill runs it.
+    pub all_reduce_graph: AllReduceTable,
+    pub all_reduce_eager: AllReduceTable,
+}
+
+/// Names of a racksweep weight format in the GEMM tables, in order of preference.
+fn gemm_dtypes(id: &str) -> &'static [&'static str] {
+    match id {
+        "bf16" | "fp16" => &["bf16"],
+        "fp8" => &["fp8", "fp8_block"],
+        "nvfp4" => &["nvfp4"],
+        "int8" => &["int8_sq"],
+        "int4" => &["int4_wo"],
+        _ => &[],
+    }
+}
+
+/// Names of the routed experts' format in the MoE tables: the weight format, or a published
+/// MXFP4 checkpoint run with FP8 (W4A8) or bf16 (W4A16) activations.
+fn moe_dtypes(id: &str, activations: ComputeClass) -> &'static [&'static str] {
+    match (id, activations) {
+        ("mxfp4", ComputeClass::Fp8 | ComputeClass::Fp4) => &["mxfp4_w4a8", "mxfp4_w4a16"],
+        ("mxfp4", _) => &["mxfp4_w4a16"],
+        ("int4", _) => &["int4_wo"],
+        (id, _) => gemm_dtypes(id),
+    }
+}
+
+/// Name of a KV-cache format in the attention tables.
+fn kv_dtype(id: &str) -> Option<&'static str> {
+    match id {
+        "bf16" | "fp16" => Some("bf16"),
+        "fp8" => Some("fp8"),
+        _ => None,
+    }
+}
+
+/// The default (most measured) surface among those of `items` that `matches`, else the first.
+fn pick<'a, T>(
+    items: &'a [T],
+    matches: impl Fn(&T) -> bool,
+    default: impl Fn(&T) -> bool,
+) -> Option<&'a T> {
+    let mut matching = items.iter().filter(|i| matches(i));
+    let first = matching.next()?;
+    Some(
+        std::iter::once(first)
+            .chain(matching)
+            .find(|i| default(i))
+            .unwrap_or(first),
+    )
+}
+
+/// [`pick`] for the first of `keys` that some item has.
+fn pick_key<'a, T>(
+    items: &'a [T],
+    keys: &[&str],
+    key: impl Fn(&T) -> &str,
+    default: impl Fn(&T) -> bool,
+) -> Option<&'a T> {
+    keys.iter()
+        .find_map(|k| pick(items, |i| key(i) == *k, &default))
+}
+
+/// The formats a step's kernels run in.
+#[derive(Debug, Clone, Copy)]
+pub struct Formats<'a> {
+    /// Weight format id of the linear layers.
+    pub weights: &'a str,
+    /// Format id of the routed experts' weights and the class their activations run in.
+    pub experts: (&'a str, ComputeClass),
+    /// KV-cache format id.
+    pub kv: &'a str,
+}
+
+impl StepKernels {
+    /// The surfaces of `gpu` under `engine` for a step in `formats`; `None` when the GPU has no
+    /// measured tables.
+    pub fn resolve(gpu: &str, engine: ServingEngine, formats: &Formats) -> Option<StepKernels> {
+        let (f, _nccl) = kernels::surfaces(gpu, engine)?;
+        let gemm = |ids: &[&str]| {
+            pick_key(&f.gemm, ids, |g| g.dtype.as_str(), |g| g.default).map(|g| g.params)
+        };
+        // Attention computes in bf16 over a bf16 or FP8 cache (FP8 FMHA is opt-in).
+        let kv = kv_dtype(formats.kv);
+        let on_kv = |attn: &str, kv_of: &str| attn == "bf16" && Some(kv_of) == kv;
+        let prefill_attention = pick(
+            &f.context_attention,
+            |a| on_kv(&a.attn_dtype, &a.kv_dtype),
+            |a| a.default,
+        )
+        .map(|a| a.params);
+        let decode_attention = pick(
+            &f.generation_attention,
+            |a| on_kv(&a.attn_dtype, &a.kv_dtype),
+            |a| a.default,
+        )
+        .map(|a| a.params);
+        let prefill_mla = pick(
+            &f.context_mla,
+            |a| on_kv(&a.mla_dtype, &a.kv_dtype),
+            |_| false,
+        )
+        .map(|a| a.params);
+        let decode_mla = pick(
+            &f.generation_mla,
+            |a| on_kv(&a.mla_dtype, &a.kv_dtype),
+            |_| false,
+        )
+        .map(|a| a.params);
+        let (graph, eager) = match engine {
+            ServingEngine::Trtllm => ("TRTLLM", "TRTLLM"),
+            ServingEngine::Vllm => ("vLLM_custom_graph", "vLLM_custom_eager"),
+            ServingEngine::Sglang => (
+                "SGLang_CustomAllReduce_graph",
+                "SGLang_CustomAllReduce_eager",
+            ),
+        };
+        Some(StepKernels {
+            gemm: gemm(gemm_dtypes(formats.weights)),
+            gemm_bf16: gemm(&["bf16"]),
+            experts: pick_key(
+                &f.moe,
+                moe_dtypes(formats.experts.0, formats.experts.1),
+                |m| m.dtype.as_str(),
+                |m| m.default,
+            )
+            .map(|m| m.params),
+            prefill_attention,
+            decode_attention,
+            prefill_mla,
+            decode_mla,
+            all_reduce_graph: AllReduceTable::from_file(f, graph),
+            all_reduce_eager: AllReduceTable::from_file(f, eager),
+        })
+    }
+
+    /// Seconds of `layers` layers' worth of `shapes` at `rows` rows on one GPU of a
+    /// tensor-parallel group of `tp`, on `gemm`.
+    pub fn gemms_s(gemm: &GemmParams, shapes: &[GemmShape], rows: f64, tp: f64) -> f64 {
+        if rows <= 0.0 {
+            return 0.0;
+        }
+        shapes
+            .iter()
+            .filter(|s| s.n > 0.0)
+            .map(|s| {
+                let (n, k) = s.on(tp);
+                gemm.time_s(rows, n, k)
+            })
+            .sum()
+    }
+
+    /// Seconds of one MoE layer's routed experts for `tokens` tokens entering it, with
+    /// `expert_tp` shards per expert over `ep` expert-parallel groups, for a model whose experts
+    /// have `matrices` weight matrices (the surface's own count is rescaled through the
+    /// intermediate width, which both its FLOP and byte terms are linear in).
+    #[expect(clippy::too_many_arguments)]
+    pub fn experts_s(
+        moe: &MoeParams,
+        tokens: f64,
+        hidden: f64,
+        inter: f64,
+        matrices: f64,
+        topk: f64,
+        experts: f64,
+        expert_tp: f64,
+        ep: f64,
+    ) -> f64 {
+        if tokens <= 0.0 {
+            return 0.0;
+        }
+        moe.time_s(&MoeShape {
+            tokens,
+            hidden,
+            inter: inter * matrices / moe.matrices,
+            topk,
+            experts,
+            tp: expert_tp,
+            ep,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    /// The GEMM shapes hold exactly the model's linear-layer parameters (the catalog's own count
+    /// without the norms), for every model preset.
+    #[test]
+    fn gemm_shapes_hold_every_linear_parameter() {
+        let c = Catalog::builtin().unwrap();
+        for m in &c.models {
+            let Some(counts) = m.param_counts() else {
+                continue;
+            };
+            let g = LayerGemms::of(m);
+            let sum = |s: &[GemmShape]| s.iter().map(|s| s.n * s.k).sum::<f64>();
+            let h = f64::from(m.hidden);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.max(1.0);
+            assert!(
+                close(sum(&g.attention), counts.attention_per_layer - 2.0 * h),
+                "{}: attention {} vs {}",
+                m.id,
+                sum(&g.attention),
+                counts.attention_per_layer - 2.0 * h
+            );
+            assert!(
+                close(sum(&g.dense_mlp), counts.dense_mlp_per_layer),
+                "{}",
+                m.id
+            );
+            assert!(
+                close(sum(&g.moe_shared), counts.moe_shared_per_layer),
+                "{}",
+                m.id
+            );
+            assert!(close(g.head.n * g.head.k, counts.embedding), "{}", m.id);
+        }
+    }
+
+    /// llama-3.1-70b (64 query heads, 8 KV heads of 128) at tp 8: QKV is 1024 + 2 x 128 wide
+    /// per GPU; at tp 16 each GPU still holds one whole KV head (1 x 128 each for K and V).
+    #[test]
+    fn qkv_replicates_kv_heads_below_one_per_gpu() {
+        let c = Catalog::builtin().unwrap();
+        let g = LayerGemms::of(c.model("llama-3.1-70b").unwrap());
+        assert_eq!(g.attention[0].on(8.0), (1024.0 + 256.0, 8192.0));
+        assert_eq!(g.attention[0].on(16.0), (512.0 + 256.0, 8192.0));
+        assert_eq!(g.attention[1].on(8.0), (8192.0, 1024.0));
+    }
+
+    /// Only NVIDIA GPUs of AIConfigurator's tables have surfaces; H100 under TensorRT-LLM has
+    /// FP8 GEMMs, FP8-KV attention and an all-reduce measured at 2, 4 and 8 GPUs.
+    #[test]
+    fn resolution() {
+        let f = Formats {
+            weights: "fp8",
+            experts: ("fp8", ComputeClass::Fp8),
+            kv: "fp8",
+        };
+        assert!(StepKernels::resolve("mi300x", ServingEngine::Trtllm, &f).is_none());
+        let k = StepKernels::resolve("h100-sxm", ServingEngine::Trtllm, &f).unwrap();
+        assert!(k.gemm.is_some() && k.gemm_bf16.is_some() && k.experts.is_some());
+        assert!(k.decode_attention.is_some() && k.prefill_attention.is_some());
+        for n in [2, 4, 8] {
+            assert!(k.all_reduce_graph.time_s(n, 1e6).is_some(), "{n}");
+        }
+        assert!(k.all_reduce_graph.time_s(16, 1e6).is_none());
+        // Between two measured sizes, the interpolated line lies between theirs.
+        let (t4, t8) = (
+            k.all_reduce_graph.time_s(4, 1e6).unwrap(),
+            k.all_reduce_graph.time_s(8, 1e6).unwrap(),
+        );
+        let t6 = k.all_reduce_graph.time_s(6, 1e6).unwrap();
+        assert!(t6 >= t4.min(t8) && t6 <= t4.max(t8), "{t4} {t6} {t8}");
+        // No FP4 KV-cache attention tables.
+        let fp4kv = Formats { kv: "nvfp4", ..f };
+        let k = StepKernels::resolve("b200", ServingEngine::Trtllm, &fp4kv).unwrap();
+        assert!(k.decode_attention.is_none());
+    }
+}
