@@ -35,7 +35,17 @@ def two_line(s, x):
 def gemm(s, q):
     m, n, k = q["m"], q["n"], q["k"]
     a, w = s["act_bytes"], s["weight_bytes"]
-    return pnorm(s, [("flops_per_s", 2 * m * n * k), ("bytes_per_s", m * k * a + n * k * w + 2 * m * n), ("k_per_s", k)])
+    t = pnorm(s, [("flops_per_s", 2 * m * n * k), ("bytes_per_s", m * k * a + n * k * w + 2 * m * n), ("k_per_s", k)])
+    return t * rows_factor(s.get("rows_factor"), m)
+
+
+def rows_factor(knots, m):
+    """Linear in log2(m) between knots at m = 2^0, 2^1, ...; clamped at both ends."""
+    if not knots:
+        return 1.0
+    x = min(max(math.log2(max(m, 1.0)), 0.0), len(knots) - 1.0)
+    i = min(int(x), len(knots) - 2)
+    return knots[i] + (x - i) * (knots[i + 1] - knots[i])
 
 
 def context_attention(s, q):

@@ -107,6 +107,18 @@ pub struct GemmParams {
     pub bytes_per_s: f64,
     /// Serial reduction rate of one output tile's k-loop, elements of k per second.
     pub k_per_s: f64,
+    /// Measured over predicted time of LLM layer shapes at `m = 2^0 .. 2^15` rows (SPEC.md
+    /// 3.1): where the tile pipeline changes regime, which the smooth p-norm misses. Surfaces
+    /// without it (older files) use 1.
+    #[serde(default = "unit_rows_factor")]
+    pub rows_factor: [f64; ROWS_KNOTS],
+}
+
+/// Knots of [`GemmParams::rows_factor`]: `m = 1, 2, 4, …, 32768`.
+pub const ROWS_KNOTS: usize = 16;
+
+fn unit_rows_factor() -> [f64; ROWS_KNOTS] {
+    [1.0; ROWS_KNOTS]
 }
 
 impl GemmParams {
@@ -114,7 +126,7 @@ impl GemmParams {
     pub fn time_s(&self, m: f64, n: f64, k: f64) -> f64 {
         let flops = 2.0 * m * n * k;
         let bytes = m * k * self.act_bytes + n * k * self.weight_bytes + 2.0 * m * n;
-        p_norm_s(
+        let t = p_norm_s(
             self.t0_s,
             self.p,
             &[
@@ -122,7 +134,17 @@ impl GemmParams {
                 bytes / self.bytes_per_s,
                 k / self.k_per_s,
             ],
-        )
+        );
+        t * self.rows_factor_at(m)
+    }
+
+    /// [`Self::rows_factor`] interpolated linearly in `log2(m)`, clamped at both ends.
+    fn rows_factor_at(&self, m: f64) -> f64 {
+        let last = (ROWS_KNOTS - 1) as f64;
+        let x = m.max(1.0).log2().clamp(0.0, last);
+        let i = (x as usize).min(ROWS_KNOTS - 2);
+        let (a, b) = (self.rows_factor[i], self.rows_factor[i + 1]);
+        a + (x - i as f64) * (b - a)
     }
 }
 
