@@ -255,11 +255,7 @@ fn kv_dtype(id: &str) -> Option<&'static str> {
 }
 
 /// The default (most measured) surface among those of `items` that `matches`, else the first.
-fn pick<'a, T>(
-    items: &'a [T],
-    matches: impl Fn(&T) -> bool,
-    default: impl Fn(&T) -> bool,
-) -> Option<&'a T> {
+fn pick<T>(items: &[T], matches: impl Fn(&T) -> bool, default: impl Fn(&T) -> bool) -> Option<&T> {
     let mut matching = items.iter().filter(|i| matches(i));
     let first = matching.next()?;
     Some(
