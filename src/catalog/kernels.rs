@@ -1,6 +1,8 @@
 //! Kernel latency surfaces: measured kernel times of one GPU under one serving engine, distilled
-//! into a few parameters per kernel by `scripts/kernels/distill.py` from NVIDIA AIConfigurator's
-//! measured tables (aiconfigurator-core 0.12.0, Apache-2.0) and embedded from `data/kernels/`.
+//! into a few parameters per kernel and embedded from `data/kernels/`: NVIDIA GPUs by
+//! `scripts/kernels/distill.py` from NVIDIA AIConfigurator's measured tables (aiconfigurator-core
+//! 0.12.0, Apache-2.0); AMD GPUs (vLLM, SGLang and RCCL only) by `scripts/kernels/distill_amd.py`
+//! from AMD AITER's tuned-kernel tables and cited published benchmarks (SPEC.md section 8).
 //! Owns the surfaces' data, their lookup by GPU, engine and key, and their evaluation (the
 //! formulas of `scripts/kernels/SPEC.md`, sections 2-3); does not know which kernels a model
 //! step runs (that is `perf::kernels`).
@@ -56,9 +58,14 @@ pub struct Fit {
     pub err_median: f64,
     pub err_p90: f64,
     pub err_max: f64,
-    /// Path of the source table inside the aiconfigurator-core wheel.
+    /// Path of the source table inside the aiconfigurator-core wheel (AMD: inside the amd-aiter
+    /// wheel, or the cited publication).
     pub source: String,
     pub table_version: String,
+    /// Set where the surface was not fitted to this GPU's own measurements but scaled from
+    /// another GPU's surface: the ratios applied and their sources (AMD files only).
+    #[serde(default)]
+    pub derived: Option<String>,
 }
 
 /// One row of a surface's source table with the distiller's prediction, for tests: the inputs
@@ -510,8 +517,9 @@ pub struct KernelFile {
 }
 
 macro_rules! kernel_files {
-    ($($gpu:literal),* $(,)?) => {
-        /// `(gpu, engine, text)` of every embedded surface file.
+    (nvidia: [$($gpu:literal),* $(,)?], amd: [$($amd:literal),* $(,)?] $(,)?) => {
+        /// `(gpu, engine, text)` of every embedded surface file. AMD GPUs have no TensorRT-LLM
+        /// file (the engine does not run on them); their `nccl` file holds RCCL collectives.
         pub const FILES: &[(&str, &str, &str)] = &[
             $(
                 ($gpu, "trtllm", include_str!(concat!("data/kernels/", $gpu, "-trtllm.toml"))),
@@ -519,18 +527,26 @@ macro_rules! kernel_files {
                 ($gpu, "sglang", include_str!(concat!("data/kernels/", $gpu, "-sglang.toml"))),
                 ($gpu, "nccl", include_str!(concat!("data/kernels/", $gpu, "-nccl.toml"))),
             )*
+            $(
+                ($amd, "vllm", include_str!(concat!("data/kernels/", $amd, "-vllm.toml"))),
+                ($amd, "sglang", include_str!(concat!("data/kernels/", $amd, "-sglang.toml"))),
+                ($amd, "nccl", include_str!(concat!("data/kernels/", $amd, "-nccl.toml"))),
+            )*
         ];
     };
 }
 
 kernel_files!(
-    "a100-80gb",
-    "h100-sxm",
-    "h200-sxm",
-    "b200",
-    "b300",
-    "gb200-nvl72",
-    "gb300-nvl72",
+    nvidia: [
+        "a100-80gb",
+        "h100-sxm",
+        "h200-sxm",
+        "b200",
+        "b300",
+        "gb200-nvl72",
+        "gb300-nvl72",
+    ],
+    amd: ["mi300x", "mi325x", "mi355x"],
 );
 
 /// The parsed file of `gpu` for `engine` (`"nccl"` for the collectives), parsed once per
@@ -548,8 +564,8 @@ pub fn file(gpu: &str, engine: &str) -> Option<&'static KernelFile> {
     }))
 }
 
-/// The surfaces of `gpu` under `engine` and its NCCL collectives; `None` without measured
-/// tables (AMD GPUs, H800, inline GPUs).
+/// The surfaces of `gpu` under `engine` and its NCCL (AMD: RCCL) collectives; `None` without
+/// measured tables (H800, inline GPUs, AMD GPUs under TensorRT-LLM).
 pub fn surfaces(
     gpu: &str,
     engine: ServingEngine,
@@ -672,7 +688,71 @@ mod tests {
                 }
             }
         }
-        assert!(checked > 2900, "{checked} samples");
+        assert!(checked > 3200, "{checked} samples");
+    }
+
+    /// The AMD files (SPEC.md section 8): vLLM, SGLang and RCCL for MI300X, MI325X and MI355X,
+    /// no TensorRT-LLM; the two engines' files hold the same surfaces; MI325X is derived from
+    /// MI300X throughout and says so, with the ratio's source; every derived sample keeps the
+    /// measurement it was scaled from.
+    #[test]
+    fn amd_files() {
+        for gpu in ["mi300x", "mi325x", "mi355x"] {
+            assert!(file(gpu, "trtllm").is_none(), "{gpu}");
+            assert!(surfaces(gpu, ServingEngine::Trtllm).is_none(), "{gpu}");
+            let (v, rccl) = surfaces(gpu, ServingEngine::Vllm).unwrap();
+            let (s, _) = surfaces(gpu, ServingEngine::Sglang).unwrap();
+            assert_eq!(v.gemm.len(), s.gemm.len(), "{gpu}");
+            for (a, b) in v.gemm.iter().zip(&s.gemm) {
+                assert_eq!(a.params, b.params, "{gpu}");
+            }
+            assert!(
+                !v.gemm.is_empty() && !v.context_attention.is_empty(),
+                "{gpu}"
+            );
+            assert_eq!(v.moe_a2a.len(), 4, "{gpu}");
+            assert!(
+                v.generation_attention.is_empty() && v.generation_mla.is_empty(),
+                "{gpu}: no AMD decode-attention measurement is distilled"
+            );
+            assert!(
+                rccl.nccl
+                    .iter()
+                    .any(|c| c.op_name == "all_reduce" && c.num_gpus == 8),
+                "{gpu}"
+            );
+            let fits = v
+                .gemm
+                .iter()
+                .map(|g| (&g.fit, &g.samples))
+                .chain(v.context_attention.iter().map(|a| (&a.fit, &a.samples)))
+                .chain(v.moe.iter().map(|m| (&m.fit, &m.samples)))
+                .chain(v.moe_a2a.iter().map(|a| (&a.fit, &a.samples)))
+                .chain(rccl.nccl.iter().map(|c| (&c.fit, &c.samples)));
+            for (fit, samples) in fits {
+                match &fit.derived {
+                    Some(text) => {
+                        assert!(
+                            text.contains("GB/s") || text.contains("TFLOP/s"),
+                            "{gpu}: the ratio and its source: {text}"
+                        );
+                        assert!(samples.iter().all(|s| s.contains_key("source_measured_ms")));
+                    }
+                    None => assert_ne!(gpu, "mi325x", "MI325X has no measurement of its own"),
+                }
+            }
+        }
+        // MI355X (CDNA4) has FP4: an MXFP4 GEMM surface; CDNA3 has none.
+        let amd_dtypes = |gpu| {
+            file(gpu, "vllm")
+                .unwrap()
+                .gemm
+                .iter()
+                .map(|g| g.dtype.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert!(amd_dtypes("mi355x").contains(&"mxfp4"));
+        assert!(!amd_dtypes("mi300x").contains(&"mxfp4"));
     }
 
     /// SPEC.md section 5's worked example: bf16 GEMM on H200 under TensorRT-LLM, m = 17,

@@ -255,11 +255,7 @@ fn kv_dtype(id: &str) -> Option<&'static str> {
 }
 
 /// The default (most measured) surface among those of `items` that `matches`, else the first.
-fn pick<'a, T>(
-    items: &'a [T],
-    matches: impl Fn(&T) -> bool,
-    default: impl Fn(&T) -> bool,
-) -> Option<&'a T> {
+fn pick<T>(items: &[T], matches: impl Fn(&T) -> bool, default: impl Fn(&T) -> bool) -> Option<&T> {
     let mut matching = items.iter().filter(|i| matches(i));
     let first = matching.next()?;
     Some(
@@ -451,7 +447,8 @@ mod tests {
         assert_eq!(g.attention[1].on(8.0), (8192.0, 1024.0));
     }
 
-    /// Only NVIDIA GPUs of AIConfigurator's tables have surfaces; H100 under TensorRT-LLM has
+    /// NVIDIA GPUs of AIConfigurator's tables have surfaces, AMD GPUs under vLLM and SGLang only
+    /// (no decode attention measured: roofline); H100 under TensorRT-LLM has
     /// FP8 GEMMs, FP8-KV attention and an all-reduce measured at 2, 4 and 8 GPUs.
     #[test]
     fn resolution() {
@@ -461,6 +458,8 @@ mod tests {
             kv: "fp8",
         };
         assert!(StepKernels::resolve("mi300x", ServingEngine::Trtllm, &f).is_none());
+        let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &f).unwrap();
+        assert!(amd.gemm.is_some() && amd.decode_attention.is_none());
         let k = StepKernels::resolve("h100-sxm", ServingEngine::Trtllm, &f).unwrap();
         assert!(k.gemm.is_some() && k.gemm_bf16.is_some() && k.experts.is_some());
         assert!(k.decode_attention.is_some() && k.prefill_attention.is_some());
