@@ -36,16 +36,20 @@ def gemm(s, q):
     m, n, k = q["m"], q["n"], q["k"]
     a, w = s["act_bytes"], s["weight_bytes"]
     t = pnorm(s, [("flops_per_s", 2 * m * n * k), ("bytes_per_s", m * k * a + n * k * w + 2 * m * n), ("k_per_s", k)])
-    return t * rows_factor(s.get("rows_factor"), m)
+    return t * shape_factor(s.get("shape_factor"), m, n * k)
 
 
-def rows_factor(knots, m):
-    """Linear in log2(m) between knots at m = 2^0, 2^1, ...; clamped at both ends."""
+def shape_factor(knots, m, size, rows=16, sizes=7):
+    """Bilinear in (log2 m, (log2 size - 20) / 2) between knots stored row-major in m; clamped."""
     if not knots:
         return 1.0
-    x = min(max(math.log2(max(m, 1.0)), 0.0), len(knots) - 1.0)
-    i = min(int(x), len(knots) - 2)
-    return knots[i] + (x - i) * (knots[i + 1] - knots[i])
+    x = min(max(math.log2(max(m, 1.0)), 0.0), rows - 1.0)
+    y = min(max((math.log2(max(size, 1.0)) - 20.0) / 2.0, 0.0), sizes - 1.0)
+    i, j = min(int(x), rows - 2), min(int(y), sizes - 2)
+    u, v = x - i, y - j
+    f = lambda a, b: knots[a * sizes + b]
+    return (f(i, j) * (1 - u) * (1 - v) + f(i + 1, j) * u * (1 - v)
+            + f(i, j + 1) * (1 - u) * v + f(i + 1, j + 1) * u * v)
 
 
 def context_attention(s, q):

@@ -382,41 +382,56 @@ def load(path):
 # --------------------------------------------------------------------------------------------
 
 
-ROWS_KNOTS = 16  # rows factor knots at m = 2^0 .. 2^15 (the tables' m range is 1..32768)
-LAYER_MIN = 1024  # n and k of an LLM layer's GEMMs (hidden >= 2048, per-GPU shards >= 1024)
+ROWS_KNOTS = 16  # shape factor knots in log2(m): m = 2^0 .. 2^15 (the tables' m range is 1..32768)
+SIZE_KNOTS = 7  # and in log2(n k) / 2: n k = 2^20, 2^22, .. 2^32 (1M to 4G weight elements)
+SIZE_LOG2_MIN = 20.0
 
 
-def rows_factor(m, n, k, pred, t):
-    """Median measured/predicted per knot of log2(m), over LLM layer shapes (n, k >= LAYER_MIN).
+def shape_factor(m, n, k, pred, t):
+    """Median measured/predicted per knot of (log2 m, log2(n k) / 2), row-major in m.
 
-    The p-norm's smooth maximum misses where the tile pipeline changes regime (the ridge between
-    weight streaming and tensor-core bound, m ~ 128..512 rows: +4..13 % on Hopper fp8); this
-    per-row-count factor restores it. Rows within half an octave of a knot belong to it; a knot
-    without rows takes its neighbour's factor (SPEC.md 3.1)."""
+    The p-norm's smooth maximum misses where the tile pipeline changes regime: between weight
+    streaming and tensor-core bound (m ~ 64..512 rows) Hopper's FP8 GEMMs overlap the two almost
+    perfectly on large weights (3.8 TB/s and 940 TFLOP/s at once on H200, m = 128, 65536 x 16384)
+    while small weights pay wave quantization; one global p cannot follow both. Rows within half
+    a knot step belong to a knot (at least 5); a knot without rows takes the nearest knot's
+    factor (SPEC.md 3.1)."""
     import numpy as np
 
     lm = np.log2(m)
-    layer = (n >= LAYER_MIN) & (k >= LAYER_MIN)
-    out = [float("nan")] * ROWS_KNOTS
+    ls = (np.log2(n * k) - SIZE_LOG2_MIN) / 2.0
+    r = np.log(t / pred)
+    grid = np.full((ROWS_KNOTS, SIZE_KNOTS), np.nan)
     for i in range(ROWS_KNOTS):
-        sel = layer & (np.abs(lm - i) <= 0.5)
-        if sel.sum() >= 20:
-            out[i] = float(np.exp(np.median(np.log(t[sel] / pred[sel]))))
-    known = [i for i, v in enumerate(out) if v == v]
-    if not known:
-        return [1.0] * ROWS_KNOTS
+        near_m = np.abs(lm - i) <= 0.5
+        for j in range(SIZE_KNOTS):
+            sel = near_m & (np.abs(ls - j) <= 0.5)
+            if sel.sum() >= 5:
+                grid[i, j] = np.median(r[sel])
+    known = np.argwhere(~np.isnan(grid))
+    if len(known) == 0:
+        return [1.0] * (ROWS_KNOTS * SIZE_KNOTS)
     for i in range(ROWS_KNOTS):
-        if out[i] != out[i]:
-            out[i] = out[min(known, key=lambda j: (abs(j - i), j))]
-    return [float(f"{v:.6g}") for v in out]
+        for j in range(SIZE_KNOTS):
+            if np.isnan(grid[i, j]):
+                d = np.abs(known[:, 0] - i) + np.abs(known[:, 1] - j)
+                a, b = known[np.lexsort((known[:, 1], known[:, 0], d))[0]]
+                grid[i, j] = grid[a, b]
+    return [float(f"{v:.5g}") for v in np.exp(grid).ravel()]
 
 
-def rows_factor_eval(factor, m):
-    """Linear interpolation of the knots in log2(m), clamped at both ends."""
+def shape_factor_eval(factor, m, n, k):
+    """Bilinear interpolation of the knots, clamped at the edges (SPEC.md 3.1)."""
     import numpy as np
 
+    f = np.asarray(factor, dtype=float).reshape(ROWS_KNOTS, SIZE_KNOTS)
     x = np.clip(np.log2(np.maximum(m, 1.0)), 0.0, ROWS_KNOTS - 1.0)
-    return np.interp(x, np.arange(ROWS_KNOTS, dtype=float), np.asarray(factor, dtype=float))
+    y = np.clip((np.log2(np.maximum(n * k, 1.0)) - SIZE_LOG2_MIN) / 2.0, 0.0, SIZE_KNOTS - 1.0)
+    i = np.minimum(x.astype(int), ROWS_KNOTS - 2)
+    j = np.minimum(y.astype(int), SIZE_KNOTS - 2)
+    u, v = x - i, y - j
+    return (f[i, j] * (1 - u) * (1 - v) + f[i + 1, j] * u * (1 - v)
+            + f[i, j + 1] * (1 - u) * v + f[i + 1, j + 1] * u * v)
 
 
 def fit_gemm(rec):
@@ -437,9 +452,9 @@ def fit_gemm(rec):
         ]
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t)
-        factor = rows_factor(m, n, k, pnorm_eval(p, xs), t)
-        p["rows_factor"] = factor
-        pred = pnorm_eval(p, xs) * rows_factor_eval(factor, m)
+        factor = shape_factor(m, n, k, pnorm_eval(p, xs), t)
+        p["shape_factor"] = factor
+        pred = pnorm_eval(p, xs) * shape_factor_eval(factor, m, n, k)
         default = bool(cnt == counts[dt].max())
         out.append(
             surface_record(
@@ -777,8 +792,8 @@ def write_toml(path: Path, header: dict, surfaces: list):
         for k in PARAM_ORDER:
             if k in s["params"]:
                 lines.append(f"{k} = {toml_value(float(s['params'][k]))}")
-        if "rows_factor" in s["params"]:
-            lines.append(f"rows_factor = {toml_value([float(x) for x in s['params']['rows_factor']])}")
+        if "shape_factor" in s["params"]:
+            lines.append(f"shape_factor = {toml_value([float(x) for x in s['params']['shape_factor']])}")
         lines.append(f"range = {toml_value(s['range'])}")
         lines.append("samples = [")
         for smp in s["samples"]:

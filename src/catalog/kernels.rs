@@ -103,7 +103,7 @@ pub struct Gemm {
 }
 
 /// The numbers of a [`Gemm`] surface.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GemmParams {
     /// Bytes per activation and weight element as read.
     pub act_bytes: f64,
@@ -114,19 +114,19 @@ pub struct GemmParams {
     pub bytes_per_s: f64,
     /// Serial reduction rate of one output tile's k-loop, elements of k per second.
     pub k_per_s: f64,
-    /// Measured over predicted time of LLM layer shapes at `m = 2^0 .. 2^15` rows (SPEC.md
-    /// 3.1): where the tile pipeline changes regime, which the smooth p-norm misses. Surfaces
-    /// without it (older files) use 1.
-    #[serde(default = "unit_rows_factor")]
-    pub rows_factor: [f64; ROWS_KNOTS],
+    /// Measured over predicted time at knots of `log2 m` (`m = 2^0 .. 2^15`, [`ROWS_KNOTS`])
+    /// and of `log2(n k) / 2` (`n k = 2^20 .. 2^32`, [`SIZE_KNOTS`]), row-major in `m`
+    /// (SPEC.md 3.1): where the tile pipeline changes regime, which the smooth p-norm misses.
+    /// Empty in files from before the field: factor 1.
+    #[serde(default)]
+    pub shape_factor: Vec<f64>,
 }
 
-/// Knots of [`GemmParams::rows_factor`]: `m = 1, 2, 4, …, 32768`.
+/// Knots of [`GemmParams::shape_factor`] in rows: `m = 1, 2, 4, …, 32768`.
 pub const ROWS_KNOTS: usize = 16;
-
-fn unit_rows_factor() -> [f64; ROWS_KNOTS] {
-    [1.0; ROWS_KNOTS]
-}
+/// Knots in weight elements: `n k = 2^20, 2^22, …, 2^32`.
+pub const SIZE_KNOTS: usize = 7;
+const SIZE_LOG2_MIN: f64 = 20.0;
 
 impl GemmParams {
     /// Seconds for `m` rows against an `n x k` weight.
@@ -142,16 +142,27 @@ impl GemmParams {
                 k / self.k_per_s,
             ],
         );
-        t * self.rows_factor_at(m)
+        t * self.shape_factor_at(m, n * k)
     }
 
-    /// [`Self::rows_factor`] interpolated linearly in `log2(m)`, clamped at both ends.
-    fn rows_factor_at(&self, m: f64) -> f64 {
-        let last = (ROWS_KNOTS - 1) as f64;
-        let x = m.max(1.0).log2().clamp(0.0, last);
-        let i = (x as usize).min(ROWS_KNOTS - 2);
-        let (a, b) = (self.rows_factor[i], self.rows_factor[i + 1]);
-        a + (x - i as f64) * (b - a)
+    /// [`Self::shape_factor`] interpolated bilinearly, clamped at the edges.
+    fn shape_factor_at(&self, m: f64, size: f64) -> f64 {
+        let f = &self.shape_factor;
+        if f.len() != ROWS_KNOTS * SIZE_KNOTS {
+            return 1.0;
+        }
+        let x = m.max(1.0).log2().clamp(0.0, (ROWS_KNOTS - 1) as f64);
+        let y = ((size.max(1.0).log2() - SIZE_LOG2_MIN) / 2.0).clamp(0.0, (SIZE_KNOTS - 1) as f64);
+        let (i, j) = (
+            (x as usize).min(ROWS_KNOTS - 2),
+            (y as usize).min(SIZE_KNOTS - 2),
+        );
+        let (u, v) = (x - i as f64, y - j as f64);
+        let at = |a: usize, b: usize| f[a * SIZE_KNOTS + b];
+        at(i, j) * (1.0 - u) * (1.0 - v)
+            + at(i + 1, j) * u * (1.0 - v)
+            + at(i, j + 1) * (1.0 - u) * v
+            + at(i + 1, j + 1) * u * v
     }
 }
 

@@ -209,8 +209,8 @@ impl AllReduceTable {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StepKernels {
     /// GEMM of the weight format (linear layers), and bf16 (LM head, router).
-    pub gemm: Option<GemmParams>,
-    pub gemm_bf16: Option<GemmParams>,
+    pub gemm: Option<&'static GemmParams>,
+    pub gemm_bf16: Option<&'static GemmParams>,
     /// Grouped GEMMs of the routed experts in their format.
     pub experts: Option<MoeParams>,
     pub prefill_attention: Option<ContextAttentionParams>,
@@ -220,6 +220,64 @@ pub struct StepKernels {
     /// The engine's all-reduce as decode runs it (captured in CUDA graphs) and as prefill runs it.
     pub all_reduce_graph: AllReduceTable,
     pub all_reduce_eager: AllReduceTable,
+    /// The engine's MoE dispatch and combine between expert-parallel ranks.
+    pub exchange: Option<ExpertExchange>,
+}
+
+/// Measured MoE dispatch and combine (DeepEP-style kernels, SPEC.md 3.9) of one engine inside
+/// one NVLink domain, at the expert-parallel group size the tables were measured at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpertExchange {
+    /// GPUs of the measured group (8 on HGX, 4 on GB200/GB300 trays).
+    pub ep: u32,
+    /// Low-latency kernels, which decode steps run: dispatch, combine.
+    pub decode: (TwoLine, TwoLine),
+    /// High-throughput ("normal") kernels, which prefill-only steps run.
+    pub prefill: (TwoLine, TwoLine),
+}
+
+impl ExpertExchange {
+    /// Seconds of one MoE layer's dispatch and combine on a rank that sends `copies` routed
+    /// token copies (tokens x top-k) of `hidden` elements each. The kernels' time is set by the
+    /// rank's own copies; the measured group stands for any group inside the domain (the share of
+    /// copies that stay on the rank, `1/ep`, differs by at most `1/self.ep`).
+    pub fn time_s(&self, decoding: bool, copies: f64, hidden: f64) -> f64 {
+        let (dispatch, combine) = if decoding { self.decode } else { self.prefill };
+        let elements = copies * hidden;
+        dispatch.time_s(elements) + combine.time_s(elements)
+    }
+
+    /// The exchange of `engine` in `file`, its dispatch in `dispatch` (a table's `comm_dtype`)
+    /// where measured, else in bf16; combines in bf16. `None` without both phases of both kinds.
+    fn resolve(file: &KernelFile, engine: ServingEngine, dispatch: &str) -> Option<Self> {
+        let (low_latency, normal) = match engine {
+            ServingEngine::Trtllm => ("trtllm_deepep_ll", "trtllm_deepep_ht"),
+            ServingEngine::Vllm => ("deepep_ll", "deepep_ht"),
+            ServingEngine::Sglang => ("deepep_ll", "deepep_normal"),
+        };
+        // vLLM's tables carry no format (`default`); SGLang's say `default` and `bf16`.
+        let line = |backend: &str, phase: &str, dtypes: &[&str]| {
+            dtypes.iter().find_map(|d| {
+                file.moe_a2a
+                    .iter()
+                    .find(|a| a.comm_backend == backend && a.phase == phase && a.comm_dtype == *d)
+            })
+        };
+        let bf16 = ["bfloat16", "bf16", "default"];
+        let preferred = [dispatch, "bfloat16", "bf16", "default"];
+        let pair = |backend: &str| {
+            let d = line(backend, "dispatch", &preferred)?;
+            let c = line(backend, "combine", &bf16)?;
+            (d.ep_size == c.ep_size).then_some((d.ep_size, (d.line, c.line)))
+        };
+        let (ep, decode) = pair(low_latency)?;
+        let (ep_prefill, prefill) = pair(normal)?;
+        (ep == ep_prefill).then_some(ExpertExchange {
+            ep,
+            decode,
+            prefill,
+        })
+    }
 }
 
 /// Names of a racksweep weight format in the GEMM tables, in order of preference.
@@ -294,7 +352,7 @@ impl StepKernels {
     pub fn resolve(gpu: &str, engine: ServingEngine, formats: &Formats) -> Option<StepKernels> {
         let (f, _nccl) = kernels::surfaces(gpu, engine)?;
         let gemm = |ids: &[&str]| {
-            pick_key(&f.gemm, ids, |g| g.dtype.as_str(), |g| g.default).map(|g| g.params)
+            pick_key(&f.gemm, ids, |g| g.dtype.as_str(), |g| g.default).map(|g| &g.params)
         };
         // Attention computes in bf16 over a bf16 or FP8 cache (FP8 FMHA is opt-in).
         let kv = kv_dtype(formats.kv);
@@ -347,6 +405,15 @@ impl StepKernels {
             decode_mla,
             all_reduce_graph: AllReduceTable::from_file(f, graph),
             all_reduce_eager: AllReduceTable::from_file(f, eager),
+            exchange: ExpertExchange::resolve(
+                f,
+                engine,
+                match formats.experts.1 {
+                    ComputeClass::Fp4 => "nvfp4",
+                    ComputeClass::Fp8 => "fp8",
+                    _ => "bfloat16",
+                },
+            ),
         })
     }
 

@@ -201,9 +201,9 @@ fn measured_kernels_s(
     let g = &m.gemms;
     let linear_s = k.gemm.zip(k.gemm_bf16).map(|(w, bf16)| {
         let per_layer =
-            |shapes: &[super::kernels::GemmShape]| StepKernels::gemms_s(&w, shapes, rows, tp);
+            |shapes: &[super::kernels::GemmShape]| StepKernels::gemms_s(w, shapes, rows, tp);
         let head = if s.head_params > 0.0 {
-            StepKernels::gemms_s(&bf16, std::slice::from_ref(&g.head), t.logit_rows, tp)
+            StepKernels::gemms_s(bf16, std::slice::from_ref(&g.head), t.logit_rows, tp)
         } else {
             0.0
         };
@@ -211,7 +211,7 @@ fn measured_kernels_s(
             + s.dense_layers * per_layer(&g.dense_mlp)
             + s.moe_layers
                 * (per_layer(&g.moe_shared[..2])
-                    + StepKernels::gemms_s(&bf16, &g.moe_shared[2..], rows, tp))
+                    + StepKernels::gemms_s(bf16, &g.moe_shared[2..], rows, tp))
             + head
     });
     let experts_s = if s.moe_layers == 0.0 {
@@ -276,7 +276,9 @@ fn measured_kernels_s(
 ///
 /// Where the engine's own all-reduce was measured at the group's size inside one scale-up
 /// domain, its surface times the tensor-parallel all-reduce: as captured in CUDA graphs in steps
-/// that decode, as launched eagerly in prefill-only steps.
+/// that decode, as launched eagerly in prefill-only steps. Likewise the engine's measured MoE
+/// dispatch and combine time the all-to-all of an expert-parallel group inside the domain: the
+/// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps.
 fn layer_comm_s(
     m: &ModelFacts,
     l: &Layout,
@@ -308,10 +310,26 @@ fn layer_comm_s(
     });
     let attention = s.layers * tp_all_reduce;
     let dense = s.dense_layers * tp_all_reduce;
+    // Shared experts run tensor-parallel inside the attention rank and need their own
+    // all-reduce; without them the combine all-to-all returns finished outputs.
+    let shared = if m.has_shared_experts {
+        tp_all_reduce
+    } else {
+        0.0
+    };
     let moe = if s.moe_layers == 0.0 {
         0.0
     } else if l.attention_dp == 1 {
         s.moe_layers * tp_all_reduce
+    } else if let Some(x) = r
+        .kernels
+        .as_ref()
+        .and_then(|k| k.exchange)
+        .filter(|_| l.ep > 1 && l.ep <= r.domain_gpus)
+    {
+        // The engine's measured dispatch and combine (SPEC.md 3.9), inside the NVLink domain.
+        let copies = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token);
+        s.moe_layers * (x.time_s(decoding, copies, m.hidden) + shared)
     } else {
         let a2a = |bytes_per_element: f64| {
             r.expert_exchange.time_s(
@@ -319,13 +337,6 @@ fn layer_comm_s(
                 m.hidden * bytes_per_element,
                 [r.scaleup, r.scaleup, r.scaleout],
             )
-        };
-        // Shared experts run tensor-parallel inside the attention rank and need their own
-        // all-reduce; without them the combine all-to-all returns finished outputs.
-        let shared = if m.has_shared_experts {
-            tp_all_reduce
-        } else {
-            0.0
         };
         s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES) + shared)
     };
