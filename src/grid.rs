@@ -6,14 +6,7 @@
 //! tp, pp, ep, disagg_prefill_pct, spec_tokens, batch, ownership. Rows of the output therefore
 //! come grouped by hardware.
 
-use crate::perf::cost::Ownership;
-
-/// A GPU preset together with the rack it is deployed in (indices into the sweep's catalog).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Platform {
-    pub gpu: usize,
-    pub rack: usize,
-}
+use crate::vocab::{Ownership, Platform};
 
 /// One configuration: axis indices for the categorical axes, values for the numeric ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

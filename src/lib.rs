@@ -20,3 +20,4 @@ pub mod spec;
 pub mod suggest;
 pub mod train;
 pub mod validate;
+pub mod vocab;

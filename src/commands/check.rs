@@ -7,10 +7,11 @@ use anyhow::Result;
 use super::table;
 use crate::catalog::Catalog;
 use crate::cli::CheckArgs;
-use crate::grid::{AXES, AXIS_NAMES, Platform};
+use crate::grid::{AXES, AXIS_NAMES};
 use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec, Sweep, TrainingSpec};
 use crate::train::grid::AXES as TRAINING_AXES;
+use crate::vocab::Platform;
 
 /// Each axis with its size and values, one line per axis, then `configurations: N`.
 pub fn render(sweep: &Sweep) -> String {

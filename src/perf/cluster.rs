@@ -6,12 +6,13 @@
 use crate::catalog::Rack;
 use crate::grid::Point;
 
-use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
+use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR};
 use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::steady::{self, Steady};
 use super::unit::Unit;
 use super::{Context, Estimate, Instance, Reason, instance_serving};
+use crate::vocab::Ownership;
 
 /// `racks` value that asks for automatic sizing.
 pub const AUTO_RACKS: u32 = 0;

@@ -96,7 +96,7 @@ pub struct Plan {
     pub settings: sizing::Settings,
     pub economics: crate::catalog::Economics,
     /// Values of the grid's `ownership` axis.
-    pub ownership: Vec<cost::Ownership>,
+    pub ownership: Vec<crate::vocab::Ownership>,
     /// Per-token API prices (input, output), USD per million tokens.
     pub api_usd_per_mtok: Option<(f64, f64)>,
 }
@@ -115,7 +115,7 @@ impl Plan {
                 slo: sizing::Slo::default(),
             },
             economics,
-            ownership: vec![cost::Ownership::Cloud],
+            ownership: vec![crate::vocab::Ownership::Cloud],
             api_usd_per_mtok: None,
         }
     }

@@ -115,7 +115,7 @@ pub(crate) mod tests {
         let rack = catalog.rack_index(&catalog.gpus[g].default_rack).unwrap();
         let bf16 = catalog.dtype_index("bf16").unwrap();
         let grid = Grid {
-            platforms: vec![crate::grid::Platform { gpu: g, rack }],
+            platforms: vec![crate::vocab::Platform { gpu: g, rack }],
             weight_dtypes: vec![bf16],
             kv_dtypes: vec![bf16],
             racks: vec![1],
@@ -125,7 +125,7 @@ pub(crate) mod tests {
             disagg_prefill_pct: vec![0],
             spec_tokens: vec![0],
             batch: vec![batch],
-            ownership: vec![cost::Ownership::Cloud],
+            ownership: vec![crate::vocab::Ownership::Cloud],
         };
         let model = catalog.model("llama-3.1-70b").unwrap();
         let ctx = Context::new(catalog, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
@@ -317,7 +317,7 @@ pub(crate) mod tests {
         let c = Catalog::builtin().unwrap();
         let g = c.gpu_index("h200-sxm").unwrap();
         let grid = Grid {
-            platforms: vec![crate::grid::Platform {
+            platforms: vec![crate::vocab::Platform {
                 gpu: g,
                 rack: c.rack_index(&c.gpus[g].default_rack).unwrap(),
             }],
@@ -330,7 +330,7 @@ pub(crate) mod tests {
             disagg_prefill_pct: vec![0],
             spec_tokens: vec![0],
             batch: vec![1],
-            ownership: vec![cost::Ownership::Cloud],
+            ownership: vec![crate::vocab::Ownership::Cloud],
         };
         let model = c.model("gpt-oss-120b").unwrap();
         let ctx = Context::new(&c, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
@@ -370,7 +370,7 @@ pub(crate) mod tests {
             let c = Catalog::builtin().unwrap();
             let m = &c.models[model];
             let grid = Grid {
-                platforms: vec![crate::grid::Platform { gpu, rack: c.rack_index(&c.gpus[gpu].default_rack).unwrap() }],
+                platforms: vec![crate::vocab::Platform { gpu, rack: c.rack_index(&c.gpus[gpu].default_rack).unwrap() }],
                 weight_dtypes: vec![w],
                 kv_dtypes: vec![kv],
                 racks: vec![racks],
@@ -380,7 +380,7 @@ pub(crate) mod tests {
                 disagg_prefill_pct: vec![pct],
                 spec_tokens: vec![spec],
                 batch: vec![batch],
-                ownership: vec![cost::Ownership::Cloud],
+                ownership: vec![crate::vocab::Ownership::Cloud],
             };
             let ctx = Context::new(&c, m, &grid, Workload::new(900.5, 300.0)).unwrap();
             let e = evaluate(&ctx, &grid.point(0));

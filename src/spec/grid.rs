@@ -9,8 +9,9 @@ use toml::Spanned;
 
 use crate::catalog::Catalog;
 use crate::error::UserError;
-use crate::grid::{Grid, Platform};
+use crate::grid::Grid;
 use crate::limits;
+use crate::vocab::Platform;
 
 use super::raw::{self, IntAxis, Names};
 use super::{Loader, MAX_AXIS_VALUES, thousands};
@@ -149,9 +150,9 @@ impl Loader<'_> {
     pub(super) fn ownership(
         &self,
         ownership: &Option<Names>,
-    ) -> Result<Vec<crate::perf::cost::Ownership>, UserError> {
+    ) -> Result<Vec<crate::vocab::Ownership>, UserError> {
         Ok(match ownership {
-            None => vec![crate::perf::cost::Ownership::Cloud],
+            None => vec![crate::vocab::Ownership::Cloud],
             Some(names) => {
                 if names.get_ref().is_empty() {
                     return Err(self.at(names.span(), "grid.ownership: empty").with_hint(
@@ -160,7 +161,7 @@ impl Loader<'_> {
                 }
                 let mut out = Vec::new();
                 for (i, n) in names.get_ref().iter().enumerate() {
-                    let o = crate::perf::cost::Ownership::parse(n.get_ref()).ok_or_else(|| {
+                    let o = crate::vocab::Ownership::parse(n.get_ref()).ok_or_else(|| {
                         self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", limits::quoted(n.get_ref())))
                             .with_hint("use \"cloud\" (GPU-hours at list price) or \"owned\" (capex amortized plus opex)")
                     })?;

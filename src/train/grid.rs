@@ -5,8 +5,9 @@
 //! Axis order, slowest-varying first: platform (hardware x rack), scale (racks, GPUs or dp), tp, pp,
 //! cp, ep, microbatch, virtual_stages, zero_stage, recompute, precision, ownership.
 
-use crate::grid::{Platform, mixed_radix};
-use crate::perf::cost::Ownership;
+use crate::grid::mixed_radix;
+use crate::vocab::Ownership;
+use crate::vocab::Platform;
 
 use super::{Precision, Recompute};
 

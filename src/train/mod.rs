@@ -14,9 +14,10 @@ pub mod step;
 pub use crate::catalog::training::Factors;
 
 use crate::catalog::{ComputeClass, Economics, Gpu, Model, Rack};
-use crate::perf::cost::{self, Ownership};
+use crate::perf::cost;
 use crate::perf::layout::Tier;
 use crate::perf::power::PowerFacts;
+use crate::vocab::Ownership;
 
 use flops::ForwardFlops;
 use memory::{Footprint, ShardParams};

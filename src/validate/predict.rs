@@ -13,11 +13,12 @@
 //! admission policy is the one of the harness the case's source names (`harness_admission`).
 
 use crate::catalog::{Catalog, Rack};
-use crate::grid::{Grid, Platform};
+use crate::grid::Grid;
 use crate::limits;
 use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
 use crate::perf::{self, Context, Instance, Workload};
+use crate::vocab::Platform;
 
 use super::cases::{Case, Harness};
 
@@ -255,7 +256,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         disagg_prefill_pct: vec![0],
         spec_tokens: vec![0],
         batch,
-        ownership: vec![crate::perf::cost::Ownership::Cloud],
+        ownership: vec![crate::vocab::Ownership::Cloud],
     };
     let admission = harness_admission(case);
     if admission != KvAdmission::default() {
