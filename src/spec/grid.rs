@@ -10,64 +10,11 @@ use toml::Spanned;
 use crate::catalog::Catalog;
 use crate::error::UserError;
 use crate::grid::Grid;
-use crate::limits;
+use crate::limits::{self, BATCH, Bounds, COUNT, DEGREE, DRAFT_TOKENS, PERCENT, RACKS};
 use crate::vocab::Platform;
 
 use super::raw::{self, IntAxis, Names};
 use super::{Loader, MAX_AXIS_VALUES, thousands};
-
-/// Values an integer axis accepts, and why the largest is the largest.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Bounds {
-    pub(super) min: u32,
-    pub(super) max: u32,
-    /// The reason for `max`, given as the hint of the error (`None` where it is plain).
-    pub(super) why: Option<&'static str>,
-}
-
-/// Whole numbers from 1 that the model never multiplies (sequence lengths, a range's step).
-pub(super) const COUNT: Bounds = Bounds {
-    min: 1,
-    max: u32::MAX,
-    why: None,
-};
-/// Racks of a cluster.
-pub(super) const RACKS: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_RACKS,
-    why: Some(limits::MAX_RACKS_WHY),
-};
-/// Parallel degrees and splits: tp, pp, ep, cp, virtual_stages.
-pub(super) const DEGREE: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_DEGREE,
-    why: Some(limits::MAX_DEGREE_WHY),
-};
-/// Sequences of a batch or microbatch.
-pub(super) const BATCH: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_BATCH,
-    why: Some(limits::MAX_BATCH_WHY),
-};
-/// GPUs of a cluster, or its data-parallel replicas.
-pub(super) const CLUSTER_GPUS: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_CLUSTER_GPUS,
-    why: Some(limits::MAX_CLUSTER_GPUS_WHY),
-};
-/// Share of instances in the prefill pool; 0 = aggregated serving.
-pub(super) const PERCENT: Bounds = Bounds {
-    min: 0,
-    max: 99,
-    why: None,
-};
-/// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
-/// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
-pub(super) const DRAFT_TOKENS: Bounds = Bounds {
-    min: 0,
-    max: 16,
-    why: None,
-};
 
 /// Axis defaults (docs/sweep-format.md, section 4, "[grid]").
 pub(super) const DEFAULT_RACKS: &[u32] = &[1];

@@ -9,12 +9,11 @@ use toml::Spanned;
 use crate::catalog::Catalog;
 use crate::columns::{Mode, Schema};
 use crate::error::UserError;
-use crate::limits;
+use crate::limits::{self, BATCH, CLUSTER_GPUS, COUNT, DEGREE, RACKS, ZERO_STAGES};
 use crate::pareto::{Constraint, Objective};
 use crate::train::grid::{Scale, TrainGrid};
 use crate::train::{self, Precision, Recompute};
 
-use super::grid::{BATCH, Bounds, CLUSTER_GPUS, COUNT, DEGREE, RACKS};
 use super::raw::{IntAxis, Names, RawTrainingGrid, RawTrainingSpec};
 use super::{Loader, thousands};
 
@@ -26,11 +25,6 @@ pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
 const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
 const DEFAULT_ONE: &[u32] = &[1];
 const DEFAULT_ZERO_STAGE: &[u32] = &[1];
-const ZERO_STAGES: Bounds = Bounds {
-    min: 0,
-    max: 3,
-    why: None,
-};
 
 #[derive(Debug, Clone)]
 pub struct TrainingSpec {
