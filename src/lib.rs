@@ -2,6 +2,7 @@
 //! integration tests and benchmarks.
 
 pub mod analyze;
+pub mod axis;
 pub mod catalog;
 pub mod cli;
 pub mod columns;

@@ -65,7 +65,7 @@ impl<'a> Training<'a> {
         let c: &Catalog = &spec.catalog;
         let g = &spec.grid;
         let systems = g
-            .platforms
+            .platform
             .iter()
             .flat_map(|p| {
                 g.ownership.iter().map(move |&ownership| System {
@@ -94,7 +94,7 @@ impl<'a> Training<'a> {
         // domains (train::Packing).
         let packing = Packing::new(p.tp, p.cp, p.ep, sys.rack);
         let replica = p.tp * p.pp * p.cp;
-        let (racks, gpus, dp) = match g.scale {
+        let (racks, gpus, dp) = match g.scale.by {
             Scale::Racks => {
                 let gpus = p.scale * packing.gpus_per_rack;
                 (p.scale, gpus, gpus / replica)
@@ -153,10 +153,10 @@ impl Space for Training<'_> {
         row: &mut TrainRow,
         mut each: impl FnMut(&TrainRow),
     ) {
-        self.grid.for_each(start, end, |config_id, p| {
-            self.evaluate_into(config_id, p, row);
+        for (config_id, p) in self.grid.range(start, end) {
+            self.evaluate_into(config_id, &p, row);
             each(row);
-        });
+        }
     }
 }
 
@@ -236,7 +236,7 @@ hardware = ["h100-sxm"]
             };
             let row = Training::new(&spec).evaluate(0);
             let e = &row.estimate;
-            let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+            let rack = &spec.catalog.racks[spec.grid.platform[0].rack];
             let per_rack = u64::from(Packing::new(tp, cp, ep, rack).gpus_per_rack);
             let expected_gpus = match scale {
                 0 => u64::from(racks) * per_rack,

@@ -29,7 +29,7 @@ pub(super) struct PlatformFacts {
 }
 
 /// What is served: mean prompt and output lengths, and the speculative-decoding parameters used
-/// where the grid's `spec_tokens` is above 0.
+/// where a point proposes draft tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Workload {
     pub input_tokens: f64,
@@ -136,14 +136,14 @@ impl Context {
             .and_then(|id| catalog.dtype(id));
         let model = ModelFacts::new(model)?;
         let platforms = grid
-            .platforms
+            .platform
             .iter()
             .map(|p| {
                 let gpu = &catalog.gpus[p.gpu];
                 let rack = catalog.racks[p.rack].clone();
                 let link = gpu.efficiency.link;
                 let linear_flops_per_s = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| {
                         compute::compute_class(gpu, &catalog.dtypes[d], &catalog.calibration)
@@ -151,12 +151,12 @@ impl Context {
                     })
                     .collect();
                 let weight_bytes_per_param = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| catalog.dtypes[d].bytes_per_param())
                     .collect();
                 let expert_compute = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| {
                         compute::expert_compute(
@@ -168,7 +168,7 @@ impl Context {
                     })
                     .collect();
                 let kv_bytes_per_element = grid
-                    .kv_dtypes
+                    .kv_dtype
                     .iter()
                     .map(|&d| {
                         let dtype = &catalog.dtypes[d];

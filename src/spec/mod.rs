@@ -50,7 +50,8 @@ pub struct Spec {
     pub model: usize,
     pub input_tokens: f64,
     pub output_tokens: f64,
-    /// Probability that a draft token is accepted (when `grid.spec_tokens` > 0).
+    /// Probability that a draft token is accepted (where the grid proposes drafts,
+    /// `Grid::speculates`).
     pub spec_acceptance: f64,
     /// Cost of one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
@@ -145,7 +146,9 @@ impl Sweep {
     /// Axis names and their number of values, in grid order.
     pub fn axes(&self) -> Vec<(&'static str, u64)> {
         match self {
-            Sweep::Inference(s) => crate::grid::AXIS_NAMES
+            Sweep::Inference(s) => s
+                .grid
+                .axis_names()
                 .into_iter()
                 .zip(s.grid.radices())
                 .collect(),
@@ -193,8 +196,8 @@ impl Sweep {
     /// formats.
     pub fn labels(&self) -> LabelValues {
         let (platforms, ownership, c) = match self {
-            Sweep::Inference(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
-            Sweep::Training(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
+            Sweep::Inference(s) => (&s.grid.platform, &s.grid.ownership, &s.catalog),
+            Sweep::Training(s) => (&s.grid.platform, &s.grid.ownership, &s.catalog),
         };
         let mut hardware: Vec<String> = Vec::new();
         let mut rack: Vec<String> = Vec::new();
@@ -215,7 +218,7 @@ impl Sweep {
         }
         let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
         let (weight_dtype, kv_dtype) = match self {
-            Sweep::Inference(s) => (dtypes(&s.grid.weight_dtypes), dtypes(&s.grid.kv_dtypes)),
+            Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
             Sweep::Training(_) => (Vec::new(), Vec::new()),
         };
         LabelValues {
@@ -712,7 +715,6 @@ pub fn thousands(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::grid::{DEFAULT_BATCH, DEFAULT_TP};
     use super::*;
 
     const MINIMAL: &str = r#"
@@ -734,9 +736,10 @@ hardware = ["h100-sxm", "b200"]
     #[test]
     fn minimal_sweep_takes_documented_defaults() {
         let s = spec(MINIMAL).unwrap();
-        assert_eq!(s.grid.platforms.len(), 2);
-        assert_eq!(s.grid.tp, DEFAULT_TP);
-        assert_eq!(s.grid.batch, DEFAULT_BATCH);
+        assert_eq!(s.grid.platform.len(), 2);
+        // docs/sweep-format.md §4.
+        assert_eq!(s.grid.tp, [1, 2, 4, 8]);
+        assert_eq!(s.grid.batch, [1, 2, 4, 8, 16, 32, 64, 128, 256]);
         assert_eq!(s.grid.len(), 2 * 4 * 9);
         assert_eq!(s.objectives.len(), 2);
         assert_eq!(s.sha256.len(), 64);
@@ -783,7 +786,7 @@ hardware = ["h100-sxm", "b200"]
         let s = spec(&text).unwrap();
         let racks: Vec<&str> = s
             .grid
-            .platforms
+            .platform
             .iter()
             .map(|p| s.catalog.racks[p.rack].id.as_str())
             .collect();

@@ -17,7 +17,7 @@ use crate::catalog::{ComputeClass, Economics, Gpu, Model, Rack};
 use crate::perf::cost;
 use crate::perf::layout::Tier;
 use crate::perf::power::PowerFacts;
-use crate::vocab::Ownership;
+use crate::vocab::{Ownership, Vocabulary};
 
 use flops::ForwardFlops;
 use memory::{Footprint, ShardParams};
@@ -47,6 +47,14 @@ impl Recompute {
     }
 }
 
+impl Vocabulary for Recompute {
+    const ALL: &'static [Recompute] = &Recompute::ALL;
+
+    fn as_str(self) -> &'static str {
+        Recompute::as_str(self)
+    }
+}
+
 /// Number format of the linear layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
@@ -64,6 +72,14 @@ impl Precision {
             Precision::Bf16 => "bf16",
             Precision::Fp8 => "fp8",
         }
+    }
+}
+
+impl Vocabulary for Precision {
+    const ALL: &'static [Precision] = &Precision::ALL;
+
+    fn as_str(self) -> &'static str {
+        Precision::as_str(self)
     }
 }
 
