@@ -202,30 +202,43 @@ hardware = ["h100-sxm"]
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
-        /// Over the whole ranges a training spec accepts, a layout's counts are the exact
-        /// products (computed here in u64), never wrapped: GPUs = racks x GPUs per rack used,
-        /// dp x tp x pp x cp = GPUs where dp is whole, and a row either trains or says why.
+        /// Over the whole ranges a training spec accepts, on every built-in rack and model, a
+        /// layout's counts are the exact products (computed here in u64), never wrapped: GPUs =
+        /// racks x GPUs per rack used, dp x tp x pp x cp = GPUs where dp is whole, and a row
+        /// either trains or says why.
         #[test]
         fn training_counts_never_wrap(
             tp in count(MAX_DEGREE), pp in count(MAX_DEGREE), cp in count(MAX_DEGREE),
             ep in count(MAX_DEGREE), microbatch in count(MAX_BATCH),
             virtual_stages in count(MAX_DEGREE), racks in count(MAX_RACKS),
             gpus in count(MAX_CLUSTER_GPUS), dp in count(MAX_CLUSTER_GPUS), scale in 0..3u8,
+            rack in 0..Catalog::builtin().unwrap().racks.len(),
+            model in 0..Catalog::builtin().unwrap().models.len(),
         ) {
+            let c = Catalog::builtin().unwrap();
+            let (rack, model) = (&c.racks[rack], &c.models[model]);
+            // 4,096-token sequences, or the model's whole context where it is shorter.
+            let seq_len = model.max_context.min(4096);
             let size = match scale {
                 0 => format!("racks = [{racks}]"),
                 1 => format!("gpus = [{gpus}]"),
                 _ => format!("dp = [{dp}]"),
             };
             let text = format!(
-                "[sweep]\nname = \"t\"\nmode = \"training\"\n[workload]\nmodel = \"deepseek-v3\"\nseq_len = 4096\nglobal_batch_seqs = 4294967295\ntrain_tokens = 1e12\n[grid]\nhardware = [\"gb200-nvl72\"]\n{size}\ntp = [{tp}]\npp = [{pp}]\ncp = [{cp}]\nep = [{ep}]\nmicrobatch = [{microbatch}]\nvirtual_stages = [{virtual_stages}]\n"
+                "[sweep]\nname = \"t\"\nmode = \"training\"\n[workload]\nmodel = \"{}\"\nseq_len = {seq_len}\nglobal_batch_seqs = 4294967295\ntrain_tokens = 1e12\n[grid]\nhardware = [\"{}\"]\nrack = [\"{}\"]\n{size}\ntp = [{tp}]\npp = [{pp}]\ncp = [{cp}]\nep = [{ep}]\nmicrobatch = [{microbatch}]\nvirtual_stages = [{virtual_stages}]\n",
+                model.id, rack.gpu, rack.id
             );
             let replica = u64::from(tp) * u64::from(pp) * u64::from(cp);
             let spec = match parse(Path::new("t.toml"), &text, 1) {
                 Ok(Sweep::Training(s)) => *s,
                 Ok(Sweep::Inference(_)) => unreachable!("a training sweep"),
+                Err(e) if model.vocab.is_none() => {
+                    // A model without a vocabulary is refused.
+                    prop_assert!(e.message.contains("has no vocabulary size"), "{}", e.message);
+                    return Ok(());
+                }
                 Err(e) => {
                     // Only a dp axis can ask for more GPUs than a cluster has.
                     prop_assert_eq!(scale, 2, "{}", e.message);

@@ -589,6 +589,7 @@ ownership = ["cloud", "owned"]
 
     mod ranges {
         use super::*;
+        use crate::catalog::Catalog;
         use crate::limits::{MAX_BATCH, MAX_DEGREE, MAX_RACKS};
         use proptest::prelude::*;
 
@@ -598,21 +599,32 @@ ownership = ["cloud", "owned"]
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
-            /// Over the whole ranges a serving spec accepts, the counts of a row are the exact
-            /// products (in u64 here), never wrapped: GPUs and servers of the racks, and
-            /// instances that fit them.
+            /// Over the whole ranges a serving spec accepts, on every built-in rack and model,
+            /// the counts of a row are the exact products (in u64 here), never wrapped: GPUs
+            /// and servers of the racks, and instances that fit them.
             #[test]
             fn serving_counts_never_wrap(
                 racks in count(MAX_RACKS), tp in count(MAX_DEGREE), pp in count(MAX_DEGREE),
-                ep in count(MAX_DEGREE), batch in count(MAX_BATCH), nvl72 in any::<bool>(),
+                ep in count(MAX_DEGREE), batch in count(MAX_BATCH),
+                rack in 0..Catalog::builtin().unwrap().racks.len(),
+                model in 0..Catalog::builtin().unwrap().models.len(),
             ) {
-                let hardware = if nvl72 { "gb200-nvl72" } else { "h100-sxm" };
+                let c = Catalog::builtin().unwrap();
+                let (rack, model) = (&c.racks[rack], &c.models[model]);
                 let text = format!(
-                    "[sweep]\nname = \"t\"\n[workload]\nmodel = \"deepseek-v3\"\ninput_tokens = 1024\noutput_tokens = 256\n[grid]\nhardware = [\"{hardware}\"]\nracks = [{racks}]\ntp = [{tp}]\npp = [{pp}]\nep = [{ep}]\nbatch = [{batch}]\n"
+                    "[sweep]\nname = \"t\"\n[workload]\nmodel = \"{}\"\ninput_tokens = 1024\noutput_tokens = 256\n[grid]\nhardware = [\"{}\"]\nrack = [\"{}\"]\nracks = [{racks}]\ntp = [{tp}]\npp = [{pp}]\nep = [{ep}]\nbatch = [{batch}]\n",
+                    model.id, rack.gpu, rack.id
                 );
-                let spec = parse(Path::new("t.toml"), &text, 1).unwrap().into_inference().unwrap();
+                let spec = match parse(Path::new("t.toml"), &text, 1) {
+                    Ok(spec) => spec.into_inference().unwrap(),
+                    Err(e) => {
+                        // Only a model without a vocabulary is refused.
+                        prop_assert!(model.vocab.is_none(), "{}", e.message);
+                        return Ok(());
+                    }
+                };
                 let ctx = spec.context();
                 let e = evaluate(&ctx, &spec.grid.point(0));
                 let rack = &spec.catalog.racks[spec.grid.platform[0].rack];
