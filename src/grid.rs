@@ -27,12 +27,21 @@
 //!    may be cleared in a key as `batch` and `ownership` are.
 //! 3. Its column: a row in `src/columns/inference.rs` (the output schema), reading `p.name`.
 //! 4. Docs: its key in docs/sweep-format.md §4 (table of keys, "Axis order and size"), its
-//!    column in docs/schema.md and the README's column table (tests/docs.rs checks them), its
-//!    formula in docs/model.md.
+//!    column in docs/schema.md and the README's column table (tests/docs.rs checks both against
+//!    the schema; `RACKSWEEP_BLESS=1 cargo test --release --test docs` rewrites them, then write
+//!    the column's meaning), its formula in docs/model.md.
 //!
 //! The `[grid]` key, its checks and `racksweep check`'s line follow from step 1; the snapshots
 //! that list axes or keys (`tests/snapshots/check-*.txt`, the unknown-key error of
 //! `tests/specs/invalid/unknown-grid-key.expected`) then gain the axis.
+//!
+//! What a sweep that does not name the key sees: the axis has one value, so its radix is 1 and
+//! every `config_id` and row order stay as they were, wherever the line sits. The outputs gain
+//! exactly the axis's size in the manifest's `axes` and its column in the Parquet files (and in
+//! `pareto.md` if the column is a key column there); `scripts/same-outputs.sh` shows those and
+//! nothing else. `grep -rl <axis> src/` then lists this file, the model code and
+//! `src/columns/inference.rs`, plus the reports' key-column lists (`src/report/mod.rs`,
+//! `src/output/markdown.rs`) where they show it, until they take their lists from the columns.
 
 use crate::axis::{Dtypes, Kind, Named, Numbers, Platforms};
 use crate::catalog::Catalog;
