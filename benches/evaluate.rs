@@ -26,7 +26,7 @@ fn main() {
     let feasible = spec
         .grid
         .range(0, n)
-        .scan(perf::Placements::default(), |placements, (_, p)| {
+        .scan(perf::PlacementCache::default(), |placements, (_, p)| {
             Some(perf::evaluate_with(&ctx, &p, placements).feasible())
         })
         .filter(|&f| f)
@@ -38,7 +38,7 @@ fn main() {
     let feasible_par: usize = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
-            let mut placements = perf::Placements::default();
+            let mut placements = perf::PlacementCache::default();
             spec.grid
                 .range(b * BLOCK, (b + 1) * BLOCK)
                 .filter(|(_, p)| perf::evaluate_with(&ctx, p, &mut placements).feasible())

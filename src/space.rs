@@ -6,7 +6,7 @@ use crate::catalog::{Catalog, Model};
 use crate::columns::{Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
-use crate::perf::{self, Context, Placements};
+use crate::perf::{self, Context, PlacementCache};
 use crate::spec::TrainingSpec;
 use crate::train::grid::{Scale, TrainGrid, TrainPoint};
 use crate::train::{self, Infeasible, Layout, Packing, System};
@@ -19,7 +19,7 @@ pub struct Inference<'a> {
 
 impl<'a> Space for Inference<'a> {
     type Row = Row;
-    type Scratch = Placements<'a>;
+    type Scratch = PlacementCache<'a>;
 
     fn len(&self) -> u64 {
         self.grid.len()
@@ -29,7 +29,7 @@ impl<'a> Space for Inference<'a> {
         &self,
         start: u64,
         end: u64,
-        placements: &mut Placements<'a>,
+        placements: &mut PlacementCache<'a>,
         row: &mut Row,
         mut each: impl FnMut(&Row),
     ) {

@@ -22,7 +22,7 @@ fn load(rel: &str) -> Spec {
 /// Every point of a sweep with its estimate.
 fn rows(spec: &Spec) -> Vec<Row> {
     let ctx = spec.context();
-    let mut placements = perf::Placements::default();
+    let mut placements = perf::PlacementCache::default();
     spec.grid
         .range(0, spec.grid.len())
         .map(|(config_id, point)| Row {
