@@ -62,7 +62,7 @@ pub struct Training<'a> {
 
 impl<'a> Training<'a> {
     pub fn new(spec: &'a TrainingSpec) -> Training<'a> {
-        let c: &Catalog = &spec.catalog;
+        let c: &Catalog = &spec.header.catalog;
         let g = &spec.grid;
         let systems = g
             .platforms
@@ -80,7 +80,7 @@ impl<'a> Training<'a> {
             })
             .collect();
         Training {
-            model: &c.models[spec.model],
+            model: &c.models[spec.header.model],
             grid: g,
             job: spec.job,
             systems,
@@ -236,7 +236,7 @@ hardware = ["h100-sxm"]
             };
             let row = Training::new(&spec).evaluate(0);
             let e = &row.estimate;
-            let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+            let rack = &spec.header.catalog.racks[spec.grid.platforms[0].rack];
             let per_rack = u64::from(Packing::new(tp, cp, ep, rack).gpus_per_rack);
             let expected_gpus = match scale {
                 0 => u64::from(racks) * per_rack,

@@ -21,7 +21,8 @@ pub fn render(sweep: &Sweep) -> String {
 }
 
 fn render_inference(spec: &Spec) -> String {
-    let c = &spec.catalog;
+    let h = &spec.header;
+    let c = &h.catalog;
     let g = &spec.grid;
     let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
     let dtypes = |v: &[usize]| {
@@ -56,21 +57,17 @@ fn render_inference(spec: &Spec) -> String {
     let rows = axis_rows(&AXIS_NAMES, &g.radices(), values);
 
     let mut out = String::new();
-    let _ = writeln!(out, "sweep: {} ({})", spec.name, spec.path.display());
+    let _ = writeln!(out, "sweep: {} ({})", h.name, h.path.display());
     let _ = writeln!(
         out,
         "workload: {}, {} input / {} output tokens, KV admission {}",
-        c.models[spec.model].id,
+        c.models[h.model].id,
         tokens(spec.input_tokens),
         tokens(spec.output_tokens),
         spec.kv_admission.as_str()
     );
-    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
-    let _ = writeln!(
-        out,
-        "constraints: {}",
-        describe_constraints(&spec.constraints)
-    );
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
+    let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
     if g.spec_tokens.iter().any(|&d| d > 0) {
         let _ = writeln!(
             out,
@@ -131,7 +128,8 @@ fn tokens(v: f64) -> String {
 }
 
 fn render_training(spec: &TrainingSpec) -> String {
-    let c = &spec.catalog;
+    let h = &spec.header;
+    let c = &h.catalog;
     let g = &spec.grid;
     let join = |v: &[u32]| abbreviate(v.iter().map(u32::to_string).collect());
     let names = |v: Vec<&str>| v.join(", ");
@@ -153,26 +151,17 @@ fn render_training(spec: &TrainingSpec) -> String {
     let rows = axis_rows(&g.axis_names(), &g.radices(), values);
     let j = &spec.job;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "sweep: {} ({}), training",
-        spec.name,
-        spec.path.display()
-    );
+    let _ = writeln!(out, "sweep: {} ({}), training", h.name, h.path.display());
     let _ = writeln!(
         out,
         "workload: {}, {} tokens to train, global batch {} x {} tokens",
-        c.models[spec.model].id,
+        c.models[h.model].id,
         tokens(j.train_tokens),
         tokens(f64::from(j.global_batch_seqs)),
         tokens(f64::from(j.seq_len))
     );
-    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
-    let _ = writeln!(
-        out,
-        "constraints: {}",
-        describe_constraints(&spec.constraints)
-    );
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
+    let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
     out.push('\n');
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());

@@ -53,7 +53,7 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
             index,
             count: parts,
         };
-        match dir.part(s, spec.header().sha256, &mut verified) {
+        match dir.part(s, &spec.header().sha256, &mut verified) {
             PartState::Committed(r) => {
                 check_frontier_ids(&dir, &r)?;
                 records.push(*r);
@@ -235,7 +235,7 @@ pub fn manifest(
             .first()
             .map_or_else(|| h.path.display().to_string(), |r| r.sweep_file.clone()),
         sweep_sha256: h.sha256.to_string(),
-        model: h.model.to_string(),
+        model: h.model_id().to_string(),
         workload: spec
             .workload()
             .into_iter()

@@ -131,7 +131,7 @@ fn stop_on_signals() -> Result<Arc<AtomicUsize>> {
 
 /// A single process: every part in turn, then the merge.
 fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> Result<Outcome> {
-    let dir = RunDir::new(args.out.join(spec.header().name));
+    let dir = RunDir::new(args.out.join(&spec.header().name));
     let started_at = SystemTime::now();
     let clock = Instant::now();
     fs::create_dir_all(&args.out).map_err(|e| {
@@ -163,7 +163,7 @@ fn execute(spec: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> 
             );
         }
     }
-    dir.create(spec.header().text)?;
+    dir.create(&spec.header().text)?;
     let total = spec.len();
     let parts = match dir.part_counts()?.as_slice() {
         [] => Shard::count_for(total, args.part_rows),
@@ -218,11 +218,11 @@ fn execute_shard(
     threads: usize,
     stop: &AtomicUsize,
 ) -> Result<Outcome> {
-    let dir = RunDir::new(args.out.join(spec.header().name));
+    let dir = RunDir::new(args.out.join(&spec.header().name));
     // Shards start together: each holds the run shared and its part to itself, creates what is
     // missing, then checks it is its sweep.
     let _lock = dir.lock_part(s)?;
-    dir.create(spec.header().text)?;
+    dir.create(&spec.header().text)?;
     check_same_sweep(&dir, spec)?;
     if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
         return Err(dir.mixed_part_counts(&[other, s.count]).into());
@@ -411,7 +411,7 @@ fn committed(
     spec: &Sweep,
     verified: &mut Verified,
 ) -> Result<Option<PartRecord>> {
-    match dir.part(s, spec.header().sha256, verified) {
+    match dir.part(s, &spec.header().sha256, verified) {
         PartState::Committed(record) => Ok(Some(*record)),
         PartState::Absent => Ok(None),
         PartState::Corrupt(why) => Err(UserError::new(format!("part {s}: {why}"))

@@ -635,7 +635,7 @@ ownership = ["cloud", "owned"]
                 let spec = parse(Path::new("t.toml"), &text, 1).unwrap().into_inference().unwrap();
                 let ctx = spec.context();
                 let e = evaluate(&ctx, &spec.grid.point(0));
-                let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+                let rack = &spec.header.catalog.racks[spec.grid.platforms[0].rack];
                 let gpus = u64::from(racks) * u64::from(rack.gpus_per_rack());
                 prop_assert_eq!(u64::from(e.gpus), gpus);
                 prop_assert_eq!(u64::from(e.racks), u64::from(racks));
