@@ -1,13 +1,39 @@
 //! The two design spaces the engine sweeps: serving configurations through the inference model
 //! (`perf`) and training layouts through the training model (`train`). Each decodes grid
 //! indices with its grid's mixed-radix counter and evaluates them in place, without allocating.
+//!
+//! [`with_space`] is the one place a loaded sweep's mode picks its space: everything that
+//! evaluates a sweep's rows goes through it, compiled once per space.
 
 use crate::catalog::{Catalog, Model};
 use crate::columns::{Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
 use crate::perf::{self, Context, PlacementCache};
-use crate::spec::TrainingSpec;
+use crate::spec::{Sweep, TrainingSpec};
+
+/// Work on a sweep's design space, whatever its mode: a closure generic over the space (which
+/// Rust closures cannot be). Its `call` is compiled once per space, so the per-point loop inside
+/// calls the model directly.
+pub trait SpaceFn {
+    type Output;
+    fn call<S: Space>(self, space: &S) -> Self::Output;
+}
+
+/// Builds the design space of `sweep` (an inference sweep's performance context is resolved
+/// here, once) and hands it to `f`.
+pub fn with_space<F: SpaceFn>(sweep: &Sweep, f: F) -> F::Output {
+    match sweep {
+        Sweep::Inference(spec) => {
+            let ctx = spec.context();
+            f.call(&Inference {
+                ctx: &ctx,
+                grid: &spec.grid,
+            })
+        }
+        Sweep::Training(spec) => f.call(&Training::new(spec)),
+    }
+}
 use crate::train::grid::{Scale, TrainGrid, TrainPoint};
 use crate::train::{self, Infeasible, Layout, Packing, System};
 

@@ -250,6 +250,18 @@ impl RunDir {
         PartState::Committed(Box::new(record))
     }
 
+    /// Commits the part `record` describes: its rows and its frontier, written and synced under
+    /// their temporary names ([`tmp_path`]), are renamed into place, then the record itself,
+    /// which is the commit.
+    pub fn commit_part(&self, record: &PartRecord) -> Result<()> {
+        let s = record.shard();
+        for path in [self.configs(s), self.part_pareto(s)] {
+            rename(&tmp_path(&path), &path)?;
+        }
+        let json = serde_json::to_string_pretty(record)? + "\n";
+        write_atomic(&self.record(s), json.as_bytes())
+    }
+
     /// Removes part `s`'s files and any temporary file a crashed writer of it left (the caller
     /// holds the part's lock, so no live process is writing them).
     pub fn remove_part(&self, s: Shard) -> Result<()> {
