@@ -60,8 +60,9 @@ pub struct PartRecord {
     /// Infeasible reason -> configurations.
     pub infeasible: BTreeMap<String, u64>,
     pub feasible_only: bool,
-    /// config_ids of the part's own frontier, in frontier order (the merge evaluates them again:
-    /// the model is pure, so they give the same rows).
+    /// config_ids of the part's own frontier, in frontier order (a merge, and a resumed run for
+    /// the parts committed before it, evaluates them again: the model is pure, so they give the
+    /// same rows).
     pub frontier_config_ids: Vec<u64>,
     /// Size and SHA-256 (hex) of `configs/part-K-of-N.parquet`, and the SHA-256 of
     /// `parts/part-K-of-N.pareto.parquet`, checked by every reader.
