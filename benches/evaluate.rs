@@ -10,6 +10,10 @@ use racksweep::perf;
 use racksweep::spec;
 use rayon::prelude::*;
 
+#[expect(
+    clippy::print_stdout,
+    reason = "a benchmark's result is its report on stdout"
+)]
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let spec = spec::load(

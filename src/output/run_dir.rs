@@ -326,6 +326,10 @@ impl RunDir {
     /// `allow_incomplete`, its committed parts, said on stderr) whose `sweep.toml` is the one
     /// its manifest names, whose `configs/` holds nothing but its parts, and whose every part
     /// file matches its commit record (checksums cached in `.verified.json` by size and time).
+    #[expect(
+        clippy::print_stderr,
+        reason = "a warning to whoever reads an unfinished run, which the reading command does not otherwise report"
+    )]
     pub fn open(&self, allow_incomplete: bool) -> Result<Finished> {
         let not_a_run = |why: String| {
             UserError::new(format!(

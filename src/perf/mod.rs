@@ -10,9 +10,10 @@
 //! `power`, `cost`, and `cluster`, which puts them together (and sizes servers). Every formula and
 //! its source: docs/model.md.
 
-// An infeasible `Estimate` is the ordinary answer for most grid points, returned through
-// `Result::Err`; boxing it would allocate in the hot loop.
-#![allow(clippy::result_large_err)]
+#![expect(
+    clippy::result_large_err,
+    reason = "an infeasible `Estimate` is the ordinary answer for most grid points, returned through `Result::Err`; boxing it would allocate in the hot loop"
+)]
 
 pub mod batched;
 pub mod closed;
