@@ -1,13 +1,39 @@
 //! The two design spaces the engine sweeps: serving configurations through the inference model
 //! (`perf`) and training layouts through the training model (`train`). Each decodes grid
 //! indices with its grid's mixed-radix counter and evaluates them in place, without allocating.
+//!
+//! [`with_space`] is the one place a loaded sweep's mode picks its space: everything that
+//! evaluates a sweep's rows goes through it, compiled once per space.
 
 use crate::catalog::{Catalog, Model};
 use crate::columns::{Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
-use crate::perf::{self, Context, Placements};
-use crate::spec::TrainingSpec;
+use crate::perf::{self, Context, PlacementCache};
+use crate::spec::{Sweep, TrainingSpec};
+
+/// Work on a sweep's design space, whatever its mode: a closure generic over the space (which
+/// Rust closures cannot be). Its `call` is compiled once per space, so the per-point loop inside
+/// calls the model directly.
+pub trait SpaceFn {
+    type Output;
+    fn call<S: Space>(self, space: &S) -> Self::Output;
+}
+
+/// Builds the design space of `sweep` (an inference sweep's performance context is resolved
+/// here, once) and hands it to `f`.
+pub fn with_space<F: SpaceFn>(sweep: &Sweep, f: F) -> F::Output {
+    match sweep {
+        Sweep::Inference(spec) => {
+            let ctx = spec.context();
+            f.call(&Inference {
+                ctx: &ctx,
+                grid: &spec.grid,
+            })
+        }
+        Sweep::Training(spec) => f.call(&Training::new(spec)),
+    }
+}
 use crate::train::grid::{Scale, TrainGrid, TrainPoint};
 use crate::train::{self, Infeasible, Layout, Packing, System};
 
@@ -19,7 +45,7 @@ pub struct Inference<'a> {
 
 impl<'a> Space for Inference<'a> {
     type Row = Row;
-    type Scratch = Placements<'a>;
+    type Scratch = PlacementCache<'a>;
 
     fn len(&self) -> u64 {
         self.grid.len()
@@ -29,7 +55,7 @@ impl<'a> Space for Inference<'a> {
         &self,
         start: u64,
         end: u64,
-        placements: &mut Placements<'a>,
+        placements: &mut PlacementCache<'a>,
         row: &mut Row,
         mut each: impl FnMut(&Row),
     ) {
@@ -62,7 +88,7 @@ pub struct Training<'a> {
 
 impl<'a> Training<'a> {
     pub fn new(spec: &'a TrainingSpec) -> Training<'a> {
-        let c: &Catalog = &spec.catalog;
+        let c: &Catalog = &spec.header.catalog;
         let g = &spec.grid;
         let systems = g
             .platform
@@ -80,7 +106,7 @@ impl<'a> Training<'a> {
             })
             .collect();
         Training {
-            model: &c.models[spec.model],
+            model: &c.models[spec.header.model],
             grid: g,
             job: spec.job,
             systems,
@@ -249,7 +275,7 @@ hardware = ["h100-sxm"]
             };
             let row = Training::new(&spec).evaluate(0);
             let e = &row.estimate;
-            let rack = &spec.catalog.racks[spec.grid.platform[0].rack];
+            let rack = &spec.header.catalog.racks[spec.grid.platform[0].rack];
             let per_rack = u64::from(Packing::new(tp, cp, ep, rack).gpus_per_rack);
             let expected_gpus = match scale {
                 0 => u64::from(racks) * per_rack,

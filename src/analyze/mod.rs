@@ -49,7 +49,7 @@ const TRAINING_SHOWN: &[&str] = &[
     "ownership",
 ];
 
-/// A result: column names and formatted cells, ready for `commands::table::render`.
+/// A result: column names and formatted cells, ready for `output::table::render`.
 pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,

@@ -7,9 +7,9 @@ use crate::analyze::filter::Where;
 use crate::analyze::{self, Table};
 use crate::cli::{ParetoArgs, TopArgs};
 use crate::columns::Schema;
-use crate::commands::table;
 use crate::error::UserError;
 use crate::output::run_dir::RunDir;
+use crate::output::table;
 use crate::pareto::Objective;
 
 pub fn top(args: TopArgs) -> Result<String> {

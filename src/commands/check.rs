@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::table;
 use crate::cli::CheckArgs;
+use crate::output::table;
 use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec, Sweep, TrainingSpec};
 
@@ -18,26 +18,23 @@ pub fn render(sweep: &Sweep) -> String {
 }
 
 fn render_inference(spec: &Spec) -> String {
-    let c = &spec.catalog;
+    let h = &spec.header;
+    let c = &h.catalog;
     let g = &spec.grid;
     let rows = axis_rows(&g.axis_names(), &g.radices(), g.shown_values(c));
 
     let mut out = String::new();
-    let _ = writeln!(out, "sweep: {} ({})", spec.name, spec.path.display());
+    let _ = writeln!(out, "sweep: {} ({})", h.name, h.path.display());
     let _ = writeln!(
         out,
         "workload: {}, {} input / {} output tokens, KV admission {}",
-        c.models[spec.model].id,
+        c.models[h.model].id,
         tokens(spec.input_tokens),
         tokens(spec.output_tokens),
         spec.kv_admission.as_str()
     );
-    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
-    let _ = writeln!(
-        out,
-        "constraints: {}",
-        describe_constraints(&spec.constraints)
-    );
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
+    let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
     if g.speculates() {
         let _ = writeln!(
             out,
@@ -75,31 +72,23 @@ fn tokens(v: f64) -> String {
 }
 
 fn render_training(spec: &TrainingSpec) -> String {
-    let c = &spec.catalog;
+    let h = &spec.header;
+    let c = &h.catalog;
     let g = &spec.grid;
     let rows = axis_rows(&g.axis_names(), &g.radices(), g.shown_values(c));
     let j = &spec.job;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "sweep: {} ({}), training",
-        spec.name,
-        spec.path.display()
-    );
+    let _ = writeln!(out, "sweep: {} ({}), training", h.name, h.path.display());
     let _ = writeln!(
         out,
         "workload: {}, {} tokens to train, global batch {} x {} tokens",
-        c.models[spec.model].id,
+        c.models[h.model].id,
         tokens(j.train_tokens),
         tokens(f64::from(j.global_batch_seqs)),
         tokens(f64::from(j.seq_len))
     );
-    let _ = writeln!(out, "objectives: {}", describe_objectives(&spec.objectives));
-    let _ = writeln!(
-        out,
-        "constraints: {}",
-        describe_constraints(&spec.constraints)
-    );
+    let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
+    let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
     out.push('\n');
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());

@@ -75,14 +75,14 @@ pub fn render<R: Record>(
         Sweep::Inference(s) => writeln!(
             out,
             "- model: {}, {} input / {} output tokens",
-            h.model,
+            h.model_id(),
             number(s.input_tokens),
             number(s.output_tokens)
         ),
         Sweep::Training(s) => writeln!(
             out,
             "- model: {}, trained on {} tokens in steps of {} sequences of {} tokens",
-            h.model,
+            h.model_id(),
             number(s.job.train_tokens),
             number(f64::from(s.job.global_batch_seqs)),
             number(f64::from(s.job.seq_len))

@@ -1,22 +1,24 @@
 //! The analytical inference performance model: `evaluate(context, point) -> Estimate`, a pure
 //! function with no I/O and no allocation. What it reads is resolved once per sweep (`context`:
 //! workload, platforms, plan; `facts`: the model) and once per placement (`instance`); what it
-//! answers is an `estimate`. Split by concern: `layout` (placement and validity),
-//! `memory` (bytes per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives),
-//! `latency` (step time, TPOT, TTFT) and `unit` (one instance's rates); then the cluster:
-//! `demand` (what must be served), `serving` and `closed` (an instance's occupancy under an
-//! open stream or a closed population of users), `steady` (a pool's steady state and latencies
-//! at its load), `queue` and `sizing` (utilization, SLOs, the fewest instances), `kv_tiers`
-//! (cached context off the GPU), `power`, `cost`, and `cluster`, which puts them together (and
-//! sizes servers). Every formula and its source: docs/model.md.
+//! answers is an `estimate`. Split by concern: `layout` (placement and validity), `memory` (bytes
+//! per GPU), `compute` (FLOPs and tensor cores), `comm` (collectives), `latency` (step time, TPOT,
+//! TTFT) and `batched` (one instance's rates at its batch); then the cluster: `demand` (what must
+//! be served), `serving` and `closed` (an instance's occupancy under an open stream or a closed
+//! population of users), `steady` (a pool's steady state and latencies at its load), `queue` and
+//! `sizing` (utilization, SLOs, the fewest instances), `kv_tiers` (cached context off the GPU),
+//! `power`, `cost`, and `cluster`, which puts them together (and sizes servers). Every formula and
+//! its source: docs/model.md.
 
-// An infeasible `Estimate` is the ordinary answer for most grid points, returned through
-// `Result::Err`; boxing it would allocate in the hot loop.
-#![allow(clippy::result_large_err)]
+#![expect(
+    clippy::result_large_err,
+    reason = "an infeasible `Estimate` is the ordinary answer for most grid points, returned through `Result::Err`; boxing it would allocate in the hot loop"
+)]
 
+pub mod batched;
 pub mod closed;
 pub mod cluster;
-pub use cluster::Placements;
+pub use cluster::PlacementCache;
 pub mod comm;
 pub mod compute;
 pub mod cost;
@@ -30,7 +32,6 @@ pub mod queue;
 pub mod serving;
 pub mod sizing;
 pub mod steady;
-pub mod unit;
 
 mod context;
 mod estimate;
@@ -46,7 +47,7 @@ pub use instance::{Instance, Memory, instance, instance_serving};
 
 use crate::grid::Point;
 
-use unit::Unit;
+use batched::BatchedInstance;
 
 /// Predicts one configuration: performance at full batch, sizing against the demand, power and
 /// cost. Pure: no I/O, no allocation.
@@ -55,8 +56,12 @@ pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
 }
 
 /// [`evaluate`], reusing the placement of the previous point where only batch or ownership
-/// changed (the engine keeps one [`Placements`] per worker).
-pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placements<'a>) -> Estimate {
+/// changed (the engine keeps one [`PlacementCache`] per worker).
+pub fn evaluate_with<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut PlacementCache<'a>,
+) -> Estimate {
     cluster::evaluate_with(ctx, p, placements)
 }
 
@@ -65,7 +70,7 @@ pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placement
 pub fn evaluate_into<'a>(
     ctx: &'a Context,
     p: &Point,
-    placements: &mut Placements<'a>,
+    placements: &mut PlacementCache<'a>,
     out: &mut Estimate,
 ) {
     cluster::evaluate_into(ctx, p, placements, out);
@@ -74,8 +79,8 @@ pub fn evaluate_into<'a>(
 /// Predicts a placed instance at full batch on its layout's cluster (`evaluate` once the
 /// configuration is resolved), without power, cost or sizing.
 pub fn estimate(inst: &Instance, batch: u32) -> Estimate {
-    match Unit::new(inst, batch) {
-        Ok(unit) => unit.estimate(inst.layout.instances, inst.layout.gpus),
+    match BatchedInstance::new(inst, batch) {
+        Ok(batched) => batched.estimate(inst.layout.instances, inst.layout.gpus),
         Err(estimate) => estimate,
     }
 }

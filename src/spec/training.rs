@@ -1,21 +1,17 @@
 //! Validates a training sweep (`[sweep] mode = "training"`): the job in `[workload]` (model,
 //! sequence length, global batch, tokens to train) and the layout axes of `[grid]`.
 
-use std::path::PathBuf;
-
-use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::columns::{Mode, Schema};
 use crate::error::UserError;
 use crate::limits::{self, CLUSTER_GPUS, COUNT, RACKS};
-use crate::pareto::{Constraint, Objective};
 use crate::train;
 use crate::train::grid::{ClusterSizes, Scale, TrainGrid};
 
 use super::grid::load_grid;
 use super::raw::{RawTrainingGrid, RawTrainingSpec};
-use super::{Loader, thousands};
+use super::{Header, Loader, thousands};
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
@@ -23,19 +19,10 @@ pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
 
 crate::train::grid::training_axes!(load_grid! { fn training_axes(&RawTrainingGrid) -> TrainGrid; });
 
+/// A validated training sweep.
 #[derive(Debug, Clone)]
 pub struct TrainingSpec {
-    pub path: PathBuf,
-    /// The sweep file's full text (stored in the Parquet metadata).
-    pub text: String,
-    pub sha256: String,
-    pub name: String,
-    pub description: String,
-    pub objectives: Vec<Objective>,
-    pub constraints: Vec<Constraint>,
-    /// Index into `catalog.models`.
-    pub model: usize,
-    pub catalog: Catalog,
+    pub header: Header,
     pub job: train::Job,
     pub grid: TrainGrid,
     pub factors: train::Factors,
@@ -179,15 +166,14 @@ impl Loader<'_> {
         let grid = self.training_grid(&catalog, grid)?;
         self.within_cap(grid.checked_len(), max_configs)?;
         Ok(TrainingSpec {
-            path: self.path.to_path_buf(),
-            text: self.text.to_string(),
-            sha256: format!("{:x}", Sha256::digest(self.text.as_bytes())),
-            name,
-            description: sweep.description,
-            objectives,
-            constraints,
-            model,
-            catalog,
+            header: self.header(
+                name,
+                sweep.description,
+                objectives,
+                constraints,
+                model,
+                catalog,
+            ),
             job: train::Job {
                 seq_len,
                 global_batch_seqs,

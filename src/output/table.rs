@@ -1,4 +1,4 @@
-//! Plain-text tables with aligned columns, for `catalog` and `check`.
+//! Plain-text tables with aligned columns, for `catalog`, `check`, `top` and `pareto` on stdout.
 
 /// Renders rows under a header, columns padded to their widest cell; numbers right-aligned.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
