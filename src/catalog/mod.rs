@@ -694,6 +694,308 @@ mod tests {
         assert!((active_b - 37.6).abs() < 0.5, "{active_b}");
     }
 
+    /// Every message a catalog check can give, one case per way to fail, as the user reads it
+    /// after `gpu[0] "id": ` or `built-in gpu id: `.
+    fn check_messages() -> Vec<String> {
+        let c = catalog();
+        let mut out = Vec::new();
+        let h100 = c.gpu("h100-sxm").unwrap();
+        let gpu_cases: Vec<Box<dyn Fn(&mut Gpu)>> = vec![
+            Box::new(|g| g.id = "H100".into()),
+            Box::new(|g| g.bf16_tflops = 0.0),
+            Box::new(|g| g.bf16_tflops = 1e-310),
+            Box::new(|g| g.bf16_tflops = f64::INFINITY),
+            Box::new(|g| g.fp8_tflops = Some(-1.0)),
+            Box::new(|g| g.capex_usd_per_gpu = Some(f64::NAN)),
+            Box::new(|g| g.idle_w = Some(800.0)),
+            Box::new(|g| g.hbm_gb = 1e-320),
+            Box::new(|g| g.hbm_tbps = -2.5e20),
+            Box::new(|g| g.efficiency.hbm = 1.5),
+            Box::new(|g| g.efficiency.link = 0.0),
+            Box::new(|g| g.efficiency.gemm_bf16 = 1e-309),
+            Box::new(|g| g.efficiency.gemm_fp8 = None),
+            Box::new(|g| g.efficiency.gemm_int8 = Some(2.0)),
+            Box::new(|g| g.efficiency.gemm_fp4 = Some(0.5)),
+            Box::new(|g| g.native_dtypes.push("fp5".into())),
+            Box::new(|g| g.native_dtypes.push("x".repeat(100))),
+            Box::new(|g| g.native_dtypes.push("nvfp4".into())),
+            Box::new(|g| {
+                g.weight_only_dtypes
+                    .insert("fp5".into(), ComputeClass::Bf16);
+            }),
+            Box::new(|g| {
+                g.weight_only_dtypes.insert("fp4".into(), ComputeClass::Fp4);
+            }),
+            Box::new(|g| g.efficiency.gemm_weight_only = None),
+            Box::new(|g| g.efficiency.gemm_weight_only = Some(-0.5)),
+            Box::new(|g| {
+                g.weight_only_dtypes.clear();
+                g.efficiency.gemm_weight_only = Some(1.25);
+            }),
+            Box::new(|g| g.kv_dtypes.push("fp5".into())),
+            Box::new(|g| g.default_rack = "dgx-h1000".into()),
+            Box::new(|g| g.default_rack = "dgx-b200".into()),
+        ];
+        for case in &gpu_cases {
+            let mut g = h100.clone();
+            case(&mut g);
+            out.push(c.check_gpu(&g).unwrap_err().to_string());
+        }
+        let dgx = c.rack("dgx-h100").unwrap();
+        let rack_cases: Vec<Box<dyn Fn(&mut Rack)>> = vec![
+            Box::new(|r| r.id = "dgx h100".into()),
+            Box::new(|r| r.id = String::new()),
+            Box::new(|r| r.gpu = "h1000".into()),
+            Box::new(|r| r.gpus_per_server = 0),
+            Box::new(|r| r.servers_per_rack = 0),
+            Box::new(|r| r.scaleup_domain_gpus = 0),
+            Box::new(|r| r.servers_per_rack = 1000),
+            Box::new(|r| r.scaleup_domain_gpus = 3),
+            Box::new(|r| {
+                r.servers_per_rack = 6;
+                r.scaleup_domain_gpus = 12;
+            }),
+            Box::new(|r| r.scaleup_gbps_per_gpu = 0.0),
+            Box::new(|r| r.storage_gbps_per_gpu = f64::NEG_INFINITY),
+            Box::new(|r| r.host_memory_gb_per_gpu = -1.0),
+            Box::new(|r| r.switch_power_kw = 5e-324),
+            Box::new(|r| r.scaleup_latency_us = -0.5),
+            Box::new(|r| r.scaleout_latency_us = 4e13),
+            Box::new(|r| r.collective_launch_us = f64::MAX),
+        ];
+        for case in &rack_cases {
+            let mut r = dgx.clone();
+            case(&mut r);
+            out.push(c.check_rack(&r).unwrap_err().to_string());
+        }
+        let dense = c.model("llama-3.1-8b").unwrap();
+        let moe = c.model("deepseek-v3").unwrap();
+        let mha = c.model("llama-2-7b").unwrap();
+        let windowed = c.model("gpt-oss-120b").unwrap();
+        let model_cases: Vec<(&Model, Box<dyn Fn(&mut Model)>)> = vec![
+            (dense, Box::new(|m| m.id = "Llama".into())),
+            (dense, Box::new(|m| m.layers = 0)),
+            (dense, Box::new(|m| m.max_context = 0)),
+            (dense, Box::new(|m| m.vocab = Some(0))),
+            (moe, Box::new(|m| m.mla_rope_head_dim = Some(0))),
+            (dense, Box::new(|m| m.published_total_params_b = Some(-8.0))),
+            (
+                dense,
+                Box::new(|m| m.published_active_params_b = Some(1e-310)),
+            ),
+            (dense, Box::new(|m| m.kv_heads = 5)),
+            (mha, Box::new(|m| m.kv_heads = 8)),
+            (moe, Box::new(|m| m.mla_kv_lora_rank = None)),
+            (dense, Box::new(|m| m.mla_q_lora_rank = Some(64))),
+            (dense, Box::new(|m| m.ffn_hidden = None)),
+            (dense, Box::new(|m| m.shared_experts = Some(1))),
+            (moe, Box::new(|m| m.experts = Some(1))),
+            (moe, Box::new(|m| m.experts_per_token = Some(0))),
+            (moe, Box::new(|m| m.experts_per_token = Some(300))),
+            (moe, Box::new(|m| m.ffn_hidden = None)),
+            (moe, Box::new(|m| m.dense_layers = Some(61))),
+            (moe, Box::new(|m| m.moe_ffn_hidden = None)),
+            (
+                dense,
+                Box::new(|m| {
+                    m.expert_groups = Some(8);
+                    m.expert_groups_per_token = Some(4);
+                }),
+            ),
+            (moe, Box::new(|m| m.expert_groups = Some(3))),
+            (moe, Box::new(|m| m.expert_groups_per_token = Some(9))),
+            (
+                moe,
+                Box::new(|m| {
+                    m.expert_groups = Some(64);
+                    m.expert_groups_per_token = Some(1);
+                }),
+            ),
+            (moe, Box::new(|m| m.expert_groups_per_token = None)),
+            (windowed, Box::new(|m| m.sliding_window = Some(0))),
+            (windowed, Box::new(|m| m.sliding_window_layers = Some(99))),
+            (windowed, Box::new(|m| m.sliding_window = None)),
+            (
+                moe,
+                Box::new(|m| m.checkpoint_expert_dtype = Some("fp5".into())),
+            ),
+            (
+                dense,
+                Box::new(|m| m.checkpoint_expert_dtype = Some("mxfp4".into())),
+            ),
+        ];
+        for (model, case) in &model_cases {
+            let mut m = (*model).clone();
+            case(&mut m);
+            let e = check_model(&m).and_then(|()| c.check_model_formats(&m));
+            out.push(e.unwrap_err().to_string());
+        }
+        let economics_cases: Vec<Box<dyn Fn(&mut Economics)>> = vec![
+            Box::new(|e| e.pue = 0.5),
+            Box::new(|e| e.pue = f64::NAN),
+            Box::new(|e| e.years = 0.0),
+            Box::new(|e| e.storage_gbps_per_server = 1e-310),
+            Box::new(|e| e.usd_per_kwh = -0.1),
+            Box::new(|e| e.storage_capex_usd_per_server = f64::INFINITY),
+        ];
+        for case in &economics_cases {
+            let mut e = c.economics;
+            case(&mut e);
+            out.push(e.check().unwrap_err().to_string());
+        }
+        let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
+            serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
+            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n";
+        assert!(Calibration::parse(calibration).is_ok());
+        for (from, to) in [
+            ("gemm_half_rows = 64.0", "gemm_half_rows = -64.0"),
+            ("step_overhead_ms = 4.0", "step_overhead_ms = nan"),
+            ("prompt_length_cv = 0.75", "prompt_length_cv = 1e-310"),
+            ("moe_gemm_efficiency = 0.5", "moe_gemm_efficiency = 1.5"),
+            ("attention_efficiency = 0.7", "attention_efficiency = 0.0"),
+            (
+                "attention_efficiency = 0.7",
+                "attention_efficiency = \"high\"",
+            ),
+            (
+                "prompt_length_cv = 0.75",
+                "prompt_length_cv = 0.75\nextra = 1",
+            ),
+        ] {
+            let text = calibration.replace(from, to);
+            out.push(Calibration::parse(&text).unwrap_err().to_string());
+        }
+        let factors = "gemm_efficiency = 0.875\ngemm_half_width = 1280.0\n\
+            tp_comm_overlap = 1.0\nrestart_minutes = 10.0\n";
+        assert!(training::Factors::parse(factors).is_ok());
+        for (from, to) in [
+            ("gemm_efficiency = 0.875", "gemm_efficiency = 1.5"),
+            ("tp_comm_overlap = 1.0", "tp_comm_overlap = -0.0001"),
+            ("tp_comm_overlap = 1.0", "tp_comm_overlap = nan"),
+            ("gemm_half_width = 1280.0", "gemm_half_width = -1.0"),
+            ("restart_minutes = 10.0", "restart_minutes = inf"),
+            (
+                "restart_minutes = 10.0",
+                "restart_minutes = 10.0\nfailures_per_gpu_hour = 0.0",
+            ),
+            (
+                "restart_minutes = 10.0",
+                "restart_minutes = 10.0\nfailures_per_gpu_hour = -inf",
+            ),
+            ("restart_minutes = 10.0", "restart_minutes = [10.0]"),
+        ] {
+            let text = factors.replace(from, to);
+            out.push(training::Factors::parse(&text).unwrap_err().to_string());
+        }
+        out
+    }
+
+    /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
+    /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
+    const CHECK_MESSAGES: [&str; 92] = [
+        "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
+        "bf16_tflops: 0 must be positive",
+        "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "bf16_tflops: inf must be positive",
+        "fp8_tflops: -1 must be positive",
+        "capex_usd_per_gpu: NaN must be positive",
+        "idle_w: 800 exceeds tdp_w (700)",
+        "hbm_gb: 1e-320 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "hbm_tbps: -2.5e20 must be positive",
+        "efficiency.hbm: 1.5 must be a fraction in (0, 1]",
+        "efficiency.link: 0 must be a fraction in (0, 1]",
+        "efficiency.gemm_bf16: 1e-309 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "efficiency.gemm_fp8: required because fp8_tflops is set",
+        "efficiency.gemm_int8: 2 must be a fraction in (0, 1]",
+        "efficiency.gemm_fp4: set but fp4_tflops is not",
+        "native_dtypes[4]: unknown number format \"fp5\"",
+        "native_dtypes[4]: unknown number format \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\"",
+        "native_dtypes[4]: \"nvfp4\" computes on fp4 tensor cores but fp4_tflops is not set",
+        "weight_only_dtypes.fp5: unknown number format \"fp5\"",
+        "weight_only_dtypes.fp4: runs on fp4 tensor cores but fp4_tflops is not set",
+        "efficiency.gemm_weight_only: required because weight_only_dtypes is set",
+        "efficiency.gemm_weight_only: -0.5 must be a fraction in (0, 1]",
+        "efficiency.gemm_weight_only: 1.25 must be a fraction in (0, 1]",
+        "kv_dtypes[4]: unknown number format \"fp5\"",
+        "default_rack: unknown rack \"dgx-h1000\"",
+        "default_rack: rack \"dgx-b200\" hosts \"b200\", not \"h100-sxm\"",
+        "id: \"dgx h100\" must be lowercase letters, digits, '-', '_' or '.'",
+        "id: \"\" must be lowercase letters, digits, '-', '_' or '.'",
+        "gpu: unknown GPU \"h1000\"",
+        "gpus_per_server: must be at least 1",
+        "servers_per_rack: must be at least 1",
+        "scaleup_domain_gpus: must be at least 1",
+        "gpus_per_server x servers_per_rack: 8 x 1000 = 8000 GPUs, more than 4096 (NVIDIA's largest announced rack-scale system, NVL576, has 576 GPUs)",
+        "scaleup_domain_gpus: 3 does not divide the 32 GPUs of the rack",
+        "scaleup_domain_gpus: 12 and gpus_per_server 8 do not divide one another",
+        "scaleup_gbps_per_gpu: 0 must be positive",
+        "storage_gbps_per_gpu: -inf must be positive",
+        "host_memory_gb_per_gpu: -1 must be zero or positive",
+        "switch_power_kw: 5e-324 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "scaleup_latency_us: -0.5 must be zero or positive",
+        "scaleout_latency_us: 40000000000000 µs is more than a year (31536000000000 µs)",
+        "collective_launch_us: 1.7976931348623157e308 µs is more than a year (31536000000000 µs)",
+        "id: \"Llama\" must be lowercase letters, digits, '-', '_' or '.'",
+        "layers: must be at least 1",
+        "max_context: must be at least 1",
+        "vocab: must be at least 1",
+        "mla_rope_head_dim: must be at least 1",
+        "published_total_params_b: -8 must be zero or positive",
+        "published_active_params_b: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "kv_heads: 5 does not divide heads (32)",
+        "kv_heads: multi-head attention needs kv_heads = heads (32)",
+        "attention = \"mla\" needs mla_kv_lora_rank and mla_rope_head_dim",
+        "mla_* fields apply only to attention = \"mla\"",
+        "ffn_hidden: a dense model needs its MLP width",
+        "shared_experts and dense_layers apply only to MoE models (set experts)",
+        "experts: 1 must be at least 2 (omit the MoE fields for a dense model)",
+        "experts_per_token: 0 must be between 1 and experts (256)",
+        "experts_per_token: 300 must be between 1 and experts (256)",
+        "ffn_hidden: dense_layers need the dense MLP width",
+        "dense_layers: must be fewer than layers",
+        "experts, experts_per_token and moe_ffn_hidden must be set together",
+        "expert_groups and expert_groups_per_token apply only to MoE models (set experts)",
+        "expert_groups: 3 must be at least 2 and divide experts (256)",
+        "expert_groups_per_token: 9 must be between 1 and expert_groups (8)",
+        "experts_per_token: 8 exceeds the 4 experts of expert_groups_per_token (1) groups",
+        "expert_groups and expert_groups_per_token must be set together",
+        "sliding_window: must be at least 1 token",
+        "sliding_window_layers: 99 exceeds layers (36)",
+        "sliding_window and sliding_window_layers must be set together",
+        "checkpoint_expert_dtype: unknown format \"fp5\"",
+        "checkpoint_expert_dtype applies only to MoE models (set experts)",
+        "pue: 0.5 must be at least 1",
+        "pue: NaN must be at least 1",
+        "years: 0 must be positive",
+        "storage_gbps_per_server: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "usd_per_kwh: -0.1 must be zero or positive",
+        "storage_capex_usd_per_server: inf must be zero or positive",
+        "gemm_half_rows: -64 must be zero or positive",
+        "step_overhead_ms: NaN must be zero or positive",
+        "prompt_length_cv: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
+        "attention_efficiency: 0 must be a fraction in (0, 1]",
+        "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
+        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
+        "gemm_efficiency: 1.5 must be between 0 and 1",
+        "tp_comm_overlap: -0.0001 must be between 0 and 1",
+        "tp_comm_overlap: NaN must be between 0 and 1",
+        "gemm_half_width: -1 must be zero or positive",
+        "restart_minutes: inf must be zero or positive",
+        "failures_per_gpu_hour: 0 must be positive",
+        "failures_per_gpu_hour: -inf must be positive",
+        "TOML parse error at line 4, column 19\n  |\n4 | restart_minutes = [10.0]\n  |                   ^^^^^^\ninvalid type: sequence, expected f64\n",
+    ];
+
+    #[test]
+    fn check_messages_are_pinned() {
+        let got = check_messages();
+        assert_eq!(got.len(), CHECK_MESSAGES.len());
+        for (got, expected) in got.iter().zip(CHECK_MESSAGES) {
+            assert_eq!(got, expected);
+        }
+    }
+
     /// Group-limited routing (DeepSeek-V3: 8 groups of 32 experts, 4 per token) is checked for
     /// consistency with the experts it groups.
     #[test]
