@@ -13,6 +13,7 @@ pub mod limits;
 pub mod output;
 pub mod pareto;
 pub mod perf;
+mod reason;
 pub mod report;
 pub mod shard;
 pub mod space;
