@@ -8,24 +8,17 @@ use crate::catalog::{Economics, Gpu};
 pub const HOURS_PER_MONTH: f64 = 730.0;
 pub const HOURS_PER_YEAR: f64 = 8760.0;
 
-/// How the hardware is paid for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Ownership {
-    Cloud,
-    Owned,
+crate::names::names! {
+    /// How the hardware is paid for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Ownership {
+        Cloud => "cloud";
+        Owned => "owned";
+    }
 }
 
 impl Ownership {
-    pub const ALL: [Ownership; 2] = [Ownership::Cloud, Ownership::Owned];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ownership::Cloud => "cloud",
-            Ownership::Owned => "owned",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<Ownership> {
         Ownership::ALL.into_iter().find(|o| o.as_str() == s)
     }

@@ -4,7 +4,7 @@
 use super::Memory;
 use super::layout::Layout;
 
-crate::reason::reasons! {
+crate::names::names! {
     /// Why a configuration cannot run. Written to `infeasible_reason`. One row per reason: the
     /// variant, its name in the output, its description; in the order they are checked (the
     /// layout's validity rules of docs/model.md §4, then the cluster's sizing).
@@ -42,27 +42,16 @@ crate::reason::reasons! {
     }
 }
 
-/// The resource that bounds a configuration. Written to `limit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Limit {
-    Compute,
-    Hbm,
-    Comm,
-    /// The configuration does not fit in HBM.
-    Memory,
-}
-
-impl Limit {
-    pub const ALL: [Limit; 4] = [Limit::Compute, Limit::Hbm, Limit::Comm, Limit::Memory];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::Compute => "compute",
-            Limit::Hbm => "hbm",
-            Limit::Comm => "comm",
-            Limit::Memory => "memory",
-        }
+crate::names::names! {
+    /// The resource that bounds a configuration. Written to `limit`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Limit {
+        Compute => "compute";
+        Hbm => "hbm";
+        Comm => "comm";
+        /// The configuration does not fit in HBM.
+        Memory => "memory";
     }
 }
 

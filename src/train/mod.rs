@@ -23,46 +23,27 @@ use memory::{Footprint, ShardParams};
 use reliability::Reliability;
 use step::{Rates, StepTime};
 
-/// Activation recomputation (Korthikanti et al. 2022).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Recompute {
-    #[default]
-    None,
-    /// Recompute the attention core and element-wise outputs.
-    Selective,
-    /// Keep each layer's input only and recompute the layer in the backward pass.
-    Full,
-}
-
-impl Recompute {
-    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Recompute::None => "none",
-            Recompute::Selective => "selective",
-            Recompute::Full => "full",
-        }
+crate::names::names! {
+    /// Activation recomputation (Korthikanti et al. 2022).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Recompute {
+        #[default]
+        None => "none";
+        /// Recompute the attention core and element-wise outputs.
+        Selective => "selective";
+        /// Keep each layer's input only and recompute the layer in the backward pass.
+        Full => "full";
     }
 }
 
-/// Number format of the linear layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Precision {
-    #[default]
-    Bf16,
-    /// FP8 GEMMs with bf16 master weights (Transformer Engine).
-    Fp8,
-}
-
-impl Precision {
-    pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::Fp8];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Bf16 => "bf16",
-            Precision::Fp8 => "fp8",
-        }
+crate::names::names! {
+    /// Number format of the linear layers.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Precision {
+        #[default]
+        Bf16 => "bf16";
+        /// FP8 GEMMs with bf16 master weights (Transformer Engine).
+        Fp8 => "fp8";
     }
 }
 
@@ -101,7 +82,7 @@ pub struct Job {
     pub train_tokens: f64,
 }
 
-crate::reason::reasons! {
+crate::names::names! {
     /// Why a layout cannot train. Written to `infeasible_reason`; docs/model.md ("Infeasible
     /// layouts") lists the rows in the order the checks run.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,18 @@
-//! [`reasons!`]: declares an enum of infeasibility reasons from one table, one row per reason
-//! (variant, the name written to the `infeasible_reason` column and, optionally, a description),
-//! so that the list of every reason, the names and the descriptions cannot drift from the enum.
-//! Used by inference's `perf::Reason` and training's `train::Infeasible`; owns no reasons itself.
+//! [`names!`]: declares a C-like enum of named values from one table, one row per variant
+//! (variant, its name and, optionally, a description), so that the list of every variant, the
+//! names and the descriptions cannot drift from the enum. Used by the infeasibility reasons
+//! (inference's `perf::Reason`, training's `train::Infeasible`) and by the enums whose names a
+//! sweep file or an output column spells (`perf::Limit`, `perf::memory::KvAdmission`,
+//! `perf::cost::Ownership`, `train::Recompute`, `train::Precision`); owns no values itself.
 
 /// Declares the enum and, from the same rows:
-/// - `ALL`, every variant in declaration order, so `ALL[r as usize] == r` (the Parquet writers
-///   store a reason as that index into a dictionary of the names);
+/// - `ALL`, every variant in declaration order, so `ALL[v as usize] == v` (the Parquet writers
+///   store a value as that index into a dictionary of the names);
 /// - `as_str`, the name (a `match`: no allocation, as the sweep loop needs);
 /// - `describe`, the description, when every row has one.
 ///
 /// ```ignore
-/// reasons! {
+/// names! {
 ///     /// Why it cannot run.
 ///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 ///     pub enum Why {
@@ -18,14 +20,14 @@
 ///     }
 /// }
 /// ```
-macro_rules! reasons {
+macro_rules! names {
     (
         $(#[$attr:meta])*
         $vis:vis enum $Enum:ident {
             $($(#[$doc:meta])* $Variant:ident => $name:literal, $description:literal;)+
         }
     ) => {
-        $crate::reason::reasons! {
+        $crate::names::names! {
             $(#[$attr])*
             $vis enum $Enum {
                 $($(#[$doc])* $Variant => $name;)+
@@ -33,7 +35,7 @@ macro_rules! reasons {
         }
 
         impl $Enum {
-            /// What the reason means, in words.
+            /// What the value means, in words.
             pub fn describe(self) -> &'static str {
                 match self {
                     $($Enum::$Variant => $description,)+
@@ -53,10 +55,10 @@ macro_rules! reasons {
         }
 
         impl $Enum {
-            /// Every reason, in declaration order: `ALL[r as usize] == r`.
+            /// Every value, in declaration order: `ALL[v as usize] == v`.
             pub const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
 
-            /// The name written to the `infeasible_reason` column.
+            /// The name, as the sweep file and the output spell it.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($Enum::$Variant => $name,)+
@@ -66,12 +68,12 @@ macro_rules! reasons {
     };
 }
 
-pub(crate) use reasons;
+pub(crate) use names;
 
 #[cfg(test)]
 mod tests {
-    reasons! {
-        /// Two reasons with descriptions.
+    names! {
+        /// Two values with descriptions.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         enum Described {
             /// Documented.
@@ -80,7 +82,7 @@ mod tests {
         }
     }
 
-    reasons! {
+    names! {
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         enum Named {
             Only => "only";
