@@ -22,6 +22,9 @@
 //!    - [`limits`]: the largest inputs racksweep accepts, each with its reason.
 //!    - [`suggest`]: "did you mean" hints for misspelled names.
 //!    - [`shard`]: parts and shards, contiguous slices of a grid's index space.
+//!    - `names`: the `names!` macro, one declaration per named enum (variant, name, description).
+//!    - [`vocab`]: words both grids, the spec and the models share (platform, ownership).
+//!    - [`axis`]: the kinds of grid axes and the generator the axis tables feed.
 //! 2. Catalog
 //!    - [`catalog`]: the presets (GPUs, racks, models, number formats) and the checks they pass.
 //! 3. Models
@@ -63,6 +66,7 @@ pub mod engine;
 pub mod error;
 pub mod grid;
 pub mod limits;
+mod names;
 pub mod output;
 pub mod pareto;
 pub mod perf;

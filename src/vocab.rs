@@ -10,22 +10,13 @@ pub struct Platform {
     pub rack: usize,
 }
 
-/// How the hardware is paid for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Ownership {
-    Cloud,
-    Owned,
-}
-
-impl Ownership {
-    pub const ALL: [Ownership; 2] = [Ownership::Cloud, Ownership::Owned];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ownership::Cloud => "cloud",
-            Ownership::Owned => "owned",
-        }
+crate::names::names! {
+    /// How the hardware is paid for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Ownership {
+        Cloud => "cloud";
+        Owned => "owned";
     }
 }
 
