@@ -1,57 +1,12 @@
 //! `pareto.md`: the frontier as a Markdown table ready to paste into a planning review, sorted by
-//! the first objective, key columns first and units in the header.
+//! the first objective, the columns the schema places in it first (`columns::Show`) and units in
+//! the header of the others.
 
 use std::fmt::Write as _;
 
-use crate::columns::{Kind, LabelValues, Record, Schema};
+use crate::columns::{Kind, LabelValues, Record, Schema, When};
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
 use crate::spec::{Sweep, thousands};
-
-/// Columns every frontier table shows, with their review-friendly headers.
-const KEY_COLUMNS: &[(&str, &str)] = &[
-    ("hardware", "hardware"),
-    ("rack", "rack"),
-    ("racks", "racks"),
-    ("servers", "servers"),
-    ("gpus", "GPUs"),
-    ("tp", "tp"),
-    ("pp", "pp"),
-    ("ep", "ep"),
-    ("batch", "batch"),
-    ("weight_dtype", "weights"),
-    ("kv_dtype", "KV"),
-    ("tokens_per_s_per_gpu", "tokens/s/GPU"),
-    ("tokens_per_s_per_user_at_load", "tokens/s/user"),
-    ("ttft_ms", "TTFT (ms)"),
-    ("tpot_at_load_ms", "TPOT (ms)"),
-    ("output_tokens_per_s", "cluster tokens/s"),
-    ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
-    ("limit", "limit"),
-];
-
-/// The same for training runs.
-const TRAINING_KEY_COLUMNS: &[(&str, &str)] = &[
-    ("hardware", "hardware"),
-    ("rack", "rack"),
-    ("racks", "racks"),
-    ("gpus", "GPUs"),
-    ("tp", "tp"),
-    ("pp", "pp"),
-    ("dp", "dp"),
-    ("cp", "cp"),
-    ("ep", "ep"),
-    ("microbatch", "microbatch"),
-    ("virtual_stages", "virtual stages"),
-    ("zero_stage", "ZeRO"),
-    ("recompute", "recompute"),
-    ("precision", "precision"),
-    ("step_time_s", "step (s)"),
-    ("mfu_pct", "MFU (%)"),
-    ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
-    ("effective_time_to_train_days", "days (with failures)"),
-    ("usd_per_run", "USD/run"),
-    ("mwh_per_run", "MWh/run"),
-];
 
 /// Counts the review needs besides the table.
 pub struct Totals {
@@ -71,23 +26,19 @@ pub fn render<R: Record>(
     if !h.description.trim().is_empty() {
         let _ = writeln!(out, "{}\n", h.description.trim());
     }
-    let _ = match spec {
-        Sweep::Inference(s) => writeln!(
-            out,
-            "- model: {}, {} input / {} output tokens",
-            h.model,
-            number(s.input_tokens),
-            number(s.output_tokens)
-        ),
-        Sweep::Training(s) => writeln!(
-            out,
-            "- model: {}, trained on {} tokens in steps of {} sequences of {} tokens",
-            h.model,
-            number(s.job.train_tokens),
-            number(f64::from(s.job.global_batch_seqs)),
-            number(f64::from(s.job.seq_len))
-        ),
+    let workload = spec.workload();
+    let w = |key: &str| {
+        workload
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(f64::NAN, |&(_, v)| v)
     };
+    let _ = writeln!(
+        out,
+        "- model: {}, {}",
+        h.model,
+        (Schema::get(R::MODE).review.workload_line)(&w)
+    );
     let _ = writeln!(
         out,
         "- objectives: {}",
@@ -111,14 +62,9 @@ pub fn render<R: Record>(
     }
 
     let schema = Schema::get(R::MODE);
-    let mut shown: Vec<(usize, String)> = key_columns(spec)
+    let mut shown: Vec<(usize, String)> = leading_columns(spec, frontier)
         .into_iter()
-        .map(|(name, header)| {
-            (
-                schema.find(name).expect("key columns exist"),
-                header.to_string(),
-            )
-        })
+        .map(|i| (i, schema.columns[i].header().to_string()))
         .collect();
     let extra = frontier
         .objectives()
@@ -156,60 +102,39 @@ pub fn render<R: Record>(
     out
 }
 
-/// The columns the frontier table shows before the objectives and constraints, with their
-/// review-friendly headers.
-fn key_columns(spec: &Sweep) -> Vec<(&'static str, &'static str)> {
-    match spec {
-        Sweep::Inference(s) => {
-            let mut shown = KEY_COLUMNS.to_vec();
-            // Serving-mode axes appear only when the sweep varies them, after the batch
-            // column.
-            let after_batch = shown
+/// The columns the frontier table shows before the objectives and constraints: those the
+/// schema places in it (`Show::frontier`) whose condition holds for this sweep and frontier,
+/// by rank.
+fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize> {
+    let axes = spec.axes();
+    let columns = R::columns();
+    let shows = |when: When| match when {
+        When::Always => true,
+        When::Varies(axis) => axes.iter().any(|&(name, len)| name == axis && len > 1),
+        When::Nonzero(axis) => spec
+            .count_values(axis)
+            .is_some_and(|v| v.iter().any(|&x| x > 0)),
+        When::Answered(flag) => {
+            columns
                 .iter()
-                .position(|&(name, _)| name == "batch")
-                .map_or(shown.len(), |i| i + 1);
-            let mut modes = Vec::new();
-            if s.grid.spec_tokens.iter().any(|&d| d > 0) {
-                modes.push(("spec_tokens", "drafts"));
-            }
-            if s.grid.disagg_prefill_pct.iter().any(|&p| p > 0) {
-                modes.push(("disagg_prefill_pct", "prefill %"));
-                modes.push(("prefill_instances", "prefill instances"));
-            }
-            if s.grid.ownership.len() > 1 {
-                modes.push(("ownership", "ownership"));
-            }
-            for (k, m) in modes.into_iter().enumerate() {
-                shown.insert(after_batch + k, m);
-            }
-            // Sized runs: the load, the latency at that load and the bill.
-            if s.plan.demand {
-                shown.extend([
-                    ("occupancy_per_instance", "requests/instance"),
-                    ("utilization", "utilization"),
-                    ("ttft_p99_ms", "TTFT p99 (ms)"),
-                    ("tpot_p99_ms", "TPOT p99 (ms)"),
-                    ("power_kw", "IT power (kW)"),
-                    ("usd_per_month", "USD/month"),
-                    ("usd_per_mtok", "USD/Mtok"),
-                ]);
-            }
-            shown
+                .find(|c| c.name == flag)
+                .is_some_and(|c| match c.kind {
+                    Kind::Flag(f) => frontier.rows().iter().any(|r| f(r).is_some()),
+                    _ => false,
+                })
         }
-        Sweep::Training(s) => {
-            let mut shown = TRAINING_KEY_COLUMNS.to_vec();
-            if s.grid.ownership.len() > 1 {
-                shown.insert(
-                    shown
-                        .iter()
-                        .position(|&(name, _)| name == "precision")
-                        .map_or(shown.len(), |i| i + 1),
-                    ("ownership", "ownership"),
-                );
-            }
-            shown
-        }
-    }
+    };
+    let mut places: Vec<(u8, usize)> = Schema::get(R::MODE)
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let place = c.show.frontier?;
+            shows(place.when).then_some((place.rank, i))
+        })
+        .collect();
+    places.sort_unstable();
+    places.into_iter().map(|(_, i)| i).collect()
 }
 
 fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
