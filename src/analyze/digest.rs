@@ -417,7 +417,7 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         admission,
         ranked,
         traded,
-        header: t.header,
+        header: t.columns.into_iter().map(|c| c.header).collect(),
         rows,
     })
 }

@@ -12,17 +12,12 @@ use polars::prelude::*;
 
 use crate::columns::{Schema, Type};
 use crate::output::markdown::number;
+use crate::output::table::Table;
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
 use filter::Where;
 
 pub mod digest;
 pub mod filter;
-
-/// A result: column names and formatted cells, ready for `commands::table::render`.
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
 
 /// Every part file of a checked run, as one lazy table (its exact files, no glob: nothing else
 /// in the folder is read).
@@ -117,7 +112,8 @@ fn table(df: &DataFrame) -> Result<Table> {
             row.push(cell(&series.get(i)?));
         }
     }
-    Ok(Table { header, rows })
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    Ok(Table::aligned_by_cells(&header, rows))
 }
 
 fn cell(v: &AnyValue) -> String {

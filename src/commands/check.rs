@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::table;
 use crate::catalog::Catalog;
 use crate::cli::CheckArgs;
 use crate::grid::{AXES, AXIS_NAMES, Platform};
+use crate::output::table;
 use crate::pareto::{describe_constraints, describe_objectives};
 use crate::spec::{self, Spec, Sweep, TrainingSpec};
 use crate::train::grid::AXES as TRAINING_AXES;

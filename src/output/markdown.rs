@@ -1,10 +1,12 @@
-//! `pareto.md`: the frontier as a Markdown table ready to paste into a planning review, sorted by
-//! the first objective, the columns the schema places in it first (`columns::Show`) and units in
-//! the header of the others.
+//! `pareto.md`: the frontier ready to paste into a planning review, as a Markdown table (a
+//! `table::Table` written by the Markdown exporter) sorted by the first objective: the columns
+//! the schema places in it first (`columns::Show`), then the objectives and constraints with
+//! their units in the header.
 
 use std::fmt::Write as _;
 
 use crate::columns::{Kind, LabelValues, Record, Schema, When};
+use crate::output::table::{Align, Column, Exporter as _, Markdown, Table};
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
 use crate::spec::{Sweep, thousands};
 
@@ -62,43 +64,37 @@ pub fn render<R: Record>(
     }
 
     let schema = Schema::get(R::MODE);
-    let mut shown: Vec<(usize, String)> = leading_columns(spec, frontier)
+    let mut shown: Vec<(usize, Column)> = leading_columns(spec, frontier)
         .into_iter()
-        .map(|i| (i, schema.columns[i].header().to_string()))
+        .map(|i| {
+            let c = &schema.columns[i];
+            (
+                i,
+                Column::new(c.header(), "", Align::numeric(c.is_numeric())),
+            )
+        })
         .collect();
     let extra = frontier
         .objectives()
         .iter()
         .map(|o| o.column)
         .chain(frontier.constraints().iter().map(|c| c.column));
-    for c in extra {
-        if !shown.iter().any(|(i, _)| *i == c) {
-            let col = &schema.columns[c];
-            let header = if col.unit.is_empty() {
-                col.name.to_string()
-            } else {
-                format!("{} ({})", col.name, col.unit)
-            };
-            shown.push((c, header));
+    for i in extra {
+        if !shown.iter().any(|(j, _)| *j == i) {
+            let c = &schema.columns[i];
+            shown.push((
+                i,
+                Column::new(c.name, c.unit, Align::numeric(c.is_numeric())),
+            ));
         }
     }
-    let headers: Vec<&str> = shown.iter().map(|(_, h)| h.as_str()).collect();
-    let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let aligns: Vec<&str> = shown
+    let rows = frontier
+        .rows()
         .iter()
-        .map(|&(i, _)| {
-            if schema.columns[i].is_numeric() {
-                "---:"
-            } else {
-                "---"
-            }
-        })
+        .map(|row| shown.iter().map(|&(i, _)| cell(i, row, labels)).collect())
         .collect();
-    let _ = writeln!(out, "|{}|", aligns.join("|"));
-    for row in frontier.rows() {
-        let cells: Vec<String> = shown.iter().map(|&(i, _)| cell(i, row, labels)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
+    let columns = shown.into_iter().map(|(_, c)| c).collect();
+    out.push_str(&Markdown.table(&Table::new(columns, rows)));
     out
 }
 

@@ -20,6 +20,7 @@ use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::number;
 use crate::output::run_dir::{RunDir, write_atomic};
+use crate::output::table::{Align, Column, Table};
 use crate::pareto::{Constraint, Objective, describe_constraints, describe_objectives};
 use document::{Block, Document};
 use svg::{Chart, Point, Series, Style};
@@ -237,20 +238,17 @@ impl Tables<'_> {
         if rows.is_empty() {
             return Block::Paragraph("None: no configuration is admitted.".into());
         }
-        let numeric = self
-            .kept
-            .iter()
-            .map(|&i| {
-                self.schema
-                    .find(&self.digest.header[i])
-                    .is_some_and(|c| self.schema.columns[c].is_numeric())
+        let columns = header
+            .into_iter()
+            .map(|h| {
+                let numeric = self
+                    .schema
+                    .find(&h)
+                    .is_some_and(|c| self.schema.columns[c].is_numeric());
+                Column::new(h, "", Align::numeric(numeric))
             })
             .collect();
-        Block::Table {
-            header,
-            rows,
-            numeric,
-        }
+        Block::Table(Table::new(columns, rows))
     }
 
     /// A configuration in a few words, for chart tooltips.
@@ -565,16 +563,15 @@ fn turned_away(m: &Manifest, d: &Digest, schema: &Schema) -> Vec<Block> {
     ];
     row.extend(count_share(d.admission.admitted, all));
     rows.push(row);
-    blocks.push(Block::Table {
-        header: vec![
-            "status".into(),
-            "reason".into(),
-            "configurations".into(),
-            "share of grid".into(),
+    blocks.push(Block::Table(Table::new(
+        vec![
+            Column::left("status"),
+            Column::left("reason"),
+            Column::right("configurations"),
+            Column::right("share of grid"),
         ],
         rows,
-        numeric: vec![false, false, true, true],
-    });
+    )));
     if m.feasible_only {
         blocks.push(Block::Paragraph(
             "The run kept only feasible rows (--feasible-only); the infeasible counts come from \
