@@ -412,10 +412,10 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             .report(5)
     ),
     metric!(
-        "facility_kw",
+        "facility_power_kw",
         "kW",
         "facility power while training (IT power x PUE)",
-        |e| e.facility_kw,
+        |e| e.facility_power_kw,
         Show::NONE.report(7)
     ),
     metric!(
@@ -468,7 +468,7 @@ pub static TRAINING_REVIEW: Review = Review {
         ),
         (
             "Time against facility power",
-            "min facility_kw",
+            "min facility_power_kw",
             "min effective_time_to_train_days",
         ),
     ],
