@@ -1,5 +1,5 @@
-//! One writer per output format: Parquet tables, the Markdown frontier, the JSON manifest, plain-text
-//! tables.
+//! One writer per output format: Parquet tables, the Markdown frontier, the JSON manifest, and
+//! the table block every tabular text output is rendered from (`table`: Markdown and plain text).
 
 pub mod columnar;
 pub mod manifest;

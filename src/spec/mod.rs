@@ -166,6 +166,40 @@ impl Sweep {
         }
     }
 
+    /// The values the grid gives a numeric axis, by the axis's name (`None` for a label axis
+    /// or a name the mode's grid lacks).
+    pub fn count_values(&self, axis: &str) -> Option<&[u32]> {
+        match self {
+            Sweep::Inference(s) => {
+                let g = &s.grid;
+                Some(match axis {
+                    "racks" => &g.racks,
+                    "tp" => &g.tp,
+                    "pp" => &g.pp,
+                    "ep" => &g.ep,
+                    "disagg_prefill_pct" => &g.disagg_prefill_pct,
+                    "spec_tokens" => &g.spec_tokens,
+                    "batch" => &g.batch,
+                    _ => return None,
+                })
+            }
+            Sweep::Training(s) => {
+                let g = &s.grid;
+                Some(match axis {
+                    "tp" => &g.tp,
+                    "pp" => &g.pp,
+                    "cp" => &g.cp,
+                    "ep" => &g.ep,
+                    "microbatch" => &g.microbatch,
+                    "virtual_stages" => &g.virtual_stages,
+                    "zero_stage" => &g.zero_stage,
+                    name if name == g.scale.by.key() => &g.scale.values,
+                    _ => return None,
+                })
+            }
+        }
+    }
+
     /// The workload's numbers, by key, for the manifest and the reports.
     pub fn workload(&self) -> Vec<(&'static str, f64)> {
         match self {

@@ -231,7 +231,7 @@ pub struct Estimate {
     /// Days of training with failures, checkpoints and restarts.
     pub effective_time_to_train_days: f64,
     /// Facility power while training (IT power x PUE), kW.
-    pub facility_kw: f64,
+    pub facility_power_kw: f64,
     /// Energy, carbon and cost of the whole run, failures included.
     pub mwh_per_run: f64,
     pub kg_co2e_per_run: f64,
@@ -372,7 +372,7 @@ pub fn evaluate_into(
         gpu_hours: gpus * seconds / 3600.0,
         reliability,
         effective_time_to_train_days: hours / 24.0,
-        facility_kw,
+        facility_power_kw: facility_kw,
         mwh_per_run,
         kg_co2e_per_run: mwh_per_run * 1e3 * sys.economics.kg_co2e_per_kwh,
         usd_per_run: usd_per_hour * hours,
@@ -455,7 +455,7 @@ pub(crate) mod tests {
         let hours = e.effective_time_to_train_days * 24.0;
         let usd = 1024.0 * hours * a100.usd_per_gpu_hour.unwrap();
         assert!((e.usd_per_run / usd - 1.0).abs() < 1e-12);
-        assert!((e.mwh_per_run - e.facility_kw * hours / 1e3).abs() < 1e-9);
+        assert!((e.mwh_per_run - e.facility_power_kw * hours / 1e3).abs() < 1e-9);
         assert!(e.effective_time_to_train_days > e.time_to_train_days);
     }
 
