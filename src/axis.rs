@@ -250,13 +250,13 @@ macro_rules! grid {
         )*
     ) => {
         /// Axis numbers, slowest-varying first (the table's order).
-        #[allow(non_camel_case_types)]
+        #[expect(non_camel_case_types, reason = "variants are the axis fields, named as the table names them")]
         enum AxisNumber {
             $($field,)*
         }
 
         /// Each axis's number, by field.
-        #[allow(non_upper_case_globals)]
+        #[expect(non_upper_case_globals, reason = "constants are the axis fields, named as the table names them")]
         mod axis_number {
             $(pub const $field: usize = super::AxisNumber::$field as usize;)*
         }

@@ -21,13 +21,14 @@
 //!    - [`error`]: errors a user can fix (exit 1), internal failures (exit 2), interrupted runs.
 //!    - [`limits`]: the largest inputs racksweep accepts, each with its reason.
 //!    - [`suggest`]: "did you mean" hints for misspelled names.
+//!    - [`format`]: numbers as a reviewer reads them (thousands separators, three digits).
 //!    - [`shard`]: parts and shards, contiguous slices of a grid's index space.
-//!    - `names`: the `names!` macro, one declaration per named enum (variant, name, description).
+//!    - [`names`]: the `names!` macro, one declaration per named enum (variant, name, description).
 //!    - [`vocab`]: words both grids, the spec and the models share (platform, ownership).
-//!    - [`axis`]: the kinds of grid axes and the generator the axis tables feed.
 //! 2. Catalog
 //!    - [`catalog`]: the presets (GPUs, racks, models, number formats) and the checks they pass.
 //! 3. Models
+//!    - [`axis`]: the kinds of grid axes and the generator the axis tables feed.
 //!    - [`grid`]: the inference design space as a mixed-radix number space (index to point).
 //!    - [`perf`]: the inference performance model, `evaluate(context, point) -> Estimate`, pure.
 //!    - [`train`]: the training model and its grid: a layout's step, memory, time and cost.
@@ -64,9 +65,10 @@ pub mod columns;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod format;
 pub mod grid;
 pub mod limits;
-mod names;
+pub mod names;
 pub mod output;
 pub mod pareto;
 pub mod perf;

@@ -415,7 +415,7 @@ fn top_ranks_a_training_runs_layouts() {
     let mfu_of = |id: u64| mfu[rows.ids.iter().position(|&x| x == id).unwrap()].unwrap();
     let shown: Vec<String> = want
         .iter()
-        .map(|&id| racksweep::output::markdown::number(mfu_of(id)))
+        .map(|&id| racksweep::format::number(mfu_of(id)))
         .collect();
     assert_eq!(printed_column(&out, "mfu_pct"), shown);
 

@@ -12,7 +12,7 @@ use common::{
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns::{Mode, Schema};
-use racksweep::output::markdown::number;
+use racksweep::format::number;
 use racksweep::pareto::{Constraint, Objective};
 
 fn run_sweep(sweep: &str, out: &Path) -> PathBuf {

@@ -33,7 +33,7 @@ pub enum GroupValue {
 impl GroupValue {
     pub fn text(&self) -> String {
         match self {
-            GroupValue::Number(v) => crate::output::markdown::number(*v),
+            GroupValue::Number(v) => crate::format::number(*v),
             GroupValue::Label(s) => s.clone(),
         }
     }

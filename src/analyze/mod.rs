@@ -11,7 +11,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
 use crate::columns::{Schema, Type};
-use crate::output::markdown::number;
+use crate::format::number;
 use crate::output::table::Table;
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
 use filter::Where;

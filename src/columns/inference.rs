@@ -4,8 +4,8 @@ use super::{
     Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
     nonzero,
 };
+use crate::format::number;
 use crate::grid::Point;
-use crate::output::markdown::number;
 use crate::perf::{Estimate, Reason};
 
 /// Utilization bands of the `risk` column (InferenceAtlas's latency risk bands): low up to 50 %,

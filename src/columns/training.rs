@@ -4,7 +4,7 @@ use super::{
     Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
     nonzero,
 };
-use crate::output::markdown::number;
+use crate::format::number;
 use crate::train::grid::TrainPoint;
 use crate::train::{Estimate, Infeasible, Precision, Recompute};
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::catalog::Catalog;
 use crate::cli::{CatalogArgs, CatalogKind};
-use crate::output::markdown::number;
+use crate::format::number;
 use crate::output::table;
 
 fn opt(v: Option<f64>) -> String {

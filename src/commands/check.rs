@@ -65,7 +65,7 @@ fn axis_rows<const N: usize>(
 /// A token count exactly as the sweep gives it (mean lengths may be fractional).
 fn tokens(v: f64) -> String {
     if v == v.trunc() {
-        crate::spec::thousands(v as u64)
+        crate::format::thousands(v as u64)
     } else {
         v.to_string()
     }

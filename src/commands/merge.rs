@@ -7,9 +7,10 @@ use anyhow::Result;
 
 use crate::cli::MergeArgs;
 use crate::error::UserError;
+use crate::format::thousands;
 use crate::output::run_dir::RunDir;
 use crate::pipeline::{self, Clock, Plan};
-use crate::spec::{self, thousands};
+use crate::spec;
 
 pub fn run(args: MergeArgs) -> Result<Option<String>> {
     let clock = Clock::start();

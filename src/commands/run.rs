@@ -21,11 +21,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::RunArgs;
 use crate::error::UserError;
+use crate::format::thousands;
 use crate::output::manifest::Manifest;
 use crate::output::run_dir::{PartRecord, RunDir, Verified};
 use crate::pipeline::{self, Clock, Options, Plan};
 use crate::shard::Shard;
-use crate::spec::{self, Sweep, thousands};
+use crate::spec::{self, Sweep};
 
 /// What a finished `run` reports.
 pub enum Outcome {

@@ -6,9 +6,10 @@
 use std::fmt::Write as _;
 
 use crate::columns::{Kind, LabelValues, Record, Schema, When};
+use crate::format::{number, thousands};
 use crate::output::table::{Align, Column, Exporter as _, Markdown, Table};
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
-use crate::spec::{Sweep, thousands};
+use crate::spec::Sweep;
 
 /// Counts the review needs besides the table.
 pub struct Totals {
@@ -145,40 +146,5 @@ fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
         Kind::Id(_) | Kind::Count(_) | Kind::Metric(_) => {
             c.number(row).map_or_else(String::new, number)
         }
-    }
-}
-
-/// A number as a reviewer reads it: thousands separators above 1000, about three significant
-/// digits below.
-pub fn number(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        let rounded = v.round();
-        let s = thousands(rounded.abs() as u64);
-        if rounded < 0.0 { format!("-{s}") } else { s }
-    } else if a >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(number(1234567.8), "1,234,568");
-        assert_eq!(number(512.0), "512");
-        assert_eq!(number(8.0), "8");
-        assert_eq!(number(123.456), "123");
-        assert_eq!(number(45.678), "45.7");
-        assert_eq!(number(3.456), "3.46");
-        assert_eq!(number(0.01234), "0.012");
     }
 }

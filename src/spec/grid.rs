@@ -15,7 +15,8 @@ use crate::limits::{self, Bounds, COUNT};
 use crate::vocab::{Platform, Vocabulary};
 
 use super::raw::{self, IntAxis, Names};
-use super::{Loader, MAX_AXIS_VALUES, thousands};
+use super::{Loader, MAX_AXIS_VALUES};
+use crate::format::thousands;
 
 /// Builds `Loader::$name`, which checks every axis of a `[grid]` mirror in table order and
 /// returns the grid: each row's key is `grid.<field>`, its default and bounds the row's.

@@ -570,8 +570,8 @@ impl Loader<'_> {
             return Err(UserError::new(format!(
                 "{}: the grid has {} configurations, more than the cap of {}",
                 self.path.display(),
-                thousands(len),
-                thousands(max_configs)
+                crate::format::thousands(len),
+                crate::format::thousands(max_configs)
             ))
             .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
         }
@@ -747,19 +747,6 @@ impl Loader<'_> {
     }
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,13 +847,5 @@ hardware = ["h100-sxm", "b200"]
             "{}",
             e.message
         );
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

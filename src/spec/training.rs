@@ -1,7 +1,6 @@
 //! Validates a training sweep (`[sweep] mode = "training"`): the job in `[workload]` (model,
 //! sequence length, global batch, tokens to train) and the layout axes of `[grid]`.
 
-
 use crate::catalog::Catalog;
 use crate::columns::{Mode, Schema};
 use crate::error::UserError;
@@ -11,7 +10,8 @@ use crate::train::grid::{ClusterSizes, Scale, TrainGrid};
 
 use super::grid::load_grid;
 use super::raw::{RawTrainingGrid, RawTrainingSpec};
-use super::{Header, Loader, thousands};
+use super::{Header, Loader};
+use crate::format::thousands;
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
