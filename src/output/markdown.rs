@@ -39,7 +39,7 @@ pub fn render<R: Record>(
     let _ = writeln!(
         out,
         "- model: {}, {}",
-        h.model,
+        h.model_id(),
         (Schema::get(R::MODE).review.workload_line)(&w)
     );
     let _ = writeln!(
