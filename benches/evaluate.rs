@@ -10,6 +10,10 @@ use racksweep::perf;
 use racksweep::spec;
 use rayon::prelude::*;
 
+#[expect(
+    clippy::print_stdout,
+    reason = "a benchmark's result is its report on stdout"
+)]
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let spec = spec::load(
@@ -26,7 +30,7 @@ fn main() {
     let feasible = spec
         .grid
         .range(0, n)
-        .scan(perf::Placements::default(), |placements, (_, p)| {
+        .scan(perf::PlacementCache::default(), |placements, (_, p)| {
             Some(perf::evaluate_with(&ctx, &p, placements).feasible())
         })
         .filter(|&f| f)
@@ -38,7 +42,7 @@ fn main() {
     let feasible_par: usize = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
-            let mut placements = perf::Placements::default();
+            let mut placements = perf::PlacementCache::default();
             spec.grid
                 .range(b * BLOCK, (b + 1) * BLOCK)
                 .filter(|(_, p)| perf::evaluate_with(&ctx, p, &mut placements).feasible())

@@ -16,13 +16,13 @@ if [ $# -gt 0 ]; then sweeps=("$@"); else sweeps=(sweeps/*.toml scripts/bench/*.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Manifests and part records without wall-clock fields.
+# Manifests and part records without wall-clock fields (durations, rates and timestamps).
 untimed() {
   python3 - "$1" <<'PY'
 import json, sys
 def strip(v):
     if isinstance(v, dict):
-        return {k: strip(x) for k, x in v.items() if k not in ("wall_time_s", "configs_per_s")}
+        return {k: strip(x) for k, x in v.items() if k not in ("wall_time_s", "configs_per_s", "started_at", "finished_at")}
     if isinstance(v, list):
         return [strip(x) for x in v]
     return v

@@ -1,7 +1,8 @@
 //! The largest inputs racksweep accepts, each with its reason, in one place. The spec, the
 //! catalog checks and `validate` reject what lies beyond them with a message that names the key,
 //! and the bounds are chosen so that every count the models form from them (GPUs of a cluster,
-//! `tp x pp x cp`, `dp x microbatch`, ...) fits the `u32` it is kept in. docs/sweep-format.md
+//! `tp x pp x cp`, `dp x microbatch`, ...) fits the `u32` it is kept in. The [`Bounds`] of each
+//! integer key and grid axis (the axis tables name theirs) live here too. docs/sweep-format.md
 //! states each one.
 
 /// Racks in one cluster: 100,000 racks of 72 GPUs is 7.2 million GPUs, several gigawatts, more
@@ -31,6 +32,65 @@ pub const MAX_DEGREE_WHY: &str = "no model has more than 1,024 heads, experts or
 pub const MAX_BATCH: u32 = 1_048_576;
 pub const MAX_BATCH_WHY: &str =
     "serving engines hold at most thousands of sequences at once, training microbatches a few";
+
+/// Values an integer key or grid axis accepts, and why the largest is the largest.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub min: u32,
+    pub max: u32,
+    /// The reason for `max`, given as the hint of the error (`None` where it is plain).
+    pub why: Option<&'static str>,
+}
+
+/// Whole numbers from 1 that the model never multiplies (sequence lengths, a range's step).
+pub const COUNT: Bounds = Bounds {
+    min: 1,
+    max: u32::MAX,
+    why: None,
+};
+/// Racks of a cluster.
+pub const RACKS: Bounds = Bounds {
+    min: 1,
+    max: MAX_RACKS,
+    why: Some(MAX_RACKS_WHY),
+};
+/// Parallel degrees and splits: tp, pp, ep, cp, virtual_stages.
+pub const DEGREE: Bounds = Bounds {
+    min: 1,
+    max: MAX_DEGREE,
+    why: Some(MAX_DEGREE_WHY),
+};
+/// Sequences of a batch or microbatch.
+pub const BATCH: Bounds = Bounds {
+    min: 1,
+    max: MAX_BATCH,
+    why: Some(MAX_BATCH_WHY),
+};
+/// GPUs of a cluster, or its data-parallel replicas.
+pub const CLUSTER_GPUS: Bounds = Bounds {
+    min: 1,
+    max: MAX_CLUSTER_GPUS,
+    why: Some(MAX_CLUSTER_GPUS_WHY),
+};
+/// Share of instances in the prefill pool; 0 = aggregated serving.
+pub const PERCENT: Bounds = Bounds {
+    min: 0,
+    max: 99,
+    why: None,
+};
+/// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
+/// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
+pub const DRAFT_TOKENS: Bounds = Bounds {
+    min: 0,
+    max: 16,
+    why: None,
+};
+/// ZeRO stages 0 to 3.
+pub const ZERO_STAGES: Bounds = Bounds {
+    min: 0,
+    max: 3,
+    why: None,
+};
 
 /// Seconds in a year (365 days): the bound on every duration of a sweep (think time, session
 /// length, a schedule phase, restart time, latency objectives).

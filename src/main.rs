@@ -10,6 +10,10 @@ use clap::Parser;
 use racksweep::cli::{Cli, Command};
 use racksweep::commands;
 
+#[expect(
+    clippy::print_stderr,
+    reason = "the binary is where a command's outcome reaches the user: its summary and errors go to stderr"
+)]
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

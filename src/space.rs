@@ -1,13 +1,39 @@
 //! The two design spaces the engine sweeps: serving configurations through the inference model
 //! (`perf`) and training layouts through the training model (`train`). Each decodes grid
 //! indices with its grid's mixed-radix counter and evaluates them in place, without allocating.
+//!
+//! [`with_space`] is the one place a loaded sweep's mode picks its space: everything that
+//! evaluates a sweep's rows goes through it, compiled once per space.
 
 use crate::catalog::{Catalog, Model};
 use crate::columns::{Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
-use crate::perf::{self, Context, Placements};
-use crate::spec::TrainingSpec;
+use crate::perf::{self, Context, PlacementCache};
+use crate::spec::{Sweep, TrainingSpec};
+
+/// Work on a sweep's design space, whatever its mode: a closure generic over the space (which
+/// Rust closures cannot be). Its `call` is compiled once per space, so the per-point loop inside
+/// calls the model directly.
+pub trait SpaceFn {
+    type Output;
+    fn call<S: Space>(self, space: &S) -> Self::Output;
+}
+
+/// Builds the design space of `sweep` (an inference sweep's performance context is resolved
+/// here, once) and hands it to `f`.
+pub fn with_space<F: SpaceFn>(sweep: &Sweep, f: F) -> F::Output {
+    match sweep {
+        Sweep::Inference(spec) => {
+            let ctx = spec.context();
+            f.call(&Inference {
+                ctx: &ctx,
+                grid: &spec.grid,
+            })
+        }
+        Sweep::Training(spec) => f.call(&Training::new(spec)),
+    }
+}
 use crate::train::grid::{Scale, TrainGrid, TrainPoint};
 use crate::train::{self, Infeasible, Layout, Packing, System};
 
@@ -19,7 +45,7 @@ pub struct Inference<'a> {
 
 impl<'a> Space for Inference<'a> {
     type Row = Row;
-    type Scratch = Placements<'a>;
+    type Scratch = PlacementCache<'a>;
 
     fn len(&self) -> u64 {
         self.grid.len()
@@ -29,7 +55,7 @@ impl<'a> Space for Inference<'a> {
         &self,
         start: u64,
         end: u64,
-        placements: &mut Placements<'a>,
+        placements: &mut PlacementCache<'a>,
         row: &mut Row,
         mut each: impl FnMut(&Row),
     ) {
@@ -62,10 +88,10 @@ pub struct Training<'a> {
 
 impl<'a> Training<'a> {
     pub fn new(spec: &'a TrainingSpec) -> Training<'a> {
-        let c: &Catalog = &spec.catalog;
+        let c: &Catalog = &spec.header.catalog;
         let g = &spec.grid;
         let systems = g
-            .platforms
+            .platform
             .iter()
             .flat_map(|p| {
                 g.ownership.iter().map(move |&ownership| System {
@@ -80,7 +106,7 @@ impl<'a> Training<'a> {
             })
             .collect();
         Training {
-            model: &c.models[spec.model],
+            model: &c.models[spec.header.model],
             grid: g,
             job: spec.job,
             systems,
@@ -94,7 +120,7 @@ impl<'a> Training<'a> {
         // domains (train::Packing).
         let packing = Packing::new(p.tp, p.cp, p.ep, sys.rack);
         let replica = p.tp * p.pp * p.cp;
-        let (racks, gpus, dp) = match g.scale {
+        let (racks, gpus, dp) = match g.scale.by {
             Scale::Racks => {
                 let gpus = p.scale * packing.gpus_per_rack;
                 (p.scale, gpus, gpus / replica)
@@ -153,10 +179,10 @@ impl Space for Training<'_> {
         row: &mut TrainRow,
         mut each: impl FnMut(&TrainRow),
     ) {
-        self.grid.for_each(start, end, |config_id, p| {
-            self.evaluate_into(config_id, p, row);
+        for (config_id, p) in self.grid.range(start, end) {
+            self.evaluate_into(config_id, &p, row);
             each(row);
-        });
+        }
     }
 }
 
@@ -202,30 +228,43 @@ hardware = ["h100-sxm"]
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
-        /// Over the whole ranges a training spec accepts, a layout's counts are the exact
-        /// products (computed here in u64), never wrapped: GPUs = racks x GPUs per rack used,
-        /// dp x tp x pp x cp = GPUs where dp is whole, and a row either trains or says why.
+        /// Over the whole ranges a training spec accepts, on every built-in rack and model, a
+        /// layout's counts are the exact products (computed here in u64), never wrapped: GPUs =
+        /// racks x GPUs per rack used, dp x tp x pp x cp = GPUs where dp is whole, and a row
+        /// either trains or says why.
         #[test]
         fn training_counts_never_wrap(
             tp in count(MAX_DEGREE), pp in count(MAX_DEGREE), cp in count(MAX_DEGREE),
             ep in count(MAX_DEGREE), microbatch in count(MAX_BATCH),
             virtual_stages in count(MAX_DEGREE), racks in count(MAX_RACKS),
             gpus in count(MAX_CLUSTER_GPUS), dp in count(MAX_CLUSTER_GPUS), scale in 0..3u8,
+            rack in 0..Catalog::builtin().unwrap().racks.len(),
+            model in 0..Catalog::builtin().unwrap().models.len(),
         ) {
+            let c = Catalog::builtin().unwrap();
+            let (rack, model) = (&c.racks[rack], &c.models[model]);
+            // 4,096-token sequences, or the model's whole context where it is shorter.
+            let seq_len = model.max_context.min(4096);
             let size = match scale {
                 0 => format!("racks = [{racks}]"),
                 1 => format!("gpus = [{gpus}]"),
                 _ => format!("dp = [{dp}]"),
             };
             let text = format!(
-                "[sweep]\nname = \"t\"\nmode = \"training\"\n[workload]\nmodel = \"deepseek-v3\"\nseq_len = 4096\nglobal_batch_seqs = 4294967295\ntrain_tokens = 1e12\n[grid]\nhardware = [\"gb200-nvl72\"]\n{size}\ntp = [{tp}]\npp = [{pp}]\ncp = [{cp}]\nep = [{ep}]\nmicrobatch = [{microbatch}]\nvirtual_stages = [{virtual_stages}]\n"
+                "[sweep]\nname = \"t\"\nmode = \"training\"\n[workload]\nmodel = \"{}\"\nseq_len = {seq_len}\nglobal_batch_seqs = 4294967295\ntrain_tokens = 1e12\n[grid]\nhardware = [\"{}\"]\nrack = [\"{}\"]\n{size}\ntp = [{tp}]\npp = [{pp}]\ncp = [{cp}]\nep = [{ep}]\nmicrobatch = [{microbatch}]\nvirtual_stages = [{virtual_stages}]\n",
+                model.id, rack.gpu, rack.id
             );
             let replica = u64::from(tp) * u64::from(pp) * u64::from(cp);
             let spec = match parse(Path::new("t.toml"), &text, 1) {
                 Ok(Sweep::Training(s)) => *s,
                 Ok(Sweep::Inference(_)) => unreachable!("a training sweep"),
+                Err(e) if model.vocab.is_none() => {
+                    // A model without a vocabulary is refused.
+                    prop_assert!(e.message.contains("has no vocabulary size"), "{}", e.message);
+                    return Ok(());
+                }
                 Err(e) => {
                     // Only a dp axis can ask for more GPUs than a cluster has.
                     prop_assert_eq!(scale, 2, "{}", e.message);
@@ -236,7 +275,7 @@ hardware = ["h100-sxm"]
             };
             let row = Training::new(&spec).evaluate(0);
             let e = &row.estimate;
-            let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+            let rack = &spec.header.catalog.racks[spec.grid.platform[0].rack];
             let per_rack = u64::from(Packing::new(tp, cp, ep, rack).gpus_per_rack);
             let expected_gpus = match scale {
                 0 => u64::from(racks) * per_rack,

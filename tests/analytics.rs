@@ -415,7 +415,7 @@ fn top_ranks_a_training_runs_layouts() {
     let mfu_of = |id: u64| mfu[rows.ids.iter().position(|&x| x == id).unwrap()].unwrap();
     let shown: Vec<String> = want
         .iter()
-        .map(|&id| racksweep::output::markdown::number(mfu_of(id)))
+        .map(|&id| racksweep::format::number(mfu_of(id)))
         .collect();
     assert_eq!(printed_column(&out, "mfu_pct"), shown);
 
@@ -455,7 +455,7 @@ fn pareto_on_a_training_run_matches_brute_force() {
         "--where",
         "precision == fp8",
         "--where",
-        "facility_kw <= 4000",
+        "facility_power_kw <= 4000",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let printed: BTreeSet<u64> = printed_ids(&stdout(&o)).into_iter().collect();
@@ -465,7 +465,7 @@ fn pareto_on_a_training_run_matches_brute_force() {
         rows.f64("mfu_pct"),
         rows.f64("usd_per_run"),
         rows.f64("hbm_used_gb_per_gpu"),
-        rows.f64("facility_kw"),
+        rows.f64("facility_power_kw"),
         rows.feasible(),
         rows.label("precision"),
     );
@@ -505,7 +505,7 @@ fn pareto_reproduces_a_training_runs_frontier() {
         "--where",
         "effective_time_to_train_days <= 10",
         "--where",
-        "facility_kw <= 4000",
+        "facility_power_kw <= 4000",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));

@@ -1,5 +1,6 @@
 //! Documentation that must not drift from the code: the README's column table is generated from
-//! the schema (`RACKSWEEP_BLESS=1` rewrites it), and every command in --help is documented.
+//! the schema (`RACKSWEEP_BLESS=1` rewrites it), every command in --help is documented, and
+//! docs/model.md lists every infeasibility reason.
 
 mod common;
 
@@ -105,4 +106,60 @@ fn schema_doc_matches_the_writer() {
         doc == expected,
         "docs/schema.md is stale; RACKSWEEP_BLESS=1 cargo test --release --test docs rewrites it"
     );
+}
+
+/// docs/model.md §4 lists the reasons a serving layout is invalid, in the order they are checked,
+/// which is `Reason::ALL`'s; the reasons of cluster sizing, which come after, are described where
+/// they arise.
+#[test]
+fn model_doc_lists_every_inference_reason() {
+    use racksweep::perf::Reason;
+    let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let (_, rules) = doc
+        .split_once("**Validity rules, checked in this order**")
+        .expect("docs/model.md §4 has the validity rules");
+    // "1. `[ep_needs_moe]` ..." up to the next paragraph.
+    let documented: Vec<&str> = rules
+        .lines()
+        .take_while(|l| !l.starts_with("**"))
+        .filter_map(|l| {
+            let (number, rest) = l.split_once(". `[")?;
+            number.parse::<u32>().ok()?;
+            Some(rest.split_once("]`")?.0)
+        })
+        .collect();
+    let names = Reason::ALL.map(Reason::as_str);
+    assert!(
+        documented.len() > 1,
+        "docs/model.md §4 lists {documented:?}"
+    );
+    assert_eq!(documented, names[..documented.len()], "docs/model.md §4");
+    for name in &names[documented.len()..] {
+        assert!(
+            doc.contains(&format!("`infeasible_reason = {name}`")),
+            "docs/model.md describes {name}"
+        );
+    }
+}
+
+/// docs/model.md's table of training reasons ("Infeasible layouts") has one row per
+/// `train::Infeasible`.
+#[test]
+fn model_doc_lists_every_training_reason() {
+    use racksweep::train::Infeasible;
+    let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let (_, table) = doc
+        .split_once("(`train::Infeasible::as_str`):")
+        .expect("docs/model.md has the table of training reasons");
+    // "| `zero_degree` | ... |" rows up to the blank line after the table.
+    let mut documented: Vec<&str> = table
+        .trim_start()
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.strip_prefix("| `")?.split_once('`').map(|(name, _)| name))
+        .collect();
+    documented.sort_unstable();
+    let mut names = Infeasible::ALL.map(Infeasible::as_str);
+    names.sort_unstable();
+    assert_eq!(documented, names, "docs/model.md, \"Infeasible layouts\"");
 }

@@ -23,6 +23,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
+use racksweep::catalog::Catalog;
 use racksweep::columns::{COLUMNS, Kind, Record, Row, TRAINING_COLUMNS, TrainRow};
 use racksweep::engine::Space;
 use racksweep::space::{Inference, Training};
@@ -271,23 +272,39 @@ fn sweep_table(w: Wild, training: bool) -> BoxedStrategy<String> {
         .boxed()
 }
 
-/// Models with a vocabulary (the inline one included), and one without when wild.
+/// A built-in id, for the strategies (which take `'static` text).
+fn id(id: &str) -> &'static str {
+    id.to_string().leak()
+}
+
+/// Every built-in model with a vocabulary, and the inline one; when wild, also every built-in
+/// model without one (which a sweep may not name) and an unknown id.
 fn model(w: Wild) -> BoxedStrategy<String> {
-    let known = pick(&[
-        "llama-3.1-8b",
-        "llama-3.1-70b",
-        "deepseek-v3",
-        "qwen3-30b-a3b",
-        "mixtral-8x7b",
-        "gpt-oss-120b",
-        "fz-model",
-    ]);
-    or_wild(w, known, pick(&["nemotron-8b", "nope"]))
+    let catalog = Catalog::builtin().unwrap();
+    let (with_vocab, without): (Vec<_>, Vec<_>) =
+        catalog.models.iter().partition(|m| m.vocab.is_some());
+    let mut known: Vec<&'static str> = with_vocab.iter().map(|m| id(&m.id)).collect();
+    known.push("fz-model");
+    let mut wild: Vec<&'static str> = without.iter().map(|m| id(&m.id)).collect();
+    wild.push("nope");
+    or_wild(w, pick(&known), pick(&wild))
         .prop_map(|m| format!("\"{m}\""))
         .boxed()
 }
 
-const GPUS: &[&str] = &["h100-sxm", "b200", "gb200-nvl72", "mi300x", "fz-gpu"];
+/// Every built-in GPU, and the inline one.
+fn gpus() -> Vec<&'static str> {
+    let catalog = Catalog::builtin().unwrap();
+    let mut ids: Vec<&'static str> = catalog.gpus.iter().map(|g| id(&g.id)).collect();
+    ids.push("fz-gpu");
+    ids
+}
+
+/// Every built-in number format.
+fn dtypes() -> Vec<&'static str> {
+    let catalog = Catalog::builtin().unwrap();
+    catalog.dtypes.iter().map(|d| id(&d.id)).collect()
+}
 
 fn inference_workload(w: Wild) -> BoxedStrategy<String> {
     table(
@@ -417,7 +434,7 @@ fn inference_grid(w: Wild) -> BoxedStrategy<String> {
     table(
         "[grid]",
         vec![
-            line("hardware", 1.0, ids(w, GPUS)),
+            line("hardware", 1.0, ids(w, &gpus())),
             line(
                 "racks",
                 0.4,
@@ -429,12 +446,8 @@ fn inference_grid(w: Wild) -> BoxedStrategy<String> {
             line("disagg_prefill_pct", 0.15, axis(w, &["0", "25", "99"])),
             line("spec_tokens", 0.15, axis(w, &["0", "1", "16"])),
             line("batch", 0.6, axis(w, &["1", "16", "64", "256", "1048576"])),
-            line(
-                "weight_dtype",
-                0.3,
-                ids(w, &["bf16", "fp8", "nvfp4", "int4"]),
-            ),
-            line("kv_dtype", 0.2, ids(w, &["bf16", "fp8"])),
+            line("weight_dtype", 0.3, ids(w, &dtypes())),
+            line("kv_dtype", 0.2, ids(w, &dtypes())),
             line("ownership", 0.3, ids(w, &["cloud", "owned"])),
         ],
     )
@@ -497,7 +510,7 @@ fn training_grid(w: Wild) -> BoxedStrategy<String> {
                 line("gpus", if w.0 { 0.05 } else { 0.0 }, axis(w, &["64"])),
             ],
         ),
-        ids(w, GPUS),
+        ids(w, &gpus()),
     )
         .prop_map(|(scale, rest, hardware)| {
             format!(

@@ -12,7 +12,7 @@ use common::{
 };
 use racksweep::analyze::digest::{self, GroupValue, Ranking, Trade};
 use racksweep::columns::{Mode, Schema};
-use racksweep::output::markdown::number;
+use racksweep::format::number;
 use racksweep::pareto::{Constraint, Objective};
 
 fn run_sweep(sweep: &str, out: &Path) -> PathBuf {
@@ -345,7 +345,7 @@ fn a_run_that_admits_nothing_still_reports() {
 }
 
 /// A small training sweep with a deadline and a power cap (effective_time_to_train_days <= 10,
-/// facility_kw <= 4000), objectives min effective_time_to_train_days and min usd_per_run.
+/// facility_power_kw <= 4000), objectives min effective_time_to_train_days and min usd_per_run.
 const TRAINING: &str = "tests/specs/training-small.toml";
 
 /// Feasible rows of a training run failing each of the training sweep's constraints, by brute
@@ -355,7 +355,7 @@ fn training_turned_away(dir: &Path) -> [(String, u64); 2] {
     let ok = column_flags(&rows, "feasible");
     let (days, kw) = (
         column_f64(&rows, "effective_time_to_train_days"),
-        column_f64(&rows, "facility_kw"),
+        column_f64(&rows, "facility_power_kw"),
     );
     let failing = |f: &dyn Fn(usize) -> bool| (0..ok.len()).filter(|&i| ok[i] && f(i)).count();
     [
@@ -364,7 +364,7 @@ fn training_turned_away(dir: &Path) -> [(String, u64); 2] {
             failing(&|i| !days[i].is_some_and(|d| d <= 10.0)) as u64,
         ),
         (
-            "fails facility_kw <= 4000".to_string(),
+            "fails facility_power_kw <= 4000".to_string(),
             failing(&|i| !kw[i].is_some_and(|k| k <= 4000.0)) as u64,
         ),
     ]
@@ -386,7 +386,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     let column = |n: &str| schema.find(n).unwrap();
     let constraints = [
         Constraint::parse("effective_time_to_train_days <= 10", schema).unwrap(),
-        Constraint::parse("facility_kw <= 4000", schema).unwrap(),
+        Constraint::parse("facility_power_kw <= 4000", schema).unwrap(),
     ];
     let rankings = [
         Ranking {
@@ -411,7 +411,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
             y: objective("min effective_time_to_train_days"),
         },
         Trade {
-            x: objective("min facility_kw"),
+            x: objective("min facility_power_kw"),
             y: objective("min effective_time_to_train_days"),
         },
     ];
@@ -438,7 +438,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     let (days, usd, kw, mfu) = (
         column_f64(&rows, "effective_time_to_train_days"),
         column_f64(&rows, "usd_per_run"),
-        column_f64(&rows, "facility_kw"),
+        column_f64(&rows, "facility_power_kw"),
         column_f64(&rows, "mfu_pct"),
     );
     let admitted: Vec<usize> = (0..ids.len())
@@ -546,7 +546,7 @@ fn a_training_report_draws_its_trades_and_speaks_of_training() {
     for axis in [
         "usd_per_run (USD, lower is better)",
         "gpus (GPUs, lower is better)",
-        "facility_kw (kW, lower is better)",
+        "facility_power_kw (kW, lower is better)",
         "effective_time_to_train_days (days, lower is better)",
     ] {
         assert!(html.contains(axis), "an axis reads {axis}");

@@ -319,6 +319,10 @@ fn merge_refuses_missing_mixed_and_foreign_parts() {
 }
 
 /// A seed from the clock, printed so that a failure can be replayed.
+#[expect(
+    clippy::print_stderr,
+    reason = "the seed is printed with the test's output so that a failure can be replayed"
+)]
 fn seed() -> u64 {
     let seed = std::env::var("RACKSWEEP_TEST_SEED")
         .ok()

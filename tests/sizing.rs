@@ -22,7 +22,7 @@ fn load(rel: &str) -> Spec {
 /// Every point of a sweep with its estimate.
 fn rows(spec: &Spec) -> Vec<Row> {
     let ctx = spec.context();
-    let mut placements = perf::Placements::default();
+    let mut placements = perf::PlacementCache::default();
     spec.grid
         .range(0, spec.grid.len())
         .map(|(config_id, point)| Row {
@@ -89,7 +89,8 @@ fn identities_hold_on_every_sized_row() {
                 let per_mtok = e.usd_per_month / e.output_tokens_per_month * 1e6;
                 assert!(close(e.usd_per_mtok, per_mtok, 1e-3), "{at}: {e:?}");
             }
-            let rack = &spec.catalog.racks[spec.grid.platforms[row.point.platform as usize].rack];
+            let rack =
+                &spec.header.catalog.racks[spec.grid.platform[row.point.platform as usize].rack];
             assert_eq!(e.racks, e.servers.div_ceil(rack.servers_per_rack), "{at}");
             assert_eq!(e.gpus, e.servers * rack.gpus_per_server, "{at}");
             if e.meets_slo == Some(true) {

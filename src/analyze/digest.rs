@@ -10,7 +10,7 @@ use anyhow::Result;
 use polars::prelude::*;
 
 use super::{admitted, for_each_slice, predicate, scan, select, table};
-use crate::columns::{Mode, Schema, Type};
+use crate::columns::{Schema, Type};
 use crate::pareto::{Constraint, Objective, non_dominated_ids};
 
 /// The best `n` admitted rows by `objective`, per value of the `group` column (or overall).
@@ -33,7 +33,7 @@ pub enum GroupValue {
 impl GroupValue {
     pub fn text(&self) -> String {
         match self {
-            GroupValue::Number(v) => crate::output::markdown::number(*v),
+            GroupValue::Number(v) => crate::format::number(*v),
             GroupValue::Label(s) => s.clone(),
         }
     }
@@ -178,15 +178,12 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     } = *ask;
     let lf = scan(run)?;
     let hardware = schema.find("hardware").expect("hardware is a column");
-    // The requirements a mode's rows carry besides the constraints: only inference rows have
-    // a demand and SLOs to miss (a flag column that is false), training rows none.
-    let built_in: &[(&str, &str)] = match schema.mode {
-        Mode::Inference => &[
-            ("demand_met", "demand not met"),
-            ("meets_slo", "SLOs missed"),
-        ],
-        Mode::Training => &[],
-    };
+    // The requirements a mode's rows carry besides the constraints (a flag column that is
+    // false): the schema's, in file order.
+    let built_in: Vec<(&str, &str)> = schema
+        .requirements()
+        .map(|(i, _, missed)| (schema.columns[i].name, missed))
+        .collect();
     // Every column a question reads, once.
     let mut needed: BTreeSet<usize> = BTreeSet::from([hardware]);
     for r in rankings {
@@ -420,7 +417,7 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         admission,
         ranked,
         traded,
-        header: t.header,
+        header: t.columns.into_iter().map(|c| c.header).collect(),
         rows,
     })
 }
@@ -437,6 +434,7 @@ fn spread(id: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::Mode;
 
     /// Slicing the run changes nothing: small slices give the answers of one slice.
     #[test]

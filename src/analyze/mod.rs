@@ -10,50 +10,14 @@ use anyhow::{Context as _, Result};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
-use crate::columns::{Mode, Schema, Type};
-use crate::output::markdown::number;
+use crate::columns::{Schema, Type};
+use crate::format::number;
+use crate::output::table::Table;
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
 use filter::Where;
 
 pub mod digest;
 pub mod filter;
-
-/// Columns every result table of an inference run shows, before the ones a query names.
-const SHOWN: &[&str] = &[
-    "config_id",
-    "hardware",
-    "racks",
-    "tp",
-    "pp",
-    "ep",
-    "batch",
-    "weight_dtype",
-    "kv_dtype",
-];
-
-/// The same for a training run.
-const TRAINING_SHOWN: &[&str] = &[
-    "config_id",
-    "hardware",
-    "gpus",
-    "tp",
-    "pp",
-    "dp",
-    "cp",
-    "ep",
-    "microbatch",
-    "virtual_stages",
-    "zero_stage",
-    "recompute",
-    "precision",
-    "ownership",
-];
-
-/// A result: column names and formatted cells, ready for `commands::table::render`.
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
 
 /// Every part file of a checked run, as one lazy table (its exact files, no glob: nothing else
 /// in the folder is read).
@@ -95,14 +59,13 @@ fn predicate(c: &Constraint) -> Expr {
     }
 }
 
-/// Rows a ranking may use: feasible, demand and SLOs not missed where the sweep set them, and
-/// every `wheres` filter holds (the engine's rule for its frontier).
+/// Rows a ranking may use: feasible, no requirement of the schema missed (`Role::Requirement`:
+/// demand and SLOs, where the sweep set them), and every `wheres` filter holds (the engine's
+/// rule for its frontier).
 fn admitted(lf: LazyFrame, wheres: &[Where], schema: &Schema) -> LazyFrame {
     let mut rule = col("feasible").eq(lit(true));
-    if schema.mode == Mode::Inference {
-        rule = rule
-            .and(col("demand_met").fill_null(lit(true)))
-            .and(col("meets_slo").fill_null(lit(true)));
+    for (i, _, _) in schema.requirements() {
+        rule = rule.and(col(schema.columns[i].name).fill_null(lit(true)));
     }
     let mut lf = lf.filter(rule);
     for w in wheres {
@@ -111,12 +74,10 @@ fn admitted(lf: LazyFrame, wheres: &[Where], schema: &Schema) -> LazyFrame {
     lf
 }
 
-/// The shown columns, then `extra` (deduplicated).
+/// The columns every result table leads with (`Show::brief`, in file order), then `extra`
+/// (deduplicated).
 fn shown(schema: &Schema, extra: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = match schema.mode {
-        Mode::Inference => SHOWN.to_vec(),
-        Mode::Training => TRAINING_SHOWN.to_vec(),
-    };
+    let mut names: Vec<&'static str> = schema.names(|c| c.show.brief).collect();
     for c in extra {
         if !names.contains(&c) {
             names.push(c);
@@ -151,7 +112,8 @@ fn table(df: &DataFrame) -> Result<Table> {
             row.push(cell(&series.get(i)?));
         }
     }
-    Ok(Table { header, rows })
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    Ok(Table::aligned_by_cells(&header, rows))
 }
 
 fn cell(v: &AnyValue) -> String {
@@ -375,6 +337,7 @@ pub(crate) fn quickstart_run() -> (tempfile::TempDir, Finished) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::Mode;
 
     /// Slicing the run changes nothing: small slices give the tables of one slice.
     #[test]

@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::{Bound, Error};
+
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Economics {
@@ -43,18 +45,20 @@ struct EconomicsFile {
 }
 
 impl Economics {
-    pub fn parse(text: &str) -> Result<Economics, String> {
-        let e = toml::from_str::<EconomicsFile>(text)
-            .map_err(|e| e.to_string())?
-            .defaults;
+    pub fn parse(text: &str) -> Result<Economics, Error> {
+        let e = toml::from_str::<EconomicsFile>(text)?.defaults;
         e.check()?;
         Ok(e)
     }
 
     /// Every field in range; `Err` names the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Error> {
         if !(self.pue.is_finite() && self.pue >= 1.0) {
-            return Err(format!("pue: {} must be at least 1", self.pue));
+            return Err(Error::OutOfRangePlain {
+                key: "pue",
+                value: self.pue,
+                bound: Bound::AtLeast(1.0),
+            });
         }
         for (key, v) in self.positive_fields() {
             super::positive(key, v)?;

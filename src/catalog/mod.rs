@@ -1,9 +1,11 @@
 //! The built-in presets (GPUs, racks, models, number formats), embedded from `data/*.toml`, plus
-//! the checks every preset passes, built-in or inline in a sweep file. Owns lookups by id; does not
-//! know about sweeps or the performance model.
+//! the checks every preset passes, built-in or inline in a sweep file; a failed check is an
+//! [`Error`] naming the key and value. Owns lookups by id; does not know about sweeps or the
+//! performance model.
 
 pub mod dtype;
 pub mod economics;
+mod error;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
@@ -16,6 +18,7 @@ use crate::limits;
 
 pub use dtype::{ComputeClass, Dtype};
 pub use economics::Economics;
+pub use error::{Bound, Error, PresetKind};
 pub use gpu::Gpu;
 pub use model::{Attention, Model};
 pub use rack::Rack;
@@ -71,8 +74,8 @@ impl Calibration {
         Calibration::parse(CALIBRATION_TOML).expect("built-in calibration is valid")
     }
 
-    pub fn parse(text: &str) -> Result<Calibration, String> {
-        let c: Calibration = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Calibration, Error> {
+        let c: Calibration = toml::from_str(text)?;
         non_negative("gemm_half_rows", c.gemm_half_rows)?;
         non_negative("step_overhead_ms", c.step_overhead_ms)?;
         non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
@@ -129,35 +132,47 @@ struct DtypeFile {
 
 impl Catalog {
     /// The embedded presets. They are checked by the test suite, so a failure here is a bug.
-    pub fn builtin() -> Result<Catalog, String> {
-        fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> Result<T, String> {
-            toml::from_str(text).map_err(|e| format!("built-in catalog {name}: {e}"))
+    pub fn builtin() -> Result<Catalog, Error> {
+        fn parse<T: serde::de::DeserializeOwned>(
+            file: &'static str,
+            text: &str,
+        ) -> Result<T, Error> {
+            toml::from_str(text).map_err(|error| Error::BuiltinFile { file, error })
         }
+        let factors = |file, error| Error::BuiltinFactors {
+            file,
+            error: Box::new(error),
+        };
+        let preset = |kind, id: &str, error| Error::BuiltinPreset {
+            kind,
+            id: id.to_string(),
+            error: Box::new(error),
+        };
         let catalog = Catalog {
             gpus: parse::<GpuFile>("gpus.toml", GPUS_TOML)?.gpu,
             racks: parse::<RackFile>("racks.toml", RACKS_TOML)?.rack,
             models: parse::<ModelFile>("models.toml", MODELS_TOML)?.model,
             dtypes: parse::<DtypeFile>("dtypes.toml", DTYPES_TOML)?.dtype,
             calibration: Calibration::parse(CALIBRATION_TOML)
-                .map_err(|e| format!("built-in calibration.toml: {e}"))?,
+                .map_err(|e| factors("calibration.toml", e))?,
             economics: Economics::parse(ECONOMICS_TOML)
-                .map_err(|e| format!("built-in economics.toml: {e}"))?,
+                .map_err(|e| factors("economics.toml", e))?,
             training: training::Factors::builtin(),
         };
         for gpu in &catalog.gpus {
             catalog
                 .check_gpu(gpu)
-                .map_err(|e| format!("built-in gpu {}: {e}", gpu.id))?;
+                .map_err(|e| preset(PresetKind::Gpu, &gpu.id, e))?;
         }
         for rack in &catalog.racks {
             catalog
                 .check_rack(rack)
-                .map_err(|e| format!("built-in rack {}: {e}", rack.id))?;
+                .map_err(|e| preset(PresetKind::Rack, &rack.id, e))?;
         }
         for model in &catalog.models {
             check_model(model)
                 .and_then(|()| catalog.check_model_formats(model))
-                .map_err(|e| format!("built-in model {}: {e}", model.id))?;
+                .map_err(|e| preset(PresetKind::Model, &model.id, e))?;
         }
         Ok(catalog)
     }
@@ -191,8 +206,8 @@ impl Catalog {
     }
 
     /// A GPU's fields are in range and name known formats and a rack that hosts it.
-    pub fn check_gpu(&self, gpu: &Gpu) -> Result<(), String> {
-        check_id("id", &gpu.id)?;
+    pub fn check_gpu(&self, gpu: &Gpu) -> Result<(), Error> {
+        check_id(&gpu.id)?;
         positive("bf16_tflops", gpu.bf16_tflops)?;
         for (key, value) in [
             ("fp8_tflops", gpu.fp8_tflops),
@@ -210,7 +225,10 @@ impl Catalog {
         if let (Some(idle), Some(tdp)) = (gpu.idle_w, gpu.tdp_w)
             && idle > tdp
         {
-            return Err(format!("idle_w: {idle} exceeds tdp_w ({tdp})"));
+            return Err(Error::IdleAboveTdp {
+                idle_w: idle,
+                tdp_w: tdp,
+            });
         }
         positive("hbm_gb", gpu.hbm_gb)?;
         positive("hbm_tbps", gpu.hbm_tbps)?;
@@ -244,93 +262,88 @@ impl Catalog {
         ] {
             match (has_peak, value) {
                 (true, Some(v)) => fraction(key, v)?,
-                (true, None) => return Err(format!("{key}: required because {peak} is set")),
-                (false, Some(_)) => return Err(format!("{key}: set but {peak} is not")),
+                (true, None) => return Err(Error::Required { key, because: peak }),
+                (false, Some(_)) => return Err(Error::WithoutPeak { key, peak }),
                 (false, None) => {}
             }
         }
         for (i, d) in gpu.native_dtypes.iter().enumerate() {
             let Some(dtype) = self.dtype(d) else {
-                return Err(format!(
-                    "native_dtypes[{i}]: unknown number format \"{}\"",
-                    limits::quoted(d)
-                ));
+                return Err(Error::UnknownListedFormat {
+                    list: "native_dtypes",
+                    index: i,
+                    format: d.clone(),
+                });
             };
             if gpu.peak_flops(dtype.compute).is_none() {
-                return Err(format!(
-                    "native_dtypes[{i}]: \"{d}\" computes on {} tensor cores but {}_tflops is not set",
-                    dtype.compute.as_str(),
-                    dtype.compute.as_str()
-                ));
+                return Err(Error::NativeWithoutPeak {
+                    index: i,
+                    format: d.clone(),
+                    class: dtype.compute,
+                });
             }
         }
         for (d, class) in &gpu.weight_only_dtypes {
             if self.dtype(d).is_none() {
-                return Err(format!(
-                    "weight_only_dtypes.{0}: unknown number format \"{0}\"",
-                    limits::quoted(d)
-                ));
+                return Err(Error::UnknownWeightOnlyFormat { format: d.clone() });
             }
             if gpu.peak_flops(*class).is_none() {
-                return Err(format!(
-                    "weight_only_dtypes.{d}: runs on {0} tensor cores but {0}_tflops is not set",
-                    class.as_str()
-                ));
+                return Err(Error::WeightOnlyWithoutPeak {
+                    format: d.clone(),
+                    class: *class,
+                });
             }
         }
         match (gpu.weight_only_dtypes.is_empty(), e.gemm_weight_only) {
             (false, None) => {
-                return Err(
-                    "efficiency.gemm_weight_only: required because weight_only_dtypes is set"
-                        .into(),
-                );
+                return Err(Error::Required {
+                    key: "efficiency.gemm_weight_only",
+                    because: "weight_only_dtypes",
+                });
             }
             (_, Some(v)) => fraction("efficiency.gemm_weight_only", v)?,
             (true, None) => {}
         }
         for (i, d) in gpu.kv_dtypes.iter().enumerate() {
             if self.dtype(d).is_none() {
-                return Err(format!(
-                    "kv_dtypes[{i}]: unknown number format \"{}\"",
-                    limits::quoted(d)
-                ));
+                return Err(Error::UnknownListedFormat {
+                    list: "kv_dtypes",
+                    index: i,
+                    format: d.clone(),
+                });
             }
         }
         match self.rack(&gpu.default_rack) {
-            None => Err(format!(
-                "default_rack: unknown rack \"{}\"",
-                limits::quoted(&gpu.default_rack)
-            )),
-            Some(rack) if rack.gpu != gpu.id => Err(format!(
-                "default_rack: rack \"{}\" hosts \"{}\", not \"{}\"",
-                rack.id, rack.gpu, gpu.id
-            )),
+            None => Err(Error::UnknownDefaultRack {
+                rack: gpu.default_rack.clone(),
+            }),
+            Some(rack) if rack.gpu != gpu.id => Err(Error::DefaultRackHostsOtherGpu {
+                rack: rack.id.clone(),
+                hosts: rack.gpu.clone(),
+                gpu: gpu.id.clone(),
+            }),
             Some(_) => Ok(()),
         }
     }
 
-    /// A rack's fields are in range, its GPU exists and its scale-up domains tile the rack.
     /// The formats a model names are known ones.
-    pub fn check_model_formats(&self, m: &Model) -> Result<(), String> {
+    pub fn check_model_formats(&self, m: &Model) -> Result<(), Error> {
         match &m.checkpoint_expert_dtype {
-            Some(id) if self.dtype(id).is_none() => Err(format!(
-                "checkpoint_expert_dtype: unknown format \"{}\"",
-                limits::quoted(id)
-            )),
-            Some(_) if !m.is_moe() => {
-                Err("checkpoint_expert_dtype applies only to MoE models (set experts)".into())
+            Some(id) if self.dtype(id).is_none() => {
+                Err(Error::UnknownCheckpointFormat { format: id.clone() })
             }
+            Some(_) if !m.is_moe() => Err(Error::CheckpointExpertDtypeWithoutExperts),
             _ => Ok(()),
         }
     }
 
-    pub fn check_rack(&self, rack: &Rack) -> Result<(), String> {
-        check_id("id", &rack.id)?;
+    /// A rack's fields are in range, its GPU exists and its scale-up domains tile the rack.
+    pub fn check_rack(&self, rack: &Rack) -> Result<(), Error> {
+        check_id(&rack.id)?;
         if self.gpu(&rack.gpu).is_none() {
-            return Err(format!(
-                "gpu: unknown GPU \"{}\"",
-                limits::quoted(&rack.gpu)
-            ));
+            return Err(Error::UnknownGpu {
+                gpu: rack.gpu.clone(),
+            });
         }
         for (key, value) in [
             ("gpus_per_server", rack.gpus_per_server),
@@ -338,33 +351,31 @@ impl Catalog {
             ("scaleup_domain_gpus", rack.scaleup_domain_gpus),
         ] {
             if value == 0 {
-                return Err(format!("{key}: must be at least 1"));
+                return Err(Error::Zero { key });
             }
         }
         // Checked before anything multiplies them, so that the product cannot wrap.
         let gpus = u64::from(rack.gpus_per_server) * u64::from(rack.servers_per_rack);
         if gpus > u64::from(limits::MAX_RACK_GPUS) {
-            return Err(format!(
-                "gpus_per_server x servers_per_rack: {} x {} = {gpus} GPUs, more than {} ({})",
-                rack.gpus_per_server,
-                rack.servers_per_rack,
-                limits::MAX_RACK_GPUS,
-                limits::MAX_RACK_GPUS_WHY
-            ));
+            return Err(Error::TooManyRackGpus {
+                gpus_per_server: rack.gpus_per_server,
+                servers_per_rack: rack.servers_per_rack,
+            });
         }
         let per_rack = rack.gpus_per_rack();
         if !per_rack.is_multiple_of(rack.scaleup_domain_gpus) {
-            return Err(format!(
-                "scaleup_domain_gpus: {} does not divide the {per_rack} GPUs of the rack",
-                rack.scaleup_domain_gpus
-            ));
+            return Err(Error::DomainDoesNotDivideRack {
+                domain_gpus: rack.scaleup_domain_gpus,
+                rack_gpus: per_rack,
+            });
         }
         // A deployment grows by whole servers and whole scale-up domains at once.
         let (server, domain) = (rack.gpus_per_server, rack.scaleup_domain_gpus);
         if !(server.is_multiple_of(domain) || domain.is_multiple_of(server)) {
-            return Err(format!(
-                "scaleup_domain_gpus: {domain} and gpus_per_server {server} do not divide one another"
-            ));
+            return Err(Error::DomainAndServerDoNotDivide {
+                domain_gpus: domain,
+                server_gpus: server,
+            });
         }
         for (key, value) in [
             ("scaleup_gbps_per_gpu", rack.scaleup_gbps_per_gpu),
@@ -390,11 +401,10 @@ impl Catalog {
             non_negative(key, value)?;
             // A latency beyond a year is no latency (and would overflow the step times).
             if value > limits::MAX_SECONDS * 1e6 {
-                return Err(format!(
-                    "{key}: {} µs is more than a year ({} µs)",
-                    limits::number(value),
-                    limits::number(limits::MAX_SECONDS * 1e6)
-                ));
+                return Err(Error::LatencyOverAYear {
+                    key,
+                    value_us: value,
+                });
             }
         }
         Ok(())
@@ -402,8 +412,8 @@ impl Catalog {
 }
 
 /// A model's shapes are consistent (heads group evenly, MoE and MLA fields complete).
-pub fn check_model(m: &Model) -> Result<(), String> {
-    check_id("id", &m.id)?;
+pub fn check_model(m: &Model) -> Result<(), Error> {
+    check_id(&m.id)?;
     for (key, value) in [
         ("layers", m.layers),
         ("hidden", m.hidden),
@@ -413,7 +423,7 @@ pub fn check_model(m: &Model) -> Result<(), String> {
         ("max_context", m.max_context),
     ] {
         if value == 0 {
-            return Err(format!("{key}: must be at least 1"));
+            return Err(Error::Zero { key });
         }
     }
     // Sizes that exist must be sizes: a zero vocabulary or expert width has no parameters.
@@ -426,7 +436,7 @@ pub fn check_model(m: &Model) -> Result<(), String> {
         ("mla_rope_head_dim", m.mla_rope_head_dim),
     ] {
         if value == Some(0) {
-            return Err(format!("{key}: must be at least 1"));
+            return Err(Error::Zero { key });
         }
     }
     for (key, value) in [
@@ -438,113 +448,117 @@ pub fn check_model(m: &Model) -> Result<(), String> {
         }
     }
     if !m.heads.is_multiple_of(m.kv_heads) {
-        return Err(format!(
-            "kv_heads: {} does not divide heads ({})",
-            m.kv_heads, m.heads
-        ));
+        return Err(Error::KvHeadsDoNotDivideHeads {
+            kv_heads: m.kv_heads,
+            heads: m.heads,
+        });
     }
     if m.attention == Attention::Mha && m.kv_heads != m.heads {
-        return Err(format!(
-            "kv_heads: multi-head attention needs kv_heads = heads ({})",
-            m.heads
-        ));
+        return Err(Error::MhaKvHeads { heads: m.heads });
     }
     if m.attention == Attention::Mla
         && (m.mla_kv_lora_rank.is_none() || m.mla_rope_head_dim.is_none())
     {
-        return Err("attention = \"mla\" needs mla_kv_lora_rank and mla_rope_head_dim".into());
+        return Err(Error::MlaIncomplete);
     }
     if m.attention != Attention::Mla
         && (m.mla_kv_lora_rank.is_some()
             || m.mla_q_lora_rank.is_some()
             || m.mla_rope_head_dim.is_some())
     {
-        return Err("mla_* fields apply only to attention = \"mla\"".into());
+        return Err(Error::MlaFieldsWithoutMla);
     }
     match (m.experts, m.experts_per_token, m.moe_ffn_hidden) {
         (None, None, None) => {
             if m.ffn_hidden.is_none() {
-                return Err("ffn_hidden: a dense model needs its MLP width".into());
+                return Err(Error::DenseWithoutFfnHidden);
             }
             if m.shared_experts.is_some() || m.dense_layers.is_some() {
-                return Err(
-                    "shared_experts and dense_layers apply only to MoE models (set experts)".into(),
-                );
+                return Err(Error::MoeOnly {
+                    keys: "shared_experts and dense_layers",
+                });
             }
         }
         (Some(e), Some(k), Some(_)) => {
             if e < 2 {
-                return Err(format!(
-                    "experts: {e} must be at least 2 (omit the MoE fields for a dense model)"
-                ));
+                return Err(Error::TooFewExperts { experts: e });
             }
             if k == 0 || k > e {
-                return Err(format!(
-                    "experts_per_token: {k} must be between 1 and experts ({e})"
-                ));
+                return Err(Error::ExpertsPerToken {
+                    per_token: k,
+                    experts: e,
+                });
             }
             if m.dense_layers.unwrap_or(0) > 0 && m.ffn_hidden.is_none() {
-                return Err("ffn_hidden: dense_layers need the dense MLP width".into());
+                return Err(Error::DenseLayersWithoutFfnHidden);
             }
             if m.dense_layers.unwrap_or(0) >= m.layers {
-                return Err("dense_layers: must be fewer than layers".into());
+                return Err(Error::TooManyDenseLayers);
             }
         }
         _ => {
-            return Err(
-                "experts, experts_per_token and moe_ffn_hidden must be set together".into(),
-            );
+            return Err(Error::SetTogether {
+                keys: "experts, experts_per_token and moe_ffn_hidden",
+            });
         }
     }
     match (m.expert_groups, m.expert_groups_per_token) {
         (None, None) => {}
         (Some(g), Some(mg)) => {
             let Some((e, k)) = m.experts.zip(m.experts_per_token) else {
-                return Err(
-                    "expert_groups and expert_groups_per_token apply only to MoE models (set experts)"
-                        .into(),
-                );
+                return Err(Error::MoeOnly {
+                    keys: "expert_groups and expert_groups_per_token",
+                });
             };
             if g < 2 || !e.is_multiple_of(g) {
-                return Err(format!(
-                    "expert_groups: {g} must be at least 2 and divide experts ({e})"
-                ));
+                return Err(Error::ExpertGroups {
+                    groups: g,
+                    experts: e,
+                });
             }
             if mg == 0 || mg > g {
-                return Err(format!(
-                    "expert_groups_per_token: {mg} must be between 1 and expert_groups ({g})"
-                ));
+                return Err(Error::ExpertGroupsPerToken {
+                    groups_per_token: mg,
+                    groups: g,
+                });
             }
             if k > mg * (e / g) {
-                return Err(format!(
-                    "experts_per_token: {k} exceeds the {} experts of expert_groups_per_token ({mg}) groups",
-                    mg * (e / g)
-                ));
+                return Err(Error::ExpertsBeyondGroups {
+                    per_token: k,
+                    reachable: mg * (e / g),
+                    groups_per_token: mg,
+                });
             }
         }
         _ => {
-            return Err("expert_groups and expert_groups_per_token must be set together".into());
+            return Err(Error::SetTogether {
+                keys: "expert_groups and expert_groups_per_token",
+            });
         }
     }
     match (m.sliding_window, m.sliding_window_layers) {
         (None, None) => {}
         (Some(w), Some(n)) => {
             if w == 0 {
-                return Err("sliding_window: must be at least 1 token".into());
+                return Err(Error::ZeroSlidingWindow);
             }
             if n > m.layers {
-                return Err(format!(
-                    "sliding_window_layers: {n} exceeds layers ({})",
-                    m.layers
-                ));
+                return Err(Error::SlidingWindowLayers {
+                    window_layers: n,
+                    layers: m.layers,
+                });
             }
         }
-        _ => return Err("sliding_window and sliding_window_layers must be set together".into()),
+        _ => {
+            return Err(Error::SetTogether {
+                keys: "sliding_window and sliding_window_layers",
+            });
+        }
     }
     Ok(())
 }
 
-fn check_id(key: &str, id: &str) -> Result<(), String> {
+fn check_id(id: &str) -> Result<(), Error> {
     let ok = !id.is_empty()
         && id
             .bytes()
@@ -552,18 +566,15 @@ fn check_id(key: &str, id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{key}: \"{}\" must be lowercase letters, digits, '-', '_' or '.'",
-            limits::quoted(id)
-        ))
+        Err(Error::InvalidId { id: id.to_string() })
     }
 }
 
 /// `Ok` when `value` is a positive normal number. A subnormal (below 2.2e-308) is no
 /// hardware's peak or bandwidth, and dividing by it gives infinity.
-pub(crate) fn positive(key: &str, value: f64) -> Result<(), String> {
+pub(crate) fn positive(key: &'static str, value: f64) -> Result<(), Error> {
     if !(value.is_finite() && value > 0.0) {
-        Err(format!("{key}: {} must be positive", limits::number(value)))
+        Err(out_of_range(key, value, Bound::Positive))
     } else {
         normal(key, value)
     }
@@ -571,12 +582,9 @@ pub(crate) fn positive(key: &str, value: f64) -> Result<(), String> {
 
 /// `Ok` when `value` is finite and zero or more, and not subnormal; the error names the key and
 /// value.
-pub(crate) fn non_negative(key: &str, value: f64) -> Result<(), String> {
+pub(crate) fn non_negative(key: &'static str, value: f64) -> Result<(), Error> {
     if !(value.is_finite() && value >= 0.0) {
-        Err(format!(
-            "{key}: {} must be zero or positive",
-            limits::number(value)
-        ))
+        Err(out_of_range(key, value, Bound::NonNegative))
     } else if value == 0.0 {
         Ok(())
     } else {
@@ -584,25 +592,24 @@ pub(crate) fn non_negative(key: &str, value: f64) -> Result<(), String> {
     }
 }
 
-fn fraction(key: &str, value: f64) -> Result<(), String> {
+fn fraction(key: &'static str, value: f64) -> Result<(), Error> {
     if value.is_finite() && value > 0.0 && value <= 1.0 {
         normal(key, value)
     } else {
-        Err(format!(
-            "{key}: {} must be a fraction in (0, 1]",
-            limits::number(value)
-        ))
+        Err(out_of_range(key, value, Bound::Fraction))
     }
 }
 
-fn normal(key: &str, value: f64) -> Result<(), String> {
+fn normal(key: &'static str, value: f64) -> Result<(), Error> {
     if value.is_normal() {
         Ok(())
     } else {
-        Err(format!(
-            "{key}: {value:e} is subnormal, too small to compute with (the smallest normal number is 2.2e-308)"
-        ))
+        Err(Error::Subnormal { key, value })
     }
+}
+
+fn out_of_range(key: &'static str, value: f64, bound: Bound) -> Error {
+    Error::OutOfRange { key, value, bound }
 }
 
 #[cfg(test)]
@@ -703,6 +710,310 @@ mod tests {
         assert!((active_b - 37.6).abs() < 0.5, "{active_b}");
     }
 
+    /// Every message a catalog check can give, one case per way to fail, as the user reads it
+    /// after `gpu[0] "id": ` or `built-in gpu id: `.
+    fn check_messages() -> Vec<String> {
+        /// One way to spoil a valid preset.
+        type Case<T> = Box<dyn Fn(&mut T)>;
+        let c = catalog();
+        let mut out = Vec::new();
+        let h100 = c.gpu("h100-sxm").unwrap();
+        let gpu_cases: Vec<Case<Gpu>> = vec![
+            Box::new(|g| g.id = "H100".into()),
+            Box::new(|g| g.bf16_tflops = 0.0),
+            Box::new(|g| g.bf16_tflops = 1e-310),
+            Box::new(|g| g.bf16_tflops = f64::INFINITY),
+            Box::new(|g| g.fp8_tflops = Some(-1.0)),
+            Box::new(|g| g.capex_usd_per_gpu = Some(f64::NAN)),
+            Box::new(|g| g.idle_w = Some(800.0)),
+            Box::new(|g| g.hbm_gb = 1e-320),
+            Box::new(|g| g.hbm_tbps = -2.5e20),
+            Box::new(|g| g.efficiency.hbm = 1.5),
+            Box::new(|g| g.efficiency.link = 0.0),
+            Box::new(|g| g.efficiency.gemm_bf16 = 1e-309),
+            Box::new(|g| g.efficiency.gemm_fp8 = None),
+            Box::new(|g| g.efficiency.gemm_int8 = Some(2.0)),
+            Box::new(|g| g.efficiency.gemm_fp4 = Some(0.5)),
+            Box::new(|g| g.native_dtypes.push("fp5".into())),
+            Box::new(|g| g.native_dtypes.push("x".repeat(100))),
+            Box::new(|g| g.native_dtypes.push("nvfp4".into())),
+            Box::new(|g| {
+                g.weight_only_dtypes
+                    .insert("fp5".into(), ComputeClass::Bf16);
+            }),
+            Box::new(|g| {
+                g.weight_only_dtypes.insert("fp4".into(), ComputeClass::Fp4);
+            }),
+            Box::new(|g| g.efficiency.gemm_weight_only = None),
+            Box::new(|g| g.efficiency.gemm_weight_only = Some(-0.5)),
+            Box::new(|g| {
+                g.weight_only_dtypes.clear();
+                g.efficiency.gemm_weight_only = Some(1.25);
+            }),
+            Box::new(|g| g.kv_dtypes.push("fp5".into())),
+            Box::new(|g| g.default_rack = "dgx-h1000".into()),
+            Box::new(|g| g.default_rack = "dgx-b200".into()),
+        ];
+        for case in &gpu_cases {
+            let mut g = h100.clone();
+            case(&mut g);
+            out.push(c.check_gpu(&g).unwrap_err().to_string());
+        }
+        let dgx = c.rack("dgx-h100").unwrap();
+        let rack_cases: Vec<Case<Rack>> = vec![
+            Box::new(|r| r.id = "dgx h100".into()),
+            Box::new(|r| r.id = String::new()),
+            Box::new(|r| r.gpu = "h1000".into()),
+            Box::new(|r| r.gpus_per_server = 0),
+            Box::new(|r| r.servers_per_rack = 0),
+            Box::new(|r| r.scaleup_domain_gpus = 0),
+            Box::new(|r| r.servers_per_rack = 1000),
+            Box::new(|r| r.scaleup_domain_gpus = 3),
+            Box::new(|r| {
+                r.servers_per_rack = 6;
+                r.scaleup_domain_gpus = 12;
+            }),
+            Box::new(|r| r.scaleup_gbps_per_gpu = 0.0),
+            Box::new(|r| r.storage_gbps_per_gpu = f64::NEG_INFINITY),
+            Box::new(|r| r.host_memory_gb_per_gpu = -1.0),
+            Box::new(|r| r.switch_power_kw = 5e-324),
+            Box::new(|r| r.scaleup_latency_us = -0.5),
+            Box::new(|r| r.scaleout_latency_us = 4e13),
+            Box::new(|r| r.collective_launch_us = f64::MAX),
+        ];
+        for case in &rack_cases {
+            let mut r = dgx.clone();
+            case(&mut r);
+            out.push(c.check_rack(&r).unwrap_err().to_string());
+        }
+        let dense = c.model("llama-3.1-8b").unwrap();
+        let moe = c.model("deepseek-v3").unwrap();
+        let mha = c.model("llama-2-7b").unwrap();
+        let windowed = c.model("gpt-oss-120b").unwrap();
+        let model_cases: Vec<(&Model, Case<Model>)> = vec![
+            (dense, Box::new(|m| m.id = "Llama".into())),
+            (dense, Box::new(|m| m.layers = 0)),
+            (dense, Box::new(|m| m.max_context = 0)),
+            (dense, Box::new(|m| m.vocab = Some(0))),
+            (moe, Box::new(|m| m.mla_rope_head_dim = Some(0))),
+            (dense, Box::new(|m| m.published_total_params_b = Some(-8.0))),
+            (
+                dense,
+                Box::new(|m| m.published_active_params_b = Some(1e-310)),
+            ),
+            (dense, Box::new(|m| m.kv_heads = 5)),
+            (mha, Box::new(|m| m.kv_heads = 8)),
+            (moe, Box::new(|m| m.mla_kv_lora_rank = None)),
+            (dense, Box::new(|m| m.mla_q_lora_rank = Some(64))),
+            (dense, Box::new(|m| m.ffn_hidden = None)),
+            (dense, Box::new(|m| m.shared_experts = Some(1))),
+            (moe, Box::new(|m| m.experts = Some(1))),
+            (moe, Box::new(|m| m.experts_per_token = Some(0))),
+            (moe, Box::new(|m| m.experts_per_token = Some(300))),
+            (moe, Box::new(|m| m.ffn_hidden = None)),
+            (moe, Box::new(|m| m.dense_layers = Some(61))),
+            (moe, Box::new(|m| m.moe_ffn_hidden = None)),
+            (
+                dense,
+                Box::new(|m| {
+                    m.expert_groups = Some(8);
+                    m.expert_groups_per_token = Some(4);
+                }),
+            ),
+            (moe, Box::new(|m| m.expert_groups = Some(3))),
+            (moe, Box::new(|m| m.expert_groups_per_token = Some(9))),
+            (
+                moe,
+                Box::new(|m| {
+                    m.expert_groups = Some(64);
+                    m.expert_groups_per_token = Some(1);
+                }),
+            ),
+            (moe, Box::new(|m| m.expert_groups_per_token = None)),
+            (windowed, Box::new(|m| m.sliding_window = Some(0))),
+            (windowed, Box::new(|m| m.sliding_window_layers = Some(99))),
+            (windowed, Box::new(|m| m.sliding_window = None)),
+            (
+                moe,
+                Box::new(|m| m.checkpoint_expert_dtype = Some("fp5".into())),
+            ),
+            (
+                dense,
+                Box::new(|m| m.checkpoint_expert_dtype = Some("mxfp4".into())),
+            ),
+        ];
+        for (model, case) in &model_cases {
+            let mut m = (*model).clone();
+            case(&mut m);
+            let e = check_model(&m).and_then(|()| c.check_model_formats(&m));
+            out.push(e.unwrap_err().to_string());
+        }
+        let economics_cases: Vec<Case<Economics>> = vec![
+            Box::new(|e| e.pue = 0.5),
+            Box::new(|e| e.pue = f64::NAN),
+            Box::new(|e| e.years = 0.0),
+            Box::new(|e| e.storage_gbps_per_server = 1e-310),
+            Box::new(|e| e.usd_per_kwh = -0.1),
+            Box::new(|e| e.storage_capex_usd_per_server = f64::INFINITY),
+        ];
+        for case in &economics_cases {
+            let mut e = c.economics;
+            case(&mut e);
+            out.push(e.check().unwrap_err().to_string());
+        }
+        let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
+            serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
+            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n";
+        assert!(Calibration::parse(calibration).is_ok());
+        for (from, to) in [
+            ("gemm_half_rows = 64.0", "gemm_half_rows = -64.0"),
+            ("step_overhead_ms = 4.0", "step_overhead_ms = nan"),
+            ("prompt_length_cv = 0.75", "prompt_length_cv = 1e-310"),
+            ("moe_gemm_efficiency = 0.5", "moe_gemm_efficiency = 1.5"),
+            ("attention_efficiency = 0.7", "attention_efficiency = 0.0"),
+            (
+                "attention_efficiency = 0.7",
+                "attention_efficiency = \"high\"",
+            ),
+            (
+                "prompt_length_cv = 0.75",
+                "prompt_length_cv = 0.75\nextra = 1",
+            ),
+        ] {
+            let text = calibration.replace(from, to);
+            out.push(Calibration::parse(&text).unwrap_err().to_string());
+        }
+        let factors = "gemm_efficiency = 0.875\ngemm_half_width = 1280.0\n\
+            tp_comm_overlap = 1.0\nrestart_minutes = 10.0\n";
+        assert!(training::Factors::parse(factors).is_ok());
+        for (from, to) in [
+            ("gemm_efficiency = 0.875", "gemm_efficiency = 1.5"),
+            ("tp_comm_overlap = 1.0", "tp_comm_overlap = -0.0001"),
+            ("tp_comm_overlap = 1.0", "tp_comm_overlap = nan"),
+            ("gemm_half_width = 1280.0", "gemm_half_width = -1.0"),
+            ("restart_minutes = 10.0", "restart_minutes = inf"),
+            (
+                "restart_minutes = 10.0",
+                "restart_minutes = 10.0\nfailures_per_gpu_hour = 0.0",
+            ),
+            (
+                "restart_minutes = 10.0",
+                "restart_minutes = 10.0\nfailures_per_gpu_hour = -inf",
+            ),
+            ("restart_minutes = 10.0", "restart_minutes = [10.0]"),
+        ] {
+            let text = factors.replace(from, to);
+            out.push(training::Factors::parse(&text).unwrap_err().to_string());
+        }
+        out
+    }
+
+    /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
+    /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
+    const CHECK_MESSAGES: [&str; 92] = [
+        "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
+        "bf16_tflops: 0 must be positive",
+        "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "bf16_tflops: inf must be positive",
+        "fp8_tflops: -1 must be positive",
+        "capex_usd_per_gpu: NaN must be positive",
+        "idle_w: 800 exceeds tdp_w (700)",
+        "hbm_gb: 1e-320 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "hbm_tbps: -2.5e20 must be positive",
+        "efficiency.hbm: 1.5 must be a fraction in (0, 1]",
+        "efficiency.link: 0 must be a fraction in (0, 1]",
+        "efficiency.gemm_bf16: 1e-309 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "efficiency.gemm_fp8: required because fp8_tflops is set",
+        "efficiency.gemm_int8: 2 must be a fraction in (0, 1]",
+        "efficiency.gemm_fp4: set but fp4_tflops is not",
+        "native_dtypes[4]: unknown number format \"fp5\"",
+        "native_dtypes[4]: unknown number format \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\"",
+        "native_dtypes[4]: \"nvfp4\" computes on fp4 tensor cores but fp4_tflops is not set",
+        "weight_only_dtypes.fp5: unknown number format \"fp5\"",
+        "weight_only_dtypes.fp4: runs on fp4 tensor cores but fp4_tflops is not set",
+        "efficiency.gemm_weight_only: required because weight_only_dtypes is set",
+        "efficiency.gemm_weight_only: -0.5 must be a fraction in (0, 1]",
+        "efficiency.gemm_weight_only: 1.25 must be a fraction in (0, 1]",
+        "kv_dtypes[4]: unknown number format \"fp5\"",
+        "default_rack: unknown rack \"dgx-h1000\"",
+        "default_rack: rack \"dgx-b200\" hosts \"b200\", not \"h100-sxm\"",
+        "id: \"dgx h100\" must be lowercase letters, digits, '-', '_' or '.'",
+        "id: \"\" must be lowercase letters, digits, '-', '_' or '.'",
+        "gpu: unknown GPU \"h1000\"",
+        "gpus_per_server: must be at least 1",
+        "servers_per_rack: must be at least 1",
+        "scaleup_domain_gpus: must be at least 1",
+        "gpus_per_server x servers_per_rack: 8 x 1000 = 8000 GPUs, more than 4096 (NVIDIA's largest announced rack-scale system, NVL576, has 576 GPUs)",
+        "scaleup_domain_gpus: 3 does not divide the 32 GPUs of the rack",
+        "scaleup_domain_gpus: 12 and gpus_per_server 8 do not divide one another",
+        "scaleup_gbps_per_gpu: 0 must be positive",
+        "storage_gbps_per_gpu: -inf must be positive",
+        "host_memory_gb_per_gpu: -1 must be zero or positive",
+        "switch_power_kw: 5e-324 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "scaleup_latency_us: -0.5 must be zero or positive",
+        "scaleout_latency_us: 40000000000000 µs is more than a year (31536000000000 µs)",
+        "collective_launch_us: 1.7976931348623157e308 µs is more than a year (31536000000000 µs)",
+        "id: \"Llama\" must be lowercase letters, digits, '-', '_' or '.'",
+        "layers: must be at least 1",
+        "max_context: must be at least 1",
+        "vocab: must be at least 1",
+        "mla_rope_head_dim: must be at least 1",
+        "published_total_params_b: -8 must be zero or positive",
+        "published_active_params_b: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "kv_heads: 5 does not divide heads (32)",
+        "kv_heads: multi-head attention needs kv_heads = heads (32)",
+        "attention = \"mla\" needs mla_kv_lora_rank and mla_rope_head_dim",
+        "mla_* fields apply only to attention = \"mla\"",
+        "ffn_hidden: a dense model needs its MLP width",
+        "shared_experts and dense_layers apply only to MoE models (set experts)",
+        "experts: 1 must be at least 2 (omit the MoE fields for a dense model)",
+        "experts_per_token: 0 must be between 1 and experts (256)",
+        "experts_per_token: 300 must be between 1 and experts (256)",
+        "ffn_hidden: dense_layers need the dense MLP width",
+        "dense_layers: must be fewer than layers",
+        "experts, experts_per_token and moe_ffn_hidden must be set together",
+        "expert_groups and expert_groups_per_token apply only to MoE models (set experts)",
+        "expert_groups: 3 must be at least 2 and divide experts (256)",
+        "expert_groups_per_token: 9 must be between 1 and expert_groups (8)",
+        "experts_per_token: 8 exceeds the 4 experts of expert_groups_per_token (1) groups",
+        "expert_groups and expert_groups_per_token must be set together",
+        "sliding_window: must be at least 1 token",
+        "sliding_window_layers: 99 exceeds layers (36)",
+        "sliding_window and sliding_window_layers must be set together",
+        "checkpoint_expert_dtype: unknown format \"fp5\"",
+        "checkpoint_expert_dtype applies only to MoE models (set experts)",
+        "pue: 0.5 must be at least 1",
+        "pue: NaN must be at least 1",
+        "years: 0 must be positive",
+        "storage_gbps_per_server: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "usd_per_kwh: -0.1 must be zero or positive",
+        "storage_capex_usd_per_server: inf must be zero or positive",
+        "gemm_half_rows: -64 must be zero or positive",
+        "step_overhead_ms: NaN must be zero or positive",
+        "prompt_length_cv: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
+        "attention_efficiency: 0 must be a fraction in (0, 1]",
+        "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
+        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
+        "gemm_efficiency: 1.5 must be between 0 and 1",
+        "tp_comm_overlap: -0.0001 must be between 0 and 1",
+        "tp_comm_overlap: NaN must be between 0 and 1",
+        "gemm_half_width: -1 must be zero or positive",
+        "restart_minutes: inf must be zero or positive",
+        "failures_per_gpu_hour: 0 must be positive",
+        "failures_per_gpu_hour: -inf must be positive",
+        "TOML parse error at line 4, column 19\n  |\n4 | restart_minutes = [10.0]\n  |                   ^^^^^^\ninvalid type: sequence, expected f64\n",
+    ];
+
+    #[test]
+    fn check_messages_are_pinned() {
+        let got = check_messages();
+        assert_eq!(got.len(), CHECK_MESSAGES.len());
+        for (got, expected) in got.iter().zip(CHECK_MESSAGES) {
+            assert_eq!(got, expected);
+        }
+    }
+
     /// Group-limited routing (DeepSeek-V3: 8 groups of 32 experts, 4 per token) is checked for
     /// consistency with the experts it groups.
     #[test]
@@ -718,22 +1029,32 @@ mod tests {
             })
         };
         assert_eq!(with(None, None), Ok(()));
-        assert!(
-            with(Some(3), Some(1))
-                .unwrap_err()
-                .contains("divide experts (256)")
+        assert_eq!(
+            with(Some(3), Some(1)),
+            Err(Error::ExpertGroups {
+                groups: 3,
+                experts: 256
+            })
         );
-        assert!(
-            with(Some(8), Some(9))
-                .unwrap_err()
-                .contains("between 1 and")
+        assert_eq!(
+            with(Some(8), Some(9)),
+            Err(Error::ExpertGroupsPerToken {
+                groups_per_token: 9,
+                groups: 8
+            })
         );
-        assert!(with(Some(8), None).unwrap_err().contains("set together"));
+        assert!(matches!(
+            with(Some(8), None),
+            Err(Error::SetTogether { .. })
+        ));
         // One of 64 groups of 4 experts cannot hold a token's 8.
-        assert!(
-            with(Some(64), Some(1))
-                .unwrap_err()
-                .contains("exceeds the 4 experts")
+        assert_eq!(
+            with(Some(64), Some(1)),
+            Err(Error::ExpertsBeyondGroups {
+                per_token: 8,
+                reachable: 4,
+                groups_per_token: 1
+            })
         );
         let dense = c.model("llama-3.1-8b").unwrap();
         let grouped_dense = Model {
@@ -741,10 +1062,9 @@ mod tests {
             expert_groups_per_token: Some(4),
             ..dense.clone()
         };
-        assert!(
-            check_model(&grouped_dense)
-                .unwrap_err()
-                .contains("only to MoE")
-        );
+        assert!(matches!(
+            check_model(&grouped_dense),
+            Err(Error::MoeOnly { .. })
+        ));
     }
 }

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use super::{Bound, Error};
+
 /// Unexpected interruptions per GPU-hour: 419 unexpected interruptions in a 54-day snapshot of
 /// Llama 3 405B pre-training on up to 16,384 H100 GPUs (Dubey et al. 2024, "The Llama 3 Herd of
 /// Models", arXiv:2407.21783, section 3.3.4 and Table 5), i.e. 419 / (54 x 24 x 16,384).
@@ -37,22 +39,27 @@ impl Factors {
         Factors::parse(TRAINING_TOML).expect("built-in training factors are valid")
     }
 
-    pub fn parse(text: &str) -> Result<Factors, String> {
-        let f: Factors = toml::from_str(text).map_err(|e| e.to_string())?;
-        for (key, v) in [
+    pub fn parse(text: &str) -> Result<Factors, Error> {
+        let f: Factors = toml::from_str(text)?;
+        for (key, value) in [
             ("gemm_efficiency", f.gemm_efficiency),
             ("tp_comm_overlap", f.tp_comm_overlap),
         ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{key}: {v} must be between 0 and 1"));
+            if !(0.0..=1.0).contains(&value) {
+                return Err(Error::OutOfRangePlain {
+                    key,
+                    value,
+                    bound: Bound::Between(0.0, 1.0),
+                });
             }
         }
         super::non_negative("gemm_half_width", f.gemm_half_width)?;
         if !(f.failures_per_gpu_hour.is_finite() && f.failures_per_gpu_hour > 0.0) {
-            return Err(format!(
-                "failures_per_gpu_hour: {} must be positive",
-                f.failures_per_gpu_hour
-            ));
+            return Err(Error::OutOfRangePlain {
+                key: "failures_per_gpu_hour",
+                value: f.failures_per_gpu_hour,
+                bound: Bound::Positive,
+            });
         }
         super::non_negative("restart_minutes", f.restart_minutes)?;
         Ok(f)

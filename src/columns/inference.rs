@@ -1,6 +1,10 @@
 //! The inference schema: every column of an inference run's rows, read from a [`Row`].
 
-use super::{Column, Kind, LabelValues, Labels, Mode, Record, finite, nonzero};
+use super::{
+    Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
+    nonzero,
+};
+use crate::format::number;
 use crate::grid::Point;
 use crate::perf::{Estimate, Reason};
 
@@ -67,13 +71,20 @@ impl Record for Row {
     }
 }
 
+/// A metric read from the estimate's field of the same meaning, shown nowhere unless `show`
+/// says.
 macro_rules! metric {
     ($name:literal, $unit:literal, $doc:literal, $field:ident) => {
+        metric!($name, $unit, $doc, $field, Show::NONE)
+    };
+    ($name:literal, $unit:literal, $doc:literal, $field:ident, $show:expr) => {
         Column {
             name: $name,
             unit: $unit,
             doc: $doc,
             kind: Kind::Metric(|r| finite(r.estimate.$field)),
+            role: Role::Metric,
+            show: $show,
         }
     };
 }
@@ -85,84 +96,114 @@ pub static COLUMNS: &[Column<Row>] = &[
         unit: "",
         doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
         kind: Kind::Id(|r| r.config_id),
+        role: Role::Id,
+        show: Show::NONE.brief(),
     },
     Column {
         name: "hardware",
         unit: "",
         doc: "GPU preset id",
         kind: Kind::Label(Labels::Hardware),
+        role: Role::Platform,
+        show: Show::NONE.brief().frontier(1),
     },
     Column {
         name: "rack",
         unit: "",
         doc: "rack preset id",
         kind: Kind::Label(Labels::Rack),
+        role: Role::Platform,
+        show: Show::NONE.frontier(2),
     },
     Column {
         name: "model",
         unit: "",
         doc: "model preset id",
         kind: Kind::Label(Labels::Model),
+        role: Role::Model,
+        show: Show::NONE,
     },
     Column {
         name: "racks",
         unit: "racks",
         doc: "racks in the cluster: the grid's, or with racks = \"auto\" ceil(servers / servers per rack) (null when they could not be sized)",
         kind: Kind::Count(|r| nonzero(r.estimate.racks)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(3),
     },
     Column {
         name: "servers",
         unit: "servers",
         doc: "GPU servers in the cluster: racks x servers per rack, or with racks = \"auto\" the fewest whole servers (whole scale-up domains: one 8-GPU server, a whole NVL72 rack) that meet the demand and the SLOs (null when they could not be sized)",
         kind: Kind::Count(|r| nonzero(r.estimate.servers)),
+        role: Role::Layout,
+        show: Show::NONE.frontier(4),
     },
     Column {
         name: "gpus",
         unit: "GPUs",
         doc: "GPUs in the cluster (servers x GPUs per server)",
         kind: Kind::Count(|r| Some(r.estimate.gpus)),
+        role: Role::Layout,
+        show: Show::NONE.header("GPUs").frontier(5),
     },
     Column {
         name: "tp",
         unit: "GPUs",
         doc: "tensor-parallel degree of attention and dense layers",
         kind: Kind::Count(|r| Some(r.point.tp)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(6),
     },
     Column {
         name: "pp",
         unit: "stages",
         doc: "pipeline-parallel stages per instance",
         kind: Kind::Count(|r| Some(r.point.pp)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(7),
     },
     Column {
         name: "ep",
         unit: "GPUs",
         doc: "expert-parallel degree (routed experts spread over ep GPUs)",
         kind: Kind::Count(|r| Some(r.point.ep)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(8),
     },
     Column {
         name: "attention_dp",
         unit: "ranks",
         doc: "attention data-parallel ranks per stage, max(tp, ep) / tp (null when the layout is invalid)",
         kind: Kind::Count(|r| nonzero(r.estimate.attention_dp)),
+        role: Role::Layout,
+        show: Show::NONE,
     },
     Column {
         name: "gpus_per_instance",
         unit: "GPUs",
         doc: "GPUs of one model instance, max(tp, ep) x pp (null when the layout is invalid)",
         kind: Kind::Count(|r| nonzero(r.estimate.gpus_per_instance)),
+        role: Role::Detail,
+        show: Show::NONE,
     },
     Column {
         name: "instances",
         unit: "instances",
         doc: "model instances the cluster holds (data-parallel replicas; null when the layout is invalid)",
         kind: Kind::Count(|r| nonzero(r.estimate.instances)),
+        role: Role::Detail,
+        show: Show::NONE,
     },
     Column {
         name: "disagg_prefill_pct",
         unit: "%",
         doc: "percent of instances in the prefill pool of disaggregated serving (0 = aggregated: every instance prefills and decodes)",
         kind: Kind::Count(|r| Some(r.point.disagg_prefill_pct)),
+        role: Role::Layout,
+        show: Show::NONE
+            .header("prefill %")
+            .frontier_when(11, When::Nonzero("disagg_prefill_pct")),
     },
     Column {
         name: "prefill_instances",
@@ -171,60 +212,91 @@ pub static COLUMNS: &[Column<Row>] = &[
         kind: Kind::Count(|r| {
             (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_instances)
         }),
+        role: Role::Detail,
+        show: Show::NONE
+            .header("prefill instances")
+            .frontier_when(12, When::Nonzero("disagg_prefill_pct")),
     },
     Column {
         name: "spec_tokens",
         unit: "tokens",
         doc: "draft tokens proposed per decode step (speculative decoding / MTP; 0 = off)",
         kind: Kind::Count(|r| Some(r.point.spec_tokens)),
+        role: Role::Layout,
+        show: Show::NONE
+            .header("drafts")
+            .frontier_when(10, When::Nonzero("spec_tokens")),
     },
     Column {
         name: "batch",
         unit: "sequences",
         doc: "concurrent sequences per instance (engine max batch size)",
         kind: Kind::Count(|r| Some(r.point.batch)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(9).follow("batch size"),
     },
     Column {
         name: "weight_dtype",
         unit: "",
         doc: "number format of the weights",
         kind: Kind::Label(Labels::WeightDtype),
+        role: Role::Layout,
+        show: Show::NONE
+            .brief()
+            .header("weights")
+            .frontier(14)
+            .follow("weight format"),
     },
     Column {
         name: "kv_dtype",
         unit: "",
         doc: "number format of the KV cache",
         kind: Kind::Label(Labels::KvDtype),
+        role: Role::Layout,
+        show: Show::NONE
+            .brief()
+            .header("KV")
+            .frontier(15)
+            .follow("KV-cache format"),
     },
     Column {
         name: "ownership",
         unit: "",
         doc: "how the hardware is paid for: cloud (GPU-hours at list price) or owned (capex amortized plus opex)",
         kind: Kind::Label(Labels::Ownership),
+        role: Role::Layout,
+        show: Show::NONE.frontier_when(13, When::Varies("ownership")),
     },
     Column {
         name: "feasible",
         unit: "",
         doc: "whether the configuration can run",
         kind: Kind::Flag(|r| Some(r.estimate.feasible())),
+        role: Role::Status,
+        show: Show::NONE,
     },
     Column {
         name: "infeasible_reason",
         unit: "",
         doc: "why it cannot run (null when feasible); see docs/model.md",
         kind: Kind::Label(Labels::Reason),
+        role: Role::Status,
+        show: Show::NONE,
     },
     Column {
         name: "limit",
         unit: "",
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
         kind: Kind::Label(Labels::Limit),
+        role: Role::Status,
+        show: Show::NONE.frontier(22),
     },
     metric!(
         "ttft_ms",
         "ms",
         "mean time to first token of a mean-length prompt at the operating load (without demand: arriving at an instance that runs its full batch, as a benchmark at that concurrency measures); docs/model.md §13, §15",
-        ttft_ms
+        ttft_ms,
+        Show::NONE.header("TTFT (ms)").frontier(18)
     ),
     metric!(
         "ttft_idle_ms",
@@ -254,19 +326,22 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens_per_s_per_gpu",
         "tokens/s",
         "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
-        tokens_per_s_per_gpu
+        tokens_per_s_per_gpu,
+        Show::NONE.header("tokens/s/GPU").frontier(16).report(1)
     ),
     metric!(
         "output_tokens_per_s",
         "tokens/s",
         "output tokens per second of the whole cluster at full batch (its capacity)",
-        output_tokens_per_s
+        output_tokens_per_s,
+        Show::NONE.header("cluster tokens/s").frontier(20)
     ),
     metric!(
         "hbm_used_gb_per_gpu",
         "GB",
         "HBM the configuration needs per GPU: weights + KV cache + activations (also when it does not fit)",
-        hbm_used_gb_per_gpu
+        hbm_used_gb_per_gpu,
+        Show::NONE.header("HBM/GPU (GB)").frontier(21)
     ),
     metric!(
         "hbm_weights_gb_per_gpu",
@@ -308,37 +383,53 @@ pub static COLUMNS: &[Column<Row>] = &[
         "utilization",
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
-        utilization
+        utilization,
+        Show::NONE.frontier_when(24, When::Answered("demand_met"))
     ),
     Column {
         name: "headroom",
         unit: "fraction",
         doc: "1 - utilization (null without demand)",
         kind: Kind::Metric(|r| finite(1.0 - r.estimate.utilization)),
+        role: Role::Metric,
+        show: Show::NONE,
     },
     Column {
         name: "risk",
         unit: "",
         doc: "latency risk band of the utilization: low <= 0.5, medium <= 0.75, high above (null without demand)",
         kind: Kind::Label(Labels::Risk),
+        role: Role::Status,
+        show: Show::NONE,
     },
     metric!(
         "users_supported",
         "users",
         "concurrent users the cluster serves at the target utilization, by Little's law with the operating load's response time: target x capacity x (response + think time); the minimum over phases (null without demand)",
-        users_supported
+        users_supported,
+        Show::NONE.report(6)
     ),
     Column {
         name: "demand_met",
         unit: "",
         doc: "whether every phase's demand is served at or below the target utilization with stable queues (null without demand)",
         kind: Kind::Flag(|r| r.estimate.demand_met),
+        role: Role::Requirement {
+            set_by: "demand",
+            missed: "demand not met",
+        },
+        show: Show::NONE,
     },
     Column {
         name: "meets_slo",
         unit: "",
         doc: "whether the p99 TTFT, p99 TPOT and tokens/s/user objectives of [sweep] hold (null when none is set)",
         kind: Kind::Flag(|r| r.estimate.meets_slo),
+        role: Role::Requirement {
+            set_by: "SLOs",
+            missed: "SLOs missed",
+        },
+        show: Show::NONE,
     },
     metric!(
         "ttft_p50_ms",
@@ -356,7 +447,11 @@ pub static COLUMNS: &[Column<Row>] = &[
         "ttft_p99_ms",
         "ms",
         "99th-percentile time to first token at the operating load",
-        ttft_p99_ms
+        ttft_p99_ms,
+        Show::NONE
+            .header("TTFT p99 (ms)")
+            .frontier_when(25, When::Answered("demand_met"))
+            .report(3)
     ),
     metric!(
         "ttft_p99_mmc_ms",
@@ -368,25 +463,34 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tpot_p99_ms",
         "ms",
         "99th-percentile time per output token at the operating load (step at the p99 batch occupancy; without demand: at full batch)",
-        tpot_p99_ms
+        tpot_p99_ms,
+        Show::NONE
+            .header("TPOT p99 (ms)")
+            .frontier_when(26, When::Answered("demand_met"))
+            .report(4)
     ),
     metric!(
         "occupancy_per_instance",
         "requests",
         "mean requests a decode instance holds at the operating load, running or waiting for a slot (without demand: the batch); with users and no think time, users / decode instances",
-        occupancy_per_instance
+        occupancy_per_instance,
+        Show::NONE
+            .header("requests/instance")
+            .frontier_when(23, When::Answered("demand_met"))
     ),
     metric!(
         "tpot_at_load_ms",
         "ms",
         "mean time per output token a sequence sees at the operating load (Little's law over the running sequences; the step at the mean occupancy; without demand: tpot_ms)",
-        tpot_at_load_ms
+        tpot_at_load_ms,
+        Show::NONE.header("TPOT (ms)").frontier(19)
     ),
     metric!(
         "tokens_per_s_per_user_at_load",
         "tokens/s",
         "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
-        tokens_per_s_per_user_at_load
+        tokens_per_s_per_user_at_load,
+        Show::NONE.header("tokens/s/user").frontier(17).report(2)
     ),
     metric!(
         "e2e_p50_ms",
@@ -440,7 +544,11 @@ pub static COLUMNS: &[Column<Row>] = &[
         "power_kw",
         "kW",
         "IT power at the operating load: GPUs, hosts, switches, storage",
-        power_kw
+        power_kw,
+        Show::NONE
+            .header("IT power (kW)")
+            .frontier_when(27, When::Answered("demand_met"))
+            .report(7)
     ),
     metric!(
         "facility_power_kw",
@@ -506,13 +614,20 @@ pub static COLUMNS: &[Column<Row>] = &[
         "usd_per_month",
         "USD/month",
         "usd_per_hour x 730 h, paid around the clock (dedicated billing)",
-        usd_per_month
+        usd_per_month,
+        Show::NONE
+            .header("USD/month")
+            .frontier_when(28, When::Answered("demand_met"))
     ),
     metric!(
         "usd_per_mtok",
         "USD/Mtok",
         "cost per million output tokens served: usd_per_month / output_tokens_per_month x 1e6 (the demand's mean, or the capacity without demand)",
-        usd_per_mtok
+        usd_per_mtok,
+        Show::NONE
+            .header("USD/Mtok")
+            .frontier_when(29, When::Answered("demand_met"))
+            .report(5)
     ),
     metric!(
         "tco_usd",
@@ -545,3 +660,45 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_month_api
     ),
 ];
+
+/// What the review documents say of an inference run besides its columns.
+pub static INFERENCE_REVIEW: Review = Review {
+    workload_line: |w| {
+        format!(
+            "{} input / {} output tokens",
+            number(w("input_tokens")),
+            number(w("output_tokens"))
+        )
+    },
+    workload_words,
+    admitted: "run, meet the demand and SLOs where the sweep sets them",
+    follows: "a batch or format axis",
+    trades: &[
+        (
+            "Throughput against interactivity",
+            "max tokens_per_s_per_user_at_load",
+            "max tokens_per_s_per_gpu",
+        ),
+        (
+            "Cost against time to first token",
+            "min ttft_p99_ms",
+            "min usd_per_mtok",
+        ),
+        (
+            "Racks against users served",
+            "max users_supported",
+            "min racks",
+        ),
+    ],
+};
+
+fn workload_words(w: Workload, kv_admission: Option<&str>) -> String {
+    let admission = kv_admission
+        .and_then(crate::perf::memory::KvAdmission::named)
+        .map_or(String::new(), |a| format!("; {}", a.describe()));
+    format!(
+        "{} input tokens, {} output tokens per request{admission}",
+        number(w("input_tokens")),
+        number(w("output_tokens"))
+    )
+}

@@ -6,6 +6,12 @@
 //! Rows are typed per mode ([`Row`] for inference, [`TrainRow`] for training) and implement
 //! [`Record`]; code that only reads a run (objectives, analytics, reports) sees the untyped
 //! [`Schema`] of the run's [`Mode`].
+//!
+//! Each column also says what it is ([`Role`]) and where the readers of a run show it
+//! ([`Show`]: its short header, its place in `pareto.md`, in `top`/`pareto` answers and in the
+//! report), so those tables are derived from the schema rather than kept as lists of names.
+//! What a mode's documents say beyond its columns (workload sentences, the report's charts) is
+//! its schema's [`Review`]. This module does not render anything.
 
 mod inference;
 mod training;
@@ -14,8 +20,8 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-pub use inference::{COLUMNS, RISK_BANDS, Row};
-pub use training::{TRAINING_COLUMNS, TrainRow};
+pub use inference::{COLUMNS, INFERENCE_REVIEW, RISK_BANDS, Row};
+pub use training::{TRAINING_COLUMNS, TRAINING_REVIEW, TrainRow};
 
 /// What a sweep evaluates, and so which schema its rows have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -112,12 +118,130 @@ impl<R> Clone for Kind<R> {
 
 impl<R> Copy for Kind<R> {}
 
+/// What a column is, for the readers that choose columns by what they are rather than by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The row's index in the grid (`config_id`).
+    Id,
+    /// What the cluster is built of: the GPU and rack presets.
+    Platform,
+    /// The model, the same in every row of a run.
+    Model,
+    /// The configuration's layout and size: the grid's axes and the sizes they set. Report
+    /// tables lead with these (and the id and platform), in file order.
+    Layout,
+    /// Counts that follow from the layout (instances, microbatches), shown only where a table
+    /// asks for them.
+    Detail,
+    /// Whether and why a row can run, and what bounds it.
+    Status,
+    /// A yes/no requirement of the sweep, null where the sweep does not set it: a feasible row
+    /// is admitted only where it is not false. `set_by` names what the sweep sets ("demand"),
+    /// `missed` the failure ("demand not met").
+    Requirement {
+        set_by: &'static str,
+        missed: &'static str,
+    },
+    /// A quantity the model predicts.
+    Metric,
+}
+
+/// When the frontier table (`pareto.md`) shows a column it places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// When the sweep's grid gives the named axis more than one value.
+    Varies(&'static str),
+    /// When the sweep's grid gives the named axis a value other than 0 (a serving mode that is
+    /// off at 0).
+    Nonzero(&'static str),
+    /// When the frontier's rows answer the named yes/no column (it is not null: the sweep sets
+    /// what the column asks).
+    Answered(&'static str),
+}
+
+/// A column's place among the frontier table's leading columns: tables sort by `rank`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub rank: u8,
+    pub when: When,
+}
+
+/// Where the readers of a run show a column besides the Parquet files, and its short header.
+/// Built with its `const` methods from [`Show::NONE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Show {
+    /// Header in review tables (`pareto.md`); "" means the name.
+    pub header: &'static str,
+    /// `top` and `pareto` answers lead with it (in file order), before the columns a query
+    /// names.
+    pub brief: bool,
+    /// Its place in `pareto.md`'s table, before the objectives and constraints.
+    pub frontier: Option<Place>,
+    /// Its rank among the metrics every report table shows after the objectives and
+    /// constraints.
+    pub report: Option<u8>,
+    /// The report follows the best configuration at each of the column's values, under this
+    /// title ("batch size"), in file order.
+    pub follow: Option<&'static str>,
+}
+
+impl Show {
+    /// Shown nowhere but in the Parquet files (and where a query names it).
+    pub const NONE: Show = Show {
+        header: "",
+        brief: false,
+        frontier: None,
+        report: None,
+        follow: None,
+    };
+
+    pub const fn header(self, header: &'static str) -> Show {
+        Show { header, ..self }
+    }
+
+    pub const fn brief(self) -> Show {
+        Show {
+            brief: true,
+            ..self
+        }
+    }
+
+    /// Always in the frontier table, at `rank`.
+    pub const fn frontier(self, rank: u8) -> Show {
+        self.frontier_when(rank, When::Always)
+    }
+
+    pub const fn frontier_when(self, rank: u8, when: When) -> Show {
+        Show {
+            frontier: Some(Place { rank, when }),
+            ..self
+        }
+    }
+
+    pub const fn report(self, rank: u8) -> Show {
+        Show {
+            report: Some(rank),
+            ..self
+        }
+    }
+
+    pub const fn follow(self, title: &'static str) -> Show {
+        Show {
+            follow: Some(title),
+            ..self
+        }
+    }
+}
+
 pub struct Column<R> {
     pub name: &'static str,
     /// Unit, or "" for identifiers and labels.
     pub unit: &'static str,
     pub doc: &'static str,
     pub kind: Kind<R>,
+    pub role: Role,
+    pub show: Show,
 }
 
 impl<R> Column<R> {
@@ -143,6 +267,8 @@ impl<R> Column<R> {
                 Kind::Metric(_) => Type::Metric,
                 Kind::Flag(_) => Type::Flag,
             },
+            role: self.role,
+            show: self.show,
         }
     }
 }
@@ -193,9 +319,25 @@ pub struct Info {
     pub unit: &'static str,
     pub doc: &'static str,
     pub ty: Type,
+    pub role: Role,
+    pub show: Show,
 }
 
 impl Info {
+    /// The column's short header in review tables.
+    pub fn header(&self) -> &'static str {
+        if self.show.header.is_empty() {
+            self.name
+        } else {
+            self.show.header
+        }
+    }
+
+    /// Whether the column says which configuration a row is: its id, platform or layout.
+    pub fn identifies(&self) -> bool {
+        matches!(self.role, Role::Id | Role::Platform | Role::Layout)
+    }
+
     pub fn is_numeric(&self) -> bool {
         matches!(self.ty, Type::Id | Type::Count | Type::Metric)
     }
@@ -209,26 +351,67 @@ impl Info {
     }
 }
 
-/// The columns of one mode's rows, untyped.
+/// A run's workload numbers by key (`Sweep::workload`, the manifest's `workload`).
+pub type Workload<'a> = &'a dyn Fn(&str) -> f64;
+
+/// What a mode's review documents (`pareto.md`, the report) say about its rows besides what
+/// the columns say.
+#[derive(Debug)]
+pub struct Review {
+    /// The workload in `pareto.md`, after "model: <id>, ".
+    pub workload_line: fn(Workload) -> String,
+    /// The workload in words, in the report's summary; with the run's KV admission policy.
+    pub workload_words: fn(Workload, Option<&str>) -> String,
+    /// What every admitted row does, to follow "configurations that".
+    pub admitted: &'static str,
+    /// The columns the report follows ([`Show::follow`]), in words.
+    pub follows: &'static str,
+    /// The report's charts: a title and two objectives (x, then y) drawn per hardware.
+    pub trades: &'static [(&'static str, &'static str, &'static str)],
+}
+
+/// The columns of one mode's rows, untyped, and what its documents say of them.
 #[derive(Debug)]
 pub struct Schema {
     pub mode: Mode,
     pub columns: Vec<Info>,
+    pub review: &'static Review,
 }
 
 static SCHEMAS: LazyLock<[Schema; 2]> = LazyLock::new(|| {
     [
-        Schema::of(Mode::Inference, COLUMNS),
-        Schema::of(Mode::Training, TRAINING_COLUMNS),
+        Schema::of(Mode::Inference, COLUMNS, &INFERENCE_REVIEW),
+        Schema::of(Mode::Training, TRAINING_COLUMNS, &TRAINING_REVIEW),
     ]
 });
 
 impl Schema {
-    fn of<R>(mode: Mode, columns: &[Column<R>]) -> Schema {
+    fn of<R>(mode: Mode, columns: &[Column<R>], review: &'static Review) -> Schema {
         Schema {
             mode,
             columns: columns.iter().map(Column::info).collect(),
+            review,
         }
+    }
+
+    /// Names of the columns `keep` selects, in file order.
+    pub fn names<'a>(
+        &'a self,
+        keep: impl Fn(&Info) -> bool + 'a,
+    ) -> impl Iterator<Item = &'static str> + 'a {
+        self.columns.iter().filter(move |c| keep(c)).map(|c| c.name)
+    }
+
+    /// The yes/no requirements a feasible row must not fail, in file order: each column's
+    /// index, what sets it and what failing it is called.
+    pub fn requirements(&self) -> impl Iterator<Item = (usize, &'static str, &'static str)> + '_ {
+        self.columns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c.role {
+                Role::Requirement { set_by, missed } => Some((i, set_by, missed)),
+                _ => None,
+            })
     }
 
     pub fn get(mode: Mode) -> &'static Schema {
@@ -364,6 +547,90 @@ mod tests {
             {
                 let ok = units.iter().any(|u| c.name.contains(u));
                 assert!(ok, "{} lacks a unit suffix", c.name);
+            }
+        }
+    }
+
+    /// The places a column takes in the review tables are distinct, and every column a
+    /// [`When`] or a [`Role::Requirement`] relies on exists with the type it reads.
+    #[test]
+    fn places_are_distinct_and_conditions_name_columns() {
+        for mode in Mode::ALL {
+            let s = Schema::get(mode);
+            let column = |name: &str| {
+                let i = s
+                    .find(name)
+                    .unwrap_or_else(|| panic!("{mode:?} lacks {name}"));
+                &s.columns[i]
+            };
+            let (mut frontier, mut report) = (Vec::new(), Vec::new());
+            for c in &s.columns {
+                if let Some(p) = c.show.frontier {
+                    assert!(!frontier.contains(&p.rank), "{}: rank {}", c.name, p.rank);
+                    frontier.push(p.rank);
+                    match p.when {
+                        When::Always => {}
+                        When::Varies(axis) => assert_eq!(column(axis).role, Role::Layout),
+                        When::Nonzero(axis) => {
+                            let a = column(axis);
+                            assert!(a.role == Role::Layout && a.ty == Type::Count, "{axis}");
+                        }
+                        When::Answered(flag) => assert_eq!(column(flag).ty, Type::Flag),
+                    }
+                }
+                if let Some(rank) = c.show.report {
+                    assert!(!report.contains(&rank), "{}: rank {rank}", c.name);
+                    report.push(rank);
+                }
+                if c.show.follow.is_some() {
+                    assert_eq!(c.role, Role::Layout, "{}", c.name);
+                }
+                if let Role::Requirement { .. } = c.role {
+                    assert_eq!(c.ty, Type::Flag, "{}", c.name);
+                }
+            }
+        }
+    }
+
+    /// The axes a [`When`] names are axes of the sweeps of its mode, with numbers where it
+    /// reads them.
+    #[test]
+    fn conditions_name_axes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for file in ["sweeps/quickstart.toml", "tests/specs/training-small.toml"] {
+            let sweep = crate::spec::load(&root.join(file), u64::MAX).unwrap();
+            let axes: Vec<&str> = sweep.axes().into_iter().map(|(name, _)| name).collect();
+            for c in &Schema::get(sweep.mode()).columns {
+                if let Some(Place {
+                    when: When::Varies(axis) | When::Nonzero(axis),
+                    ..
+                }) = c.show.frontier
+                {
+                    assert!(axes.contains(&axis), "{file}: {axis} is no axis");
+                }
+                if let Some(Place {
+                    when: When::Nonzero(axis),
+                    ..
+                }) = c.show.frontier
+                {
+                    assert!(sweep.count_values(axis).is_some(), "{file}: {axis}");
+                }
+            }
+        }
+    }
+
+    /// The report's charts are objectives of their schema.
+    #[test]
+    fn review_trades_are_objectives() {
+        for mode in Mode::ALL {
+            let s = Schema::get(mode);
+            for (title, x, y) in s.review.trades {
+                for o in [x, y] {
+                    assert!(
+                        crate::pareto::Objective::parse(o, s).is_ok(),
+                        "{title}: {o}"
+                    );
+                }
             }
         }
     }

@@ -1,6 +1,10 @@
 //! The training schema: every column of a training run's rows, read from a [`TrainRow`].
 
-use super::{Column, Kind, LabelValues, Labels, Mode, Record, finite, nonzero};
+use super::{
+    Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
+    nonzero,
+};
+use crate::format::number;
 use crate::train::grid::TrainPoint;
 use crate::train::{Estimate, Infeasible, Precision, Recompute};
 
@@ -73,8 +77,12 @@ impl Record for TrainRow {
     }
 }
 
+/// A metric of a layout that can train (null where it cannot), shown nowhere unless `show` says.
 macro_rules! metric {
     ($name:literal, $unit:literal, $doc:literal, |$e:ident| $value:expr) => {
+        metric!($name, $unit, $doc, |$e| $value, Show::NONE)
+    };
+    ($name:literal, $unit:literal, $doc:literal, |$e:ident| $value:expr, $show:expr) => {
         Column {
             name: $name,
             unit: $unit,
@@ -83,17 +91,25 @@ macro_rules! metric {
                 let $e = &r.estimate;
                 r.ok($value)
             }),
+            role: Role::Metric,
+            show: $show,
         }
     };
 }
 
+/// A count of the layout, never null.
 macro_rules! count {
     ($name:literal, $unit:literal, $doc:literal, |$r:ident| $value:expr) => {
+        count!($name, $unit, $doc, |$r| $value, Show::NONE)
+    };
+    ($name:literal, $unit:literal, $doc:literal, |$r:ident| $value:expr, $show:expr) => {
         Column {
             name: $name,
             unit: $unit,
             doc: $doc,
             kind: Kind::Count(|$r| Some($value)),
+            role: Role::Layout,
+            show: $show,
         }
     };
 }
@@ -105,112 +121,161 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         unit: "",
         doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
         kind: Kind::Id(|r| r.config_id),
+        role: Role::Id,
+        show: Show::NONE.brief(),
     },
     Column {
         name: "hardware",
         unit: "",
         doc: "GPU preset id",
         kind: Kind::Label(Labels::Hardware),
+        role: Role::Platform,
+        show: Show::NONE.brief().frontier(1),
     },
     Column {
         name: "rack",
         unit: "",
         doc: "rack preset id",
         kind: Kind::Label(Labels::Rack),
+        role: Role::Platform,
+        show: Show::NONE.frontier(2),
     },
     Column {
         name: "model",
         unit: "",
         doc: "model preset id",
         kind: Kind::Label(Labels::Model),
+        role: Role::Model,
+        show: Show::NONE,
     },
     count!(
         "racks",
         "racks",
         "racks in the cluster: the grid's, or with a dp axis the fewest that hold tp x pp x cp x dp GPUs",
-        |r| r.racks
+        |r| r.racks,
+        Show::NONE.frontier(3)
     ),
     count!(
         "gpus",
         "GPUs",
         "GPUs the job trains on, tp x pp x cp x dp (with a racks axis: every GPU of the racks)",
-        |r| r.estimate.gpus
+        |r| r.estimate.gpus,
+        Show::NONE
+            .brief()
+            .header("GPUs")
+            .frontier(4)
+            .follow("cluster size")
     ),
     count!(
         "tp",
         "GPUs",
         "tensor-parallel degree (with sequence parallelism)",
-        |r| r.point.tp
+        |r| r.point.tp,
+        Show::NONE.brief().frontier(5).follow("tensor parallelism")
     ),
-    count!("pp", "stages", "pipeline-parallel stages", |r| r.point.pp),
+    count!(
+        "pp",
+        "stages",
+        "pipeline-parallel stages",
+        |r| r.point.pp,
+        Show::NONE.brief().frontier(6).follow("pipeline stages")
+    ),
     Column {
         name: "dp",
         unit: "replicas",
         doc: "data-parallel replicas: the grid's, or GPUs / (tp x pp x cp) with a racks axis (null when that is not whole)",
         kind: Kind::Count(|r| nonzero(r.dp)),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(7),
     },
     count!(
         "cp",
         "GPUs",
         "context-parallel degree (ring attention over 2 x cp sequence chunks)",
-        |r| r.point.cp
+        |r| r.point.cp,
+        Show::NONE.brief().frontier(8)
     ),
     count!(
         "ep",
         "GPUs",
         "expert-parallel degree, carved out of dp x cp (Megatron-Core's convention)",
-        |r| r.point.ep
+        |r| r.point.ep,
+        Show::NONE.brief().frontier(9)
     ),
-    count!("microbatch", "sequences", "sequences per microbatch", |r| r
-        .point
-        .microbatch),
+    count!(
+        "microbatch",
+        "sequences",
+        "sequences per microbatch",
+        |r| r.point.microbatch,
+        Show::NONE.brief().frontier(10)
+    ),
     count!(
         "virtual_stages",
         "chunks",
         "model chunks per pipeline stage (interleaved 1F1B); 1 = plain 1F1B",
-        |r| r.point.virtual_stages
+        |r| r.point.virtual_stages,
+        Show::NONE.brief().header("virtual stages").frontier(11)
     ),
     Column {
         name: "microbatches",
         unit: "microbatches",
         doc: "microbatches per pipeline per step, global batch / (dp x microbatch) (null when the split is invalid)",
         kind: Kind::Count(|r| nonzero(r.estimate.microbatches)),
+        role: Role::Detail,
+        show: Show::NONE,
     },
     count!(
         "zero_stage",
         "stage",
         "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + weights sharded over dp",
-        |r| r.point.zero_stage
+        |r| r.point.zero_stage,
+        Show::NONE
+            .brief()
+            .header("ZeRO")
+            .frontier(12)
+            .follow("ZeRO stage")
     ),
     Column {
         name: "recompute",
         unit: "",
         doc: "activation recomputation: none, selective (attention core) or full (whole layers)",
         kind: Kind::Label(Labels::Recompute),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(13).follow("recomputation"),
     },
     Column {
         name: "precision",
         unit: "",
         doc: "number format of the linear layers: bf16, or fp8 with bf16 master weights",
         kind: Kind::Label(Labels::Precision),
+        role: Role::Layout,
+        show: Show::NONE.brief().frontier(14).follow("precision"),
     },
     Column {
         name: "ownership",
         unit: "",
         doc: "how the hardware is paid for: cloud (rented per GPU-hour) or owned (capex and opex)",
         kind: Kind::Label(Labels::Ownership),
+        role: Role::Layout,
+        show: Show::NONE
+            .brief()
+            .frontier_when(15, When::Varies("ownership")),
     },
     Column {
         name: "feasible",
         unit: "",
         doc: "whether the layout can train: a valid split that fits in memory",
         kind: Kind::Flag(|r| Some(r.reason.is_none())),
+        role: Role::Status,
+        show: Show::NONE,
     },
     Column {
         name: "infeasible_reason",
         unit: "",
         doc: "why the layout cannot train (null when it can)",
         kind: Kind::Label(Labels::TrainingReason),
+        role: Role::Status,
+        show: Show::NONE,
     },
     Column {
         name: "hbm_used_gb_per_gpu",
@@ -220,6 +285,8 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             let e = &r.estimate;
             (e.microbatches > 0).then_some(e.hbm_used_gb_per_gpu)
         }),
+        role: Role::Metric,
+        show: Show::NONE.header("HBM/GPU (GB)").frontier(18).report(3),
     },
     Column {
         name: "hbm_state_gb_per_gpu",
@@ -229,6 +296,8 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             let e = &r.estimate;
             (e.microbatches > 0).then_some(e.memory.state_bytes / 1e9)
         }),
+        role: Role::Metric,
+        show: Show::NONE,
     },
     Column {
         name: "hbm_activations_gb_per_gpu",
@@ -238,12 +307,15 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             let e = &r.estimate;
             (e.microbatches > 0).then_some((e.memory.activation_bytes + e.memory.logit_bytes) / 1e9)
         }),
+        role: Role::Metric,
+        show: Show::NONE,
     },
     metric!(
         "step_time_s",
         "s",
         "one optimizer step: microbatches, pipeline bubble, exposed data-parallel traffic and the optimizer",
-        |e| e.step.step_s
+        |e| e.step.step_s,
+        Show::NONE.header("step (s)").frontier(16).report(1)
     ),
     metric!(
         "microbatch_s",
@@ -289,7 +361,8 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "mfu_pct",
         "%",
         "model FLOPs utilization: model FLOP/s over the GPU's dense BF16 peak",
-        |e| e.mfu_pct
+        |e| e.mfu_pct,
+        Show::NONE.header("MFU (%)").frontier(17).report(2)
     ),
     metric!(
         "hfu_pct",
@@ -325,25 +398,32 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "goodput_pct",
         "%",
         "share of wall time that advances training (checkpoints, lost work and restarts excluded)",
-        |e| 100.0 * e.reliability.goodput
+        |e| 100.0 * e.reliability.goodput,
+        Show::NONE.report(4)
     ),
     metric!(
         "effective_time_to_train_days",
         "days",
         "days to train with failures, checkpoints and restarts",
-        |e| e.effective_time_to_train_days
+        |e| e.effective_time_to_train_days,
+        Show::NONE
+            .header("days (with failures)")
+            .frontier(19)
+            .report(5)
     ),
     metric!(
-        "facility_kw",
+        "facility_power_kw",
         "kW",
         "facility power while training (IT power x PUE)",
-        |e| e.facility_kw
+        |e| e.facility_power_kw,
+        Show::NONE.report(7)
     ),
     metric!(
         "mwh_per_run",
         "MWh",
         "facility energy of the whole run, failures included",
-        |e| e.mwh_per_run
+        |e| e.mwh_per_run,
+        Show::NONE.header("MWh/run").frontier(21).report(8)
     ),
     metric!(
         "kg_co2e_per_run",
@@ -355,6 +435,53 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "usd_per_run",
         "USD",
         "cost of the whole run, failures included, for the ownership model",
-        |e| e.usd_per_run
+        |e| e.usd_per_run,
+        Show::NONE.header("USD/run").frontier(20).report(6)
     ),
 ];
+
+/// What the review documents say of a training run besides its columns.
+pub static TRAINING_REVIEW: Review = Review {
+    workload_line: |w| {
+        format!(
+            "trained on {} tokens in steps of {} sequences of {} tokens",
+            number(w("train_tokens")),
+            number(w("global_batch_seqs")),
+            number(w("seq_len"))
+        )
+    },
+    workload_words,
+    admitted: "can train (a valid split that fits in memory)",
+    follows: "a size, layout or precision axis",
+    // What finishing sooner takes: money, GPUs, or site power (the one budget that compares
+    // hardware fairly: a GPU of one kind is not a GPU of another).
+    trades: &[
+        (
+            "Time against cost",
+            "min usd_per_run",
+            "min effective_time_to_train_days",
+        ),
+        (
+            "Time against cluster size",
+            "min gpus",
+            "min effective_time_to_train_days",
+        ),
+        (
+            "Time against facility power",
+            "min facility_power_kw",
+            "min effective_time_to_train_days",
+        ),
+    ],
+};
+
+fn workload_words(w: Workload, _kv_admission: Option<&str>) -> String {
+    let steps = w("train_tokens") / w("global_batch_tokens");
+    let about = if steps.fract() == 0.0 { "" } else { "about " };
+    format!(
+        "{} tokens to train: {about}{} optimizer steps of {} sequences of {} tokens",
+        number(w("train_tokens")),
+        number(steps),
+        number(w("global_batch_seqs")),
+        number(w("seq_len"))
+    )
+}

@@ -3,13 +3,13 @@
 
 use anyhow::Result;
 
+use crate::analyze;
 use crate::analyze::filter::Where;
-use crate::analyze::{self, Table};
 use crate::cli::{ParetoArgs, TopArgs};
 use crate::columns::Schema;
-use crate::commands::table;
 use crate::error::UserError;
 use crate::output::run_dir::RunDir;
+use crate::output::table::{Exporter as _, Table, Text};
 use crate::pareto::Objective;
 
 pub fn top(args: TopArgs) -> Result<String> {
@@ -72,8 +72,7 @@ fn hinted(e: UserError, hint: Option<String>) -> UserError {
 }
 
 fn render(t: &Table) -> String {
-    let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
-    let mut out = table::render(&header, &t.rows);
+    let mut out = Text.table(t);
     out.push_str(&format!("{} rows\n", t.rows.len()));
     out
 }

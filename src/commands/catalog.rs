@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::table;
 use crate::catalog::Catalog;
 use crate::cli::{CatalogArgs, CatalogKind};
-use crate::output::markdown::number;
+use crate::format::number;
+use crate::output::table;
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), number)

@@ -6,5 +6,4 @@ pub mod check;
 pub mod merge;
 pub mod report;
 pub mod run;
-pub mod table;
 pub mod validate;

@@ -46,7 +46,10 @@ pub struct Columns<R> {
 
 /// Every column of one block of rows, written by one task: each column's slice with its
 /// accessor, grouped by type so that writing a row is five tight loops.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "each field pairs a column's slice with its accessor; an alias per pair would hide which is which"
+)]
 pub struct Block<'a, R> {
     ids: Vec<(&'a mut [u64], fn(&R) -> u64)>,
     labels: Vec<(&'a mut [u16], Labels)>,

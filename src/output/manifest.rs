@@ -54,6 +54,13 @@ pub struct Manifest {
     pub complete: bool,
 }
 
+impl Manifest {
+    /// The manifest as written to `manifest.json`.
+    pub fn json(&self) -> serde_json::Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+}
+
 /// `SystemTime` as an RFC 3339 UTC timestamp (seconds precision).
 pub fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());

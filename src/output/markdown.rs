@@ -1,57 +1,15 @@
-//! `pareto.md`: the frontier as a Markdown table ready to paste into a planning review, sorted by
-//! the first objective, key columns first and units in the header.
+//! `pareto.md`: the frontier ready to paste into a planning review, as a Markdown table (a
+//! `table::Table` written by the Markdown exporter) sorted by the first objective: the columns
+//! the schema places in it first (`columns::Show`), then the objectives and constraints with
+//! their units in the header.
 
 use std::fmt::Write as _;
 
-use crate::columns::{Kind, LabelValues, Record, Schema};
+use crate::columns::{Kind, LabelValues, Record, Schema, When};
+use crate::format::{number, thousands};
+use crate::output::table::{Align, Column, Exporter as _, Markdown, Table};
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
-use crate::spec::{Sweep, thousands};
-
-/// Columns every frontier table shows, with their review-friendly headers.
-const KEY_COLUMNS: &[(&str, &str)] = &[
-    ("hardware", "hardware"),
-    ("rack", "rack"),
-    ("racks", "racks"),
-    ("servers", "servers"),
-    ("gpus", "GPUs"),
-    ("tp", "tp"),
-    ("pp", "pp"),
-    ("ep", "ep"),
-    ("batch", "batch"),
-    ("weight_dtype", "weights"),
-    ("kv_dtype", "KV"),
-    ("tokens_per_s_per_gpu", "tokens/s/GPU"),
-    ("tokens_per_s_per_user_at_load", "tokens/s/user"),
-    ("ttft_ms", "TTFT (ms)"),
-    ("tpot_at_load_ms", "TPOT (ms)"),
-    ("output_tokens_per_s", "cluster tokens/s"),
-    ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
-    ("limit", "limit"),
-];
-
-/// The same for training runs.
-const TRAINING_KEY_COLUMNS: &[(&str, &str)] = &[
-    ("hardware", "hardware"),
-    ("rack", "rack"),
-    ("racks", "racks"),
-    ("gpus", "GPUs"),
-    ("tp", "tp"),
-    ("pp", "pp"),
-    ("dp", "dp"),
-    ("cp", "cp"),
-    ("ep", "ep"),
-    ("microbatch", "microbatch"),
-    ("virtual_stages", "virtual stages"),
-    ("zero_stage", "ZeRO"),
-    ("recompute", "recompute"),
-    ("precision", "precision"),
-    ("step_time_s", "step (s)"),
-    ("mfu_pct", "MFU (%)"),
-    ("hbm_used_gb_per_gpu", "HBM/GPU (GB)"),
-    ("effective_time_to_train_days", "days (with failures)"),
-    ("usd_per_run", "USD/run"),
-    ("mwh_per_run", "MWh/run"),
-];
+use crate::spec::Sweep;
 
 /// Counts the review needs besides the table.
 pub struct Totals {
@@ -71,23 +29,19 @@ pub fn render<R: Record>(
     if !h.description.trim().is_empty() {
         let _ = writeln!(out, "{}\n", h.description.trim());
     }
-    let _ = match spec {
-        Sweep::Inference(s) => writeln!(
-            out,
-            "- model: {}, {} input / {} output tokens",
-            h.model,
-            number(s.input_tokens),
-            number(s.output_tokens)
-        ),
-        Sweep::Training(s) => writeln!(
-            out,
-            "- model: {}, trained on {} tokens in steps of {} sequences of {} tokens",
-            h.model,
-            number(s.job.train_tokens),
-            number(f64::from(s.job.global_batch_seqs)),
-            number(f64::from(s.job.seq_len))
-        ),
+    let workload = spec.workload();
+    let w = |key: &str| {
+        workload
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(f64::NAN, |&(_, v)| v)
     };
+    let _ = writeln!(
+        out,
+        "- model: {}, {}",
+        h.model_id(),
+        (Schema::get(R::MODE).review.workload_line)(&w)
+    );
     let _ = writeln!(
         out,
         "- objectives: {}",
@@ -111,12 +65,13 @@ pub fn render<R: Record>(
     }
 
     let schema = Schema::get(R::MODE);
-    let mut shown: Vec<(usize, String)> = key_columns(spec)
+    let mut shown: Vec<(usize, Column)> = leading_columns(spec, frontier)
         .into_iter()
-        .map(|(name, header)| {
+        .map(|i| {
+            let c = &schema.columns[i];
             (
-                schema.find(name).expect("key columns exist"),
-                header.to_string(),
+                i,
+                Column::new(c.header(), "", Align::numeric(c.is_numeric())),
             )
         })
         .collect();
@@ -125,91 +80,58 @@ pub fn render<R: Record>(
         .iter()
         .map(|o| o.column)
         .chain(frontier.constraints().iter().map(|c| c.column));
-    for c in extra {
-        if !shown.iter().any(|(i, _)| *i == c) {
-            let col = &schema.columns[c];
-            let header = if col.unit.is_empty() {
-                col.name.to_string()
-            } else {
-                format!("{} ({})", col.name, col.unit)
-            };
-            shown.push((c, header));
+    for i in extra {
+        if !shown.iter().any(|(j, _)| *j == i) {
+            let c = &schema.columns[i];
+            shown.push((
+                i,
+                Column::new(c.name, c.unit, Align::numeric(c.is_numeric())),
+            ));
         }
     }
-    let headers: Vec<&str> = shown.iter().map(|(_, h)| h.as_str()).collect();
-    let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let aligns: Vec<&str> = shown
+    let rows = frontier
+        .rows()
         .iter()
-        .map(|&(i, _)| {
-            if schema.columns[i].is_numeric() {
-                "---:"
-            } else {
-                "---"
-            }
-        })
+        .map(|row| shown.iter().map(|&(i, _)| cell(i, row, labels)).collect())
         .collect();
-    let _ = writeln!(out, "|{}|", aligns.join("|"));
-    for row in frontier.rows() {
-        let cells: Vec<String> = shown.iter().map(|&(i, _)| cell(i, row, labels)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
+    let columns = shown.into_iter().map(|(_, c)| c).collect();
+    out.push_str(&Markdown.table(&Table::new(columns, rows)));
     out
 }
 
-/// The columns the frontier table shows before the objectives and constraints, with their
-/// review-friendly headers.
-fn key_columns(spec: &Sweep) -> Vec<(&'static str, &'static str)> {
-    match spec {
-        Sweep::Inference(s) => {
-            let mut shown = KEY_COLUMNS.to_vec();
-            // Serving-mode axes appear only when the sweep varies them, after the batch
-            // column.
-            let after_batch = shown
+/// The columns the frontier table shows before the objectives and constraints: those the
+/// schema places in it (`Show::frontier`) whose condition holds for this sweep and frontier,
+/// by rank.
+fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize> {
+    let axes = spec.axes();
+    let columns = R::columns();
+    let shows = |when: When| match when {
+        When::Always => true,
+        When::Varies(axis) => axes.iter().any(|&(name, len)| name == axis && len > 1),
+        When::Nonzero(axis) => spec
+            .count_values(axis)
+            .is_some_and(|v| v.iter().any(|&x| x > 0)),
+        When::Answered(flag) => {
+            columns
                 .iter()
-                .position(|&(name, _)| name == "batch")
-                .map_or(shown.len(), |i| i + 1);
-            let mut modes = Vec::new();
-            if s.grid.spec_tokens.iter().any(|&d| d > 0) {
-                modes.push(("spec_tokens", "drafts"));
-            }
-            if s.grid.disagg_prefill_pct.iter().any(|&p| p > 0) {
-                modes.push(("disagg_prefill_pct", "prefill %"));
-                modes.push(("prefill_instances", "prefill instances"));
-            }
-            if s.grid.ownership.len() > 1 {
-                modes.push(("ownership", "ownership"));
-            }
-            for (k, m) in modes.into_iter().enumerate() {
-                shown.insert(after_batch + k, m);
-            }
-            // Sized runs: the load, the latency at that load and the bill.
-            if s.plan.demand {
-                shown.extend([
-                    ("occupancy_per_instance", "requests/instance"),
-                    ("utilization", "utilization"),
-                    ("ttft_p99_ms", "TTFT p99 (ms)"),
-                    ("tpot_p99_ms", "TPOT p99 (ms)"),
-                    ("power_kw", "IT power (kW)"),
-                    ("usd_per_month", "USD/month"),
-                    ("usd_per_mtok", "USD/Mtok"),
-                ]);
-            }
-            shown
+                .find(|c| c.name == flag)
+                .is_some_and(|c| match c.kind {
+                    Kind::Flag(f) => frontier.rows().iter().any(|r| f(r).is_some()),
+                    _ => false,
+                })
         }
-        Sweep::Training(s) => {
-            let mut shown = TRAINING_KEY_COLUMNS.to_vec();
-            if s.grid.ownership.len() > 1 {
-                shown.insert(
-                    shown
-                        .iter()
-                        .position(|&(name, _)| name == "precision")
-                        .map_or(shown.len(), |i| i + 1),
-                    ("ownership", "ownership"),
-                );
-            }
-            shown
-        }
-    }
+    };
+    let mut places: Vec<(u8, usize)> = Schema::get(R::MODE)
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let place = c.show.frontier?;
+            shows(place.when).then_some((place.rank, i))
+        })
+        .collect();
+    places.sort_unstable();
+    places.into_iter().map(|(_, i)| i).collect()
 }
 
 fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
@@ -224,40 +146,5 @@ fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
         Kind::Id(_) | Kind::Count(_) | Kind::Metric(_) => {
             c.number(row).map_or_else(String::new, number)
         }
-    }
-}
-
-/// A number as a reviewer reads it: thousands separators above 1000, about three significant
-/// digits below.
-pub fn number(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        let rounded = v.round();
-        let s = thousands(rounded.abs() as u64);
-        if rounded < 0.0 { format!("-{s}") } else { s }
-    } else if a >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(number(1234567.8), "1,234,568");
-        assert_eq!(number(512.0), "512");
-        assert_eq!(number(8.0), "8");
-        assert_eq!(number(123.456), "123");
-        assert_eq!(number(45.678), "45.7");
-        assert_eq!(number(3.456), "3.46");
-        assert_eq!(number(0.01234), "0.012");
     }
 }

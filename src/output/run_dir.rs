@@ -60,8 +60,9 @@ pub struct PartRecord {
     /// Infeasible reason -> configurations.
     pub infeasible: BTreeMap<String, u64>,
     pub feasible_only: bool,
-    /// config_ids of the part's own frontier, in frontier order (the merge evaluates them again:
-    /// the model is pure, so they give the same rows).
+    /// config_ids of the part's own frontier, in frontier order (a merge, and a resumed run for
+    /// the parts committed before it, evaluates them again: the model is pure, so they give the
+    /// same rows).
     pub frontier_config_ids: Vec<u64>,
     /// Size and SHA-256 (hex) of `configs/part-K-of-N.parquet`, and the SHA-256 of
     /// `parts/part-K-of-N.pareto.parquet`, checked by every reader.
@@ -250,6 +251,18 @@ impl RunDir {
         PartState::Committed(Box::new(record))
     }
 
+    /// Commits the part `record` describes: its rows and its frontier, written and synced under
+    /// their temporary names ([`tmp_path`]), are renamed into place, then the record itself,
+    /// which is the commit.
+    pub fn commit_part(&self, record: &PartRecord) -> Result<()> {
+        let s = record.shard();
+        for path in [self.configs(s), self.part_pareto(s)] {
+            rename(&tmp_path(&path), &path)?;
+        }
+        let json = serde_json::to_string_pretty(record)? + "\n";
+        write_atomic(&self.record(s), json.as_bytes())
+    }
+
     /// Removes part `s`'s files and any temporary file a crashed writer of it left (the caller
     /// holds the part's lock, so no live process is writing them).
     pub fn remove_part(&self, s: Shard) -> Result<()> {
@@ -313,6 +326,10 @@ impl RunDir {
     /// `allow_incomplete`, its committed parts, said on stderr) whose `sweep.toml` is the one
     /// its manifest names, whose `configs/` holds nothing but its parts, and whose every part
     /// file matches its commit record (checksums cached in `.verified.json` by size and time).
+    #[expect(
+        clippy::print_stderr,
+        reason = "a warning to whoever reads an unfinished run, which the reading command does not otherwise report"
+    )]
     pub fn open(&self, allow_incomplete: bool) -> Result<Finished> {
         let not_a_run = |why: String| {
             UserError::new(format!(

@@ -6,12 +6,13 @@
 use crate::catalog::Rack;
 use crate::grid::Point;
 
-use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR, Ownership};
+use super::batched::BatchedInstance;
+use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR};
 use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::steady::{self, Steady};
-use super::unit::Unit;
 use super::{Context, Estimate, Instance, Reason, instance_serving};
+use crate::vocab::Ownership;
 
 /// `racks` value that asks for automatic sizing.
 pub const AUTO_RACKS: u32 = 0;
@@ -27,7 +28,7 @@ pub const MAX_AUTO_RACKS: u32 = crate::limits::MAX_RACKS;
 /// placement is resolved once and each point's performance, sizing and power once for all
 /// ownership models.
 #[derive(Debug, Default)]
-pub struct Placements<'a> {
+pub struct PlacementCache<'a> {
     /// The point with batch and ownership cleared, and the cluster's GPUs.
     key: Option<(Point, u32)>,
     phases: Vec<Result<Instance<'a>, Estimate>>,
@@ -67,7 +68,7 @@ type PhaseState<'s, 'a> = (
     &'s mut Vec<Option<u32>>,
 );
 
-impl<'a> Placements<'a> {
+impl<'a> PlacementCache<'a> {
     /// The instance of every phase for `p`'s placement on `gpus` GPUs, and beside them what
     /// automatic sizing found and where the next search starts.
     #[inline]
@@ -96,11 +97,15 @@ impl<'a> Placements<'a> {
 
 /// Predicts one configuration: performance, sizing, power and cost.
 pub fn evaluate(ctx: &Context, p: &Point) -> Estimate {
-    evaluate_with(ctx, p, &mut Placements::default())
+    evaluate_with(ctx, p, &mut PlacementCache::default())
 }
 
 /// [`evaluate`], reusing the placement of the previous point where it is the same.
-pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placements<'a>) -> Estimate {
+pub fn evaluate_with<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    placements: &mut PlacementCache<'a>,
+) -> Estimate {
     let mut e = Estimate::EMPTY;
     evaluate_into(ctx, p, placements, &mut e);
     e
@@ -111,7 +116,7 @@ pub fn evaluate_with<'a>(ctx: &'a Context, p: &Point, placements: &mut Placement
 pub fn evaluate_into<'a>(
     ctx: &'a Context,
     p: &Point,
-    placements: &mut Placements<'a>,
+    placements: &mut PlacementCache<'a>,
     out: &mut Estimate,
 ) {
     // With one ownership model there is nothing to reuse, and keeping a copy would cost.
@@ -174,7 +179,7 @@ fn racks_of(rack: &Rack, gpus: u32) -> (u32, u32) {
 fn auto_gpus<'a>(
     ctx: &'a Context,
     p: &Point,
-    placements: &mut Placements<'a>,
+    placements: &mut PlacementCache<'a>,
 ) -> Result<u32, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let rack = &platform.rack;
@@ -199,20 +204,20 @@ fn auto_gpus<'a>(
         timed.fewest.clear();
         for ((phase, inst), hint) in ctx.phases.iter().zip(phases).zip(hints.iter_mut()) {
             let inst = inst.as_ref().map_err(|e| *e)?;
-            let unit = Unit::new(inst, p.batch)?;
+            let batched = BatchedInstance::new(inst, p.batch)?;
             let l = inst.layout;
             layout = Some(l);
             let max_instances =
                 u32::try_from(max_units * unit_gpus / u64::from(l.gpus_per_instance))
                     .unwrap_or(u32::MAX);
             let s = &ctx.plan.settings;
-            timed.speeds.push(sizing::speeds(&unit));
+            timed.speeds.push(sizing::speeds(&batched));
             let speeds = timed.speeds.last().expect("just pushed");
             let tiers = &platform.tiers;
             let guess = *hint;
             let fewest = |slo| {
                 let load = &phase.load;
-                sizing::min_instances(&unit, speeds, load, s, tiers, max_instances, slo, guess)
+                sizing::min_instances(&batched, speeds, load, s, tiers, max_instances, slo, guess)
             };
             let instances = fewest(s.slo.is_set())
                 .or_else(|_| fewest(false))
@@ -354,7 +359,7 @@ fn at_cluster<'a>(
     ctx: &'a Context,
     p: &Point,
     gpus: u32,
-    placements: &mut Placements<'a>,
+    placements: &mut PlacementCache<'a>,
 ) -> Result<Unpriced, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let rack = &platform.rack;
@@ -388,12 +393,12 @@ fn at_cluster<'a>(
                 &l,
             )));
         }
-        let unit = Unit::new(inst, p.batch).map_err(sized)?;
-        let e = unit.estimate(l.instances, l.gpus);
+        let batched = BatchedInstance::new(inst, p.batch).map_err(sized)?;
+        let e = batched.estimate(l.instances, l.gpus);
         if !e.feasible() {
             return Err(sized(e));
         }
-        let pools = unit
+        let pools = batched
             .pools(l.instances)
             .map_err(|r| sized(Estimate::with_layout(r, &l)))?;
         let w = phase.weight;
@@ -403,20 +408,28 @@ fn at_cluster<'a>(
             Some((speeds, fewest)) => (speeds, Some(fewest)),
             None => {
                 fresh = if plan.demand || pools.prefill > 0 {
-                    sizing::speeds(&unit)
+                    sizing::speeds(&batched)
                 } else {
                     // A full aggregated instance always runs its batch: its step alone.
-                    Speeds::full_batch_only(&unit.decode, unit.batch, inst.output_tokens)
+                    Speeds::full_batch_only(&batched.decode, batched.batch, inst.output_tokens)
                 };
                 (&fresh, None)
             }
         };
-        let served: Option<Served> = plan
-            .demand
-            .then(|| sizing::serve(&unit, speeds, pools, &phase.load, s, &platform.tiers, false));
+        let served: Option<Served> = plan.demand.then(|| {
+            sizing::serve(
+                &batched,
+                speeds,
+                pools,
+                &phase.load,
+                s,
+                &platform.tiers,
+                false,
+            )
+        });
         let steady = match &served {
             Some(sv) => sv.steady,
-            None => steady::full_instance(&unit, speeds, pools, s),
+            None => steady::full_instance(&batched, speeds, pools, s),
         };
         let (activity, served_tokens_per_s) = match &served {
             // GPU power is linear in activity, so the mean load gives the mean power.
@@ -449,7 +462,16 @@ fn at_cluster<'a>(
                 let (tiers, guess) = (&platform.tiers, *hint);
                 let at = |slo| {
                     let load = &phase.load;
-                    sizing::min_instances(&unit, speeds, load, s, tiers, max_instances, slo, guess)
+                    sizing::min_instances(
+                        &batched,
+                        speeds,
+                        load,
+                        s,
+                        tiers,
+                        max_instances,
+                        slo,
+                        guess,
+                    )
                 };
                 let fewest = at(s.slo.is_set()).or_else(|_| at(false)).ok();
                 *hint = fewest.or(*hint);
@@ -588,6 +610,7 @@ ownership = ["cloud", "owned"]
 
     mod ranges {
         use super::*;
+        use crate::catalog::Catalog;
         use crate::limits::{MAX_BATCH, MAX_DEGREE, MAX_RACKS};
         use proptest::prelude::*;
 
@@ -597,24 +620,35 @@ ownership = ["cloud", "owned"]
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
-            /// Over the whole ranges a serving spec accepts, the counts of a row are the exact
-            /// products (in u64 here), never wrapped: GPUs and servers of the racks, and
-            /// instances that fit them.
+            /// Over the whole ranges a serving spec accepts, on every built-in rack and model,
+            /// the counts of a row are the exact products (in u64 here), never wrapped: GPUs
+            /// and servers of the racks, and instances that fit them.
             #[test]
             fn serving_counts_never_wrap(
                 racks in count(MAX_RACKS), tp in count(MAX_DEGREE), pp in count(MAX_DEGREE),
-                ep in count(MAX_DEGREE), batch in count(MAX_BATCH), nvl72 in any::<bool>(),
+                ep in count(MAX_DEGREE), batch in count(MAX_BATCH),
+                rack in 0..Catalog::builtin().unwrap().racks.len(),
+                model in 0..Catalog::builtin().unwrap().models.len(),
             ) {
-                let hardware = if nvl72 { "gb200-nvl72" } else { "h100-sxm" };
+                let c = Catalog::builtin().unwrap();
+                let (rack, model) = (&c.racks[rack], &c.models[model]);
                 let text = format!(
-                    "[sweep]\nname = \"t\"\n[workload]\nmodel = \"deepseek-v3\"\ninput_tokens = 1024\noutput_tokens = 256\n[grid]\nhardware = [\"{hardware}\"]\nracks = [{racks}]\ntp = [{tp}]\npp = [{pp}]\nep = [{ep}]\nbatch = [{batch}]\n"
+                    "[sweep]\nname = \"t\"\n[workload]\nmodel = \"{}\"\ninput_tokens = 1024\noutput_tokens = 256\n[grid]\nhardware = [\"{}\"]\nrack = [\"{}\"]\nracks = [{racks}]\ntp = [{tp}]\npp = [{pp}]\nep = [{ep}]\nbatch = [{batch}]\n",
+                    model.id, rack.gpu, rack.id
                 );
-                let spec = parse(Path::new("t.toml"), &text, 1).unwrap().into_inference().unwrap();
+                let spec = match parse(Path::new("t.toml"), &text, 1) {
+                    Ok(spec) => spec.into_inference().unwrap(),
+                    Err(e) => {
+                        // Only a model without a vocabulary is refused.
+                        prop_assert!(model.vocab.is_none(), "{}", e.message);
+                        return Ok(());
+                    }
+                };
                 let ctx = spec.context();
                 let e = evaluate(&ctx, &spec.grid.point(0));
-                let rack = &spec.catalog.racks[spec.grid.platforms[0].rack];
+                let rack = &spec.header.catalog.racks[spec.grid.platform[0].rack];
                 let gpus = u64::from(racks) * u64::from(rack.gpus_per_rack());
                 prop_assert_eq!(u64::from(e.gpus), gpus);
                 prop_assert_eq!(u64::from(e.racks), u64::from(racks));
@@ -639,7 +673,7 @@ ownership = ["cloud", "owned"]
     /// does), by evaluating every count; returns its GPUs.
     fn brute_force(ctx: &Context, p: &Point, limit: u32) -> Option<u32> {
         let unit = ctx.platforms[p.platform as usize].rack.unit_gpus();
-        let at = |units: u32| at_cluster(ctx, p, units * unit, &mut Placements::default());
+        let at = |units: u32| at_cluster(ctx, p, units * unit, &mut PlacementCache::default());
         let first = |slo: bool| {
             (1..=limit).find(|&units| {
                 at(units).is_ok_and(|u| {
@@ -701,7 +735,7 @@ ownership = ["cloud", "owned"]
         for (demand, slo) in SIZED_CASES {
             let spec = sweep(demand, slo);
             let ctx = spec.context();
-            let mut placements = Placements::default();
+            let mut placements = PlacementCache::default();
             let (mut feasible, mut cloud_usd_per_hour, mut repriced) = (0, f64::NAN, 0);
             for (_, p) in spec.grid.range(0, spec.grid.len()) {
                 let cached = evaluate_with(&ctx, &p, &mut placements);
@@ -736,7 +770,7 @@ ownership = ["cloud", "owned"]
             let ctx = spec.context();
             let (mut compared, mut handed_on) = (0, 0);
             for (_, p) in spec.grid.range(0, spec.grid.len()) {
-                let mut placements = Placements::default();
+                let mut placements = PlacementCache::default();
                 let Ok(gpus) = auto_gpus(&ctx, &p, &mut placements) else {
                     continue;
                 };
@@ -882,18 +916,19 @@ batch = [64]
             let Ok(inst) = super::super::instance(&ctx, &p) else {
                 continue;
             };
-            let Ok(unit) = Unit::new(&inst, p.batch) else {
+            let Ok(batched) = BatchedInstance::new(&inst, p.batch) else {
                 continue;
             };
-            let speeds = sizing::speeds(&unit);
+            let speeds = sizing::speeds(&batched);
             let load = &ctx.phases[0].load;
             let tiers = &ctx.platforms[0].tiers;
-            let Ok(n) = sizing::min_instances(&unit, &speeds, load, s, tiers, 100_000, false, None)
+            let Ok(n) =
+                sizing::min_instances(&batched, &speeds, load, s, tiers, 100_000, false, None)
             else {
                 continue;
             };
-            let pools = unit.pools(n).unwrap();
-            let served = sizing::serve(&unit, &speeds, pools, load, s, tiers, false);
+            let pools = batched.pools(n).unwrap();
+            let served = sizing::serve(&batched, &speeds, pools, load, s, tiers, false);
             assert!(served.demand_met, "{served:?}");
             let decode = f64::from(pools.decode);
             let rate = served.steady.requests_per_s / decode;
@@ -915,11 +950,12 @@ batch = [64]
                 // for the prefill pool taken at that rate.
                 let lambda = served.steady.requests_per_s;
                 let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
-                let service_s = f64::from(inst.layout.attention_dp) / unit.prefill_requests_per_s;
+                let service_s =
+                    f64::from(inst.layout.attention_dp) / batched.prefill_requests_per_s;
                 let v = (1.0 + s.spread().prompt_cv2) / 2.0;
                 let wait = crate::perf::queue::Queue::new(ranks, lambda * service_s, service_s, v)
                     .wait_mean_s();
-                let away = 5.0 + unit.ttft_idle_s + wait;
+                let away = 5.0 + batched.ttft_idle_s + wait;
                 let occ = super::super::closed::occupancy(&speeds, 3000.0 / decode, away).unwrap();
                 assert!(
                     (occ.rate_per_s * decode - lambda).abs() <= 1e-6 * lambda,
@@ -930,7 +966,7 @@ batch = [64]
                     (held - occ.mean_held).abs() <= 1e-6 * held,
                     "{held} {occ:?}"
                 );
-                assert!(served.steady.ttft_s[P99] >= unit.ttft_idle_s);
+                assert!(served.steady.ttft_s[P99] >= batched.ttft_idle_s);
                 assert!(served.steady.held_per_instance < 3000.0 / decode);
                 disaggregated += 1;
             }

@@ -36,7 +36,7 @@ pub(super) struct PlatformFacts {
 }
 
 /// What is served: mean prompt and output lengths, and the speculative-decoding parameters used
-/// where the grid's `spec_tokens` is above 0.
+/// where a point proposes draft tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Workload {
     pub input_tokens: f64,
@@ -105,7 +105,7 @@ pub struct Plan {
     pub settings: sizing::Settings,
     pub economics: crate::catalog::Economics,
     /// Values of the grid's `ownership` axis.
-    pub ownership: Vec<cost::Ownership>,
+    pub ownership: Vec<crate::vocab::Ownership>,
     /// Per-token API prices (input, output), USD per million tokens.
     pub api_usd_per_mtok: Option<(f64, f64)>,
 }
@@ -124,7 +124,7 @@ impl Plan {
                 slo: sizing::Slo::default(),
             },
             economics,
-            ownership: vec![cost::Ownership::Cloud],
+            ownership: vec![crate::vocab::Ownership::Cloud],
             api_usd_per_mtok: None,
         }
     }
@@ -145,14 +145,14 @@ impl Context {
             .and_then(|id| catalog.dtype(id));
         let model = ModelFacts::new(model)?;
         let platforms = grid
-            .platforms
+            .platform
             .iter()
             .map(|p| {
                 let gpu = &catalog.gpus[p.gpu];
                 let rack = catalog.racks[p.rack].clone();
                 let link = gpu.efficiency.link;
                 let linear_flops_per_s = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| {
                         compute::compute_class(gpu, &catalog.dtypes[d], &catalog.calibration)
@@ -160,12 +160,12 @@ impl Context {
                     })
                     .collect();
                 let weight_bytes_per_param = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| catalog.dtypes[d].bytes_per_param())
                     .collect();
                 let expert_compute: Vec<_> = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .map(|&d| {
                         compute::expert_compute(
@@ -177,7 +177,7 @@ impl Context {
                     })
                     .collect();
                 let kernels = grid
-                    .weight_dtypes
+                    .weight_dtype
                     .iter()
                     .zip(&expert_compute)
                     .flat_map(|(&w, experts)| {
@@ -189,7 +189,7 @@ impl Context {
                             }
                             _ => weights.id.as_str(),
                         };
-                        grid.kv_dtypes.iter().map(move |&kv| {
+                        grid.kv_dtype.iter().map(move |&kv| {
                             let (_, _, activations) = (*experts)?;
                             StepKernels::resolve(
                                 &gpu.id,
@@ -204,7 +204,7 @@ impl Context {
                     })
                     .collect();
                 let kv_bytes_per_element = grid
-                    .kv_dtypes
+                    .kv_dtype
                     .iter()
                     .map(|&d| {
                         let dtype = &catalog.dtypes[d];
@@ -246,7 +246,7 @@ impl Context {
             kv_admission: workload.kv_admission,
             calibration: catalog.calibration,
             platforms,
-            kv_dtypes: grid.kv_dtypes.len(),
+            kv_dtypes: grid.kv_dtype.len(),
             phases: vec![Phase {
                 weight: 1.0,
                 load: demand::Load::default(),

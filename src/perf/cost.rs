@@ -3,33 +3,11 @@
 //! carbon and water per million tokens. Formulas: docs/model.md, "Cost".
 
 use crate::catalog::{Economics, Gpu};
+use crate::vocab::Ownership;
 
 /// Hours in a month as the cost columns count them (8,760 / 12).
 pub const HOURS_PER_MONTH: f64 = 730.0;
 pub const HOURS_PER_YEAR: f64 = 8760.0;
-
-/// How the hardware is paid for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Ownership {
-    Cloud,
-    Owned,
-}
-
-impl Ownership {
-    pub const ALL: [Ownership; 2] = [Ownership::Cloud, Ownership::Owned];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ownership::Cloud => "cloud",
-            Ownership::Owned => "owned",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Ownership> {
-        Ownership::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-}
 
 /// Per-platform prices (NaN where neither the catalog nor the sweep gives one).
 #[derive(Debug, Clone, Copy, PartialEq)]

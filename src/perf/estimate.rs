@@ -4,114 +4,54 @@
 use super::Memory;
 use super::layout::Layout;
 
-/// Why a configuration cannot run. Written to `infeasible_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Reason {
-    EpNeedsMoe,
-    TpDoesNotDivideHeads,
-    TpDoesNotDivideKvHeads,
-    EpDoesNotDivideExperts,
-    TpEpMismatch,
-    TpExceedsScaleupDomain,
-    StageDoesNotTileDomains,
-    PpExceedsLayers,
-    InstanceExceedsCluster,
-    DtypeUnsupported,
-    DoesNotFit,
-    DisaggNeedsTwoPools,
-    RackPowerOverBudget,
-    DemandExceedsMaxRacks,
-}
-
-impl Reason {
-    pub const ALL: [Reason; 14] = [
-        Reason::EpNeedsMoe,
-        Reason::TpDoesNotDivideHeads,
-        Reason::TpDoesNotDivideKvHeads,
-        Reason::EpDoesNotDivideExperts,
-        Reason::TpEpMismatch,
-        Reason::TpExceedsScaleupDomain,
-        Reason::StageDoesNotTileDomains,
-        Reason::PpExceedsLayers,
-        Reason::InstanceExceedsCluster,
-        Reason::DtypeUnsupported,
-        Reason::DoesNotFit,
-        Reason::DisaggNeedsTwoPools,
-        Reason::RackPowerOverBudget,
-        Reason::DemandExceedsMaxRacks,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::EpNeedsMoe => "ep_needs_moe",
-            Reason::TpDoesNotDivideHeads => "tp_does_not_divide_heads",
-            Reason::TpDoesNotDivideKvHeads => "tp_does_not_divide_kv_heads",
-            Reason::EpDoesNotDivideExperts => "ep_does_not_divide_experts",
-            Reason::TpEpMismatch => "tp_ep_mismatch",
-            Reason::TpExceedsScaleupDomain => "tp_exceeds_scaleup_domain",
-            Reason::StageDoesNotTileDomains => "stage_does_not_tile_domains",
-            Reason::PpExceedsLayers => "pp_exceeds_layers",
-            Reason::InstanceExceedsCluster => "instance_exceeds_cluster",
-            Reason::DtypeUnsupported => "dtype_unsupported",
-            Reason::DoesNotFit => "does_not_fit",
-            Reason::DisaggNeedsTwoPools => "disagg_needs_two_pools",
-            Reason::RackPowerOverBudget => "rack_power_over_budget",
-            Reason::DemandExceedsMaxRacks => "demand_exceeds_max_racks",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Reason::EpNeedsMoe => "ep > 1 on a dense model (expert parallelism needs experts)",
-            Reason::TpDoesNotDivideHeads => "tp does not divide the attention heads",
-            Reason::TpDoesNotDivideKvHeads => "tp and kv_heads do not divide one another",
-            Reason::EpDoesNotDivideExperts => "ep does not divide the routed experts",
-            Reason::TpEpMismatch => "tp and ep do not divide one another",
-            Reason::TpExceedsScaleupDomain => {
-                "tp exceeds the scale-up (NVLink/xGMI) domain without spanning whole domains"
-            }
-            Reason::StageDoesNotTileDomains => {
-                "a stage wider than the scale-up domain is not a whole number of domains, or its tp groups would straddle domains"
-            }
-            Reason::PpExceedsLayers => "pp exceeds the number of layers",
-            Reason::InstanceExceedsCluster => "one instance needs more GPUs than the racks hold",
-            Reason::DtypeUnsupported => {
-                "no serving engine runs the weight format (natively or weight-only) or keeps the KV cache in its format on this GPU (docs/model.md §3)"
-            }
-            Reason::DoesNotFit => "weights, KV cache and activations exceed usable HBM",
-            Reason::DisaggNeedsTwoPools => {
-                "disaggregated serving needs at least one prefill and one decode instance"
-            }
-            Reason::RackPowerOverBudget => "a rack at full load draws more than its power budget",
-            Reason::DemandExceedsMaxRacks => {
-                "racks = \"auto\" needs more than 100,000 racks to meet the demand"
-            }
-        }
+crate::names::names! {
+    /// Why a configuration cannot run. Written to `infeasible_reason`. One row per reason: the
+    /// variant, its name in the output, its description; in the order they are checked (the
+    /// layout's validity rules of docs/model.md §4, then the cluster's sizing).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u8)]
+    pub enum Reason {
+        EpNeedsMoe => "ep_needs_moe",
+            "ep > 1 on a dense model (expert parallelism needs experts)";
+        TpDoesNotDivideHeads => "tp_does_not_divide_heads",
+            "tp does not divide the attention heads";
+        TpDoesNotDivideKvHeads => "tp_does_not_divide_kv_heads",
+            "tp and kv_heads do not divide one another";
+        EpDoesNotDivideExperts => "ep_does_not_divide_experts",
+            "ep does not divide the routed experts";
+        TpEpMismatch => "tp_ep_mismatch",
+            "tp and ep do not divide one another";
+        TpExceedsScaleupDomain => "tp_exceeds_scaleup_domain",
+            "tp exceeds the scale-up (NVLink/xGMI) domain without spanning whole domains";
+        StageDoesNotTileDomains => "stage_does_not_tile_domains",
+            "a stage wider than the scale-up domain is not a whole number of domains, or its tp groups would straddle domains";
+        PpExceedsLayers => "pp_exceeds_layers",
+            "pp exceeds the number of layers";
+        InstanceExceedsCluster => "instance_exceeds_cluster",
+            "one instance needs more GPUs than the racks hold";
+        DtypeUnsupported => "dtype_unsupported",
+            "no serving engine runs the weight format (natively or weight-only) or keeps the KV cache in its format on this GPU (docs/model.md §3)";
+        DoesNotFit => "does_not_fit",
+            "weights, KV cache and activations exceed usable HBM";
+        DisaggNeedsTwoPools => "disagg_needs_two_pools",
+            "disaggregated serving needs at least one prefill and one decode instance";
+        RackPowerOverBudget => "rack_power_over_budget",
+            "a rack at full load draws more than its power budget";
+        DemandExceedsMaxRacks => "demand_exceeds_max_racks",
+            "racks = \"auto\" needs more than 100,000 racks to meet the demand";
     }
 }
 
-/// The resource that bounds a configuration. Written to `limit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Limit {
-    Compute,
-    Hbm,
-    Comm,
-    /// The configuration does not fit in HBM.
-    Memory,
-}
-
-impl Limit {
-    pub const ALL: [Limit; 4] = [Limit::Compute, Limit::Hbm, Limit::Comm, Limit::Memory];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::Compute => "compute",
-            Limit::Hbm => "hbm",
-            Limit::Comm => "comm",
-            Limit::Memory => "memory",
-        }
+crate::names::names! {
+    /// The resource that bounds a configuration. Written to `limit`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Limit {
+        Compute => "compute";
+        Hbm => "hbm";
+        Comm => "comm";
+        /// The configuration does not fit in HBM.
+        Memory => "memory";
     }
 }
 

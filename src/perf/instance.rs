@@ -294,3 +294,102 @@ pub fn instance_serving<'a>(
     }
     Ok(inst)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::grid::Grid;
+    use crate::perf::tests::point_on;
+    use crate::perf::{Workload, evaluate};
+
+    /// The built-in catalog: the property tests range over all of its presets.
+    fn builtin() -> Catalog {
+        Catalog::builtin().unwrap()
+    }
+
+    /// At batch 1 decode is memory-bound, so verifying three drafts costs almost nothing extra
+    /// and TPOT falls by nearly the tokens gained per step.
+    #[test]
+    fn speculation_cuts_tpot_at_small_batch() {
+        let c = Catalog::builtin().unwrap();
+        let (ctx, p) = point_on(&c, "h100-sxm", 8, 1);
+        let plain = evaluate(&ctx, &p);
+        let spec = evaluate(
+            &ctx,
+            &Point {
+                spec_tokens: 3,
+                ..p
+            },
+        );
+        let gained = (1.0 - 0.85f64.powi(4)) / 0.15;
+        let ratio = plain.tpot_ms / spec.tpot_ms;
+        assert!(
+            ratio > 0.8 * gained && ratio < gained,
+            "{ratio} vs {gained}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any point of a broad grid, on every built-in rack (so every GPU) and model and in
+        /// every number format, evaluates without panicking; feasible rows have finite,
+        /// positive metrics and fit in usable HBM; infeasible rows have a reason and no metrics.
+        #[test]
+        fn evaluation_is_total_and_consistent(
+            rack in 0..builtin().racks.len(), tp_log in 0u32..7, pp_log in 0u32..4, ep_log in 0u32..8,
+            batch in 1u32..5000, racks in 1u32..4, model in 0..builtin().models.len(),
+            w in 0..builtin().dtypes.len(), kv in 0..builtin().dtypes.len(),
+            pct in proptest::sample::select(vec![0u32, 25, 50]), spec in 0u32..4,
+        ) {
+            let c = builtin();
+            let m = &c.models[model];
+            let gpu = c.gpu_index(&c.racks[rack].gpu).unwrap();
+            let platform = crate::vocab::Platform { gpu, rack };
+            let grid = Grid {
+                weight_dtype: vec![w],
+                kv_dtype: vec![kv],
+                racks: vec![racks],
+                tp: vec![1 << tp_log],
+                pp: vec![1 << pp_log],
+                ep: vec![1 << ep_log],
+                disagg_prefill_pct: vec![pct],
+                spec_tokens: vec![spec],
+                batch: vec![batch],
+                ..Grid::single(&c, platform)
+            };
+            let Some(ctx) = Context::new(&c, m, &grid, Workload::new(900.5, 300.0)) else {
+                // A model without a vocabulary has no context (and a sweep naming it is
+                // rejected: `workload.model`).
+                proptest::prop_assert!(m.vocab.is_none(), "{}", m.id);
+                return Ok(());
+            };
+            let e = evaluate(&ctx, &grid.point(0));
+            if e.feasible() {
+                for v in [e.ttft_idle_ms, e.tpot_ms, e.tokens_per_s_per_user, e.tokens_per_s_per_gpu, e.output_tokens_per_s, e.hbm_used_gb_per_gpu, e.tpot_at_load_ms, e.occupancy_per_instance] {
+                    proptest::prop_assert!(v.is_finite() && v > 0.0, "{e:?}");
+                }
+                // At full batch the first token waits for the prompt budget; where the budget
+                // cannot supply the batch with prompts there is no steady state, and every
+                // latency of the load says so.
+                if e.ttft_ms.is_finite() {
+                    proptest::prop_assert!(e.ttft_ms > 0.0 && e.ttft_p99_ms >= e.ttft_p50_ms && e.e2e_p99_ms > e.ttft_p99_ms, "{e:?}");
+                } else {
+                    proptest::prop_assert!(e.ttft_p99_ms.is_infinite() && e.queue_wait_p99_ms.is_infinite(), "{e:?}");
+                }
+                // A full aggregated instance holds its batch; its TPOT is the full batch's. A
+                // disaggregated decode instance holds fewer: its users are being prefilled.
+                if pct == 0 {
+                    proptest::prop_assert_eq!(e.occupancy_per_instance, f64::from(batch));
+                    proptest::prop_assert!((e.tpot_at_load_ms - e.tpot_ms).abs() <= 1e-9 * e.tpot_ms, "{e:?}");
+                } else {
+                    proptest::prop_assert!(e.occupancy_per_instance <= f64::from(batch) * (1.0 + 1e-12), "{e:?}");
+                    proptest::prop_assert!(e.tpot_at_load_ms <= e.tpot_ms * (1.0 + 1e-9), "{e:?}");
+                }
+                proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].hbm_gb * memory::MEMORY_UTILIZATION + 1e-9);
+                proptest::prop_assert!(e.tokens_per_s_per_gpu <= e.compute_bound_tokens_per_s_per_gpu.min(e.hbm_bound_tokens_per_s_per_gpu) * (1.0 + 1e-9));
+            } else {
+                proptest::prop_assert!(e.reason.is_some() && e.tpot_ms.is_nan());
+            }
+        }
+    }
+}

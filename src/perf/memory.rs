@@ -25,43 +25,29 @@ pub const ACTIVATION_BYTES: f64 = 2.0;
 /// Bytes per element of the logits buffer (fp32).
 pub const LOGIT_BYTES: f64 = 4.0;
 
-/// How an engine admits a request against its KV cache, which sets the context each running
-/// sequence counts for in the batch that fits (docs/model.md, "Memory").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KvAdmission {
-    /// Blocks for the prompt and the whole answer are reserved when a request starts, and a
-    /// started request is never evicted: TensorRT-LLM's default capacity scheduler policy,
-    /// `GUARANTEED_NO_EVICT` (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler
-    /// Policy"). Each sequence counts for `input + output` tokens.
-    #[default]
-    WholeRequest,
-    /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
-    /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; TensorRT-LLM's
-    /// `MAX_UTILIZATION`). In steady state the running sequences are spread evenly over their
-    /// lifetimes, so each counts for its mean context, `input + output / 2`.
-    OnDemand,
+crate::names::names! {
+    /// How an engine admits a request against its KV cache, which sets the context each running
+    /// sequence counts for in the batch that fits (docs/model.md, "Memory"). The description is
+    /// the policy in words, for reports.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum KvAdmission {
+        /// Blocks for the prompt and the whole answer are reserved when a request starts, and a
+        /// started request is never evicted: TensorRT-LLM's default capacity scheduler policy,
+        /// `GUARANTEED_NO_EVICT` (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler
+        /// Policy"). Each sequence counts for `input + output` tokens.
+        #[default]
+        WholeRequest => "whole-request", "KV reserved for the whole request at admission";
+        /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
+        /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; TensorRT-LLM's
+        /// `MAX_UTILIZATION`). In steady state the running sequences are spread evenly over their
+        /// lifetimes, so each counts for its mean context, `input + output / 2`.
+        OnDemand => "on-demand", "KV allocated on demand (engines that preempt)";
+    }
 }
 
 impl KvAdmission {
     pub fn named(name: &str) -> Option<KvAdmission> {
-        [KvAdmission::WholeRequest, KvAdmission::OnDemand]
-            .into_iter()
-            .find(|a| a.as_str() == name)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KvAdmission::WholeRequest => "whole-request",
-            KvAdmission::OnDemand => "on-demand",
-        }
-    }
-
-    /// The policy in words, for reports.
-    pub fn describe(self) -> &'static str {
-        match self {
-            KvAdmission::WholeRequest => "KV reserved for the whole request at admission",
-            KvAdmission::OnDemand => "KV allocated on demand (engines that preempt)",
-        }
+        KvAdmission::ALL.into_iter().find(|a| a.as_str() == name)
     }
 
     /// Context tokens one running sequence holds KV-cache blocks for.

@@ -98,7 +98,7 @@ impl Speeds {
         Speeds::from_full(inst, &inst.decode(max_batch), max_batch)
     }
 
-    /// With the step at `max_batch` already timed (the sizing unit's).
+    /// With the step at `max_batch` already timed (by the sizing search's `BatchedInstance`).
     pub fn from_full(inst: &Instance, full: &latency::Decode, max_batch: f64) -> Speeds {
         Speeds::tabulate(max_batch, inst.output_tokens, |n| {
             let d = if n == max_batch {

@@ -4,11 +4,11 @@
 //! meet the demand and the SLOs (a monotone search, not a scan). Formulas: docs/model.md,
 //! "Sizing and queueing".
 
+use super::batched::{BatchedInstance, Pools};
 use super::demand::Load;
 use super::kv_tiers::{Offload, TierFacts, offload};
 use super::serving::{P99, PERCENTILES, Speeds, Spread};
 use super::steady::{Arrivals, E2E, Steady, steady, unstable};
-use super::unit::{Pools, Unit};
 
 /// Latency objectives of `[sweep]` (99th percentiles); `None` = not set.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -90,9 +90,10 @@ pub struct Served {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooMany;
 
-/// The decode speeds of `unit`'s instance for the serving model: its batch's step is the unit's.
-pub fn speeds(unit: &Unit) -> Speeds {
-    Speeds::from_full(unit.inst, &unit.decode, unit.batch)
+/// The decode speeds of `batched`'s instance for the serving model: its batch's step is the one
+/// `batched` timed.
+pub fn speeds(batched: &BatchedInstance) -> Speeds {
+    Speeds::from_full(batched.inst, &batched.decode, batched.batch)
 }
 
 /// What a load asks of `pools`: the closed population of its users, or the open stream of its
@@ -100,7 +101,7 @@ pub fn speeds(unit: &Unit) -> Speeds {
 /// steady state comes with it, `None` when a queue cannot keep up. Also says whether the users
 /// set the load.
 fn settle(
-    unit: &Unit,
+    batched: &BatchedInstance,
     speeds: &Speeds,
     pools: Pools,
     load: &Load,
@@ -116,7 +117,7 @@ fn settle(
             users: load.users,
             think_s: s.think_s,
         };
-        let settled = steady(unit, speeds, pools, closed, spread, p99_only);
+        let settled = steady(batched, speeds, pools, closed, spread, p99_only);
         match settled {
             Some(st) if st.requests_per_s >= load.requests_per_s => {
                 return (st.requests_per_s, settled, true);
@@ -124,23 +125,23 @@ fn settle(
             // The closed population cannot be served (its prompt budget overflows) and no rate
             // mode asks more: the users' demand is at least the pools' capacity.
             None if load.requests_per_s == 0.0 => {
-                return (unit.capacity_requests_per_s(pools), None, true);
+                return (batched.capacity_requests_per_s(pools), None, true);
             }
             _ => {}
         }
     }
     let lambda = load.requests_per_s;
-    let settled = steady(unit, speeds, pools, open, spread, p99_only);
+    let settled = steady(batched, speeds, pools, open, spread, p99_only);
     (lambda, settled.filter(|_| lambda > 0.0), false)
 }
 
-/// What `unit` in `pools` does under `load`: utilization, the steady state of the load (exact
+/// What `batched` in `pools` does under `load`: utilization, the steady state of the load (exact
 /// when at most one wait is non-zero; the parts' percentiles are added, conservative in the tail
 /// otherwise), the KV tiers that hold cached context between turns, and the verdicts. With
 /// `p99_only`, the median and 95th-percentile latencies, the mean TTFT and the
 /// exponential-length p99 are NaN (what the sizing search needs, at a third of the cost).
 pub fn serve(
-    unit: &Unit,
+    batched: &BatchedInstance,
     speeds: &Speeds,
     pools: Pools,
     load: &Load,
@@ -148,9 +149,9 @@ pub fn serve(
     tiers: &TierFacts,
     p99_only: bool,
 ) -> Served {
-    let inst = &unit.inst;
-    let (lambda, settled, closed) = settle(unit, speeds, pools, load, s, p99_only);
-    let capacity = unit.capacity_requests_per_s(pools);
+    let inst = &batched.inst;
+    let (lambda, settled, closed) = settle(batched, speeds, pools, load, s, p99_only);
+    let capacity = batched.capacity_requests_per_s(pools);
     let utilization = lambda / capacity;
     // Served on average: the demand's mean, less the share of its peak beyond capacity.
     let mean_requests_per_s = if closed {
@@ -170,7 +171,7 @@ pub fn serve(
             inst.rates.kv_bytes_per_element,
             s.cached_tokens,
         );
-        let hbm_free = instances * gpi * (inst.usable_hbm_bytes - unit.memory.used_bytes);
+        let hbm_free = instances * gpi * (inst.usable_hbm_bytes - batched.memory.used_bytes);
         offload(
             lambda * s.think_s,
             session_bytes,
@@ -198,7 +199,7 @@ pub fn serve(
             st.response_s += offload.reload_mean_s();
             st
         }
-        None => unstable(lambda, speeds, unit),
+        None => unstable(lambda, speeds, batched),
     };
     // Users the pools serve at the target utilization, by Little's law over the user's cycle
     // with the operating load's response time: `u* capacity (R + Z)`.
@@ -223,8 +224,14 @@ pub fn serve(
 /// advances at least at the full batch's pace, and at most `N - B` wait ahead of it), completes
 /// at least `N / (Z + max(1, N / B) osl TPOT(B))` requests per second. Without a bound on the
 /// prefill pool's wait, a disaggregated pool's users give none.
-fn utilization_floor(unit: &Unit, speeds: &Speeds, pools: Pools, load: &Load, s: &Settings) -> f64 {
-    let capacity = unit.capacity_requests_per_s(pools);
+fn utilization_floor(
+    batched: &BatchedInstance,
+    speeds: &Speeds,
+    pools: Pools,
+    load: &Load,
+    s: &Settings,
+) -> f64 {
+    let capacity = batched.capacity_requests_per_s(pools);
     let mut lambda = load.requests_per_s;
     if load.users > 0.0 && pools.prefill == 0 {
         let decode = f64::from(pools.decode);
@@ -244,9 +251,12 @@ fn utilization_floor(unit: &Unit, speeds: &Speeds, pools: Pools, load: &Load, s:
 /// instances that pass that bound, and evaluates the steady state only from there up: at that
 /// count, usually, or a few above, the whole test passes. The KV tiers (which change only the
 /// TTFT) are timed only when the SLOs are asked for. `Err` when `max_instances` are not enough.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the search's inputs, resolved once per placement by `cluster`; a struct of them would only be built to be taken apart"
+)]
 pub fn min_instances(
-    unit: &Unit,
+    batched: &BatchedInstance,
     speeds: &Speeds,
     load: &Load,
     s: &Settings,
@@ -257,18 +267,19 @@ pub fn min_instances(
 ) -> Result<u32, TooMany> {
     let target = s.target_utilization * (1.0 + 1e-12);
     let bounded = |n: u32| {
-        unit.pools(n)
-            .is_ok_and(|pools| utilization_floor(unit, speeds, pools, load, s) <= target)
+        batched
+            .pools(n)
+            .is_ok_and(|pools| utilization_floor(batched, speeds, pools, load, s) <= target)
     };
     let served = |n: u32| {
-        let Ok(pools) = unit.pools(n) else {
+        let Ok(pools) = batched.pools(n) else {
             return false;
         };
         if !slo {
-            let (lambda, settled, _) = settle(unit, speeds, pools, load, s, true);
-            return settled.is_some() && lambda / unit.capacity_requests_per_s(pools) <= target;
+            let (lambda, settled, _) = settle(batched, speeds, pools, load, s, true);
+            return settled.is_some() && lambda / batched.capacity_requests_per_s(pools) <= target;
         }
-        let served = serve(unit, speeds, pools, load, s, tiers, true);
+        let served = serve(batched, speeds, pools, load, s, tiers, true);
         served.demand_met && served.meets_slo
     };
     let fewest = first_passing(1, max_instances, bounded).ok_or(TooMany)?;

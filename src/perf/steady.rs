@@ -5,11 +5,11 @@
 //! ([`super::sizing`]) asks for it at each instance count it tries. Formulas: docs/model.md,
 //! "Demand" and "Sizing and queueing".
 
+use super::batched::{BatchedInstance, Pools};
 use super::closed;
 use super::queue::Queue;
 use super::serving::{self, Occupancy, P99, PERCENTILES, Speeds, Spread};
 use super::sizing::Settings;
-use super::unit::{Pools, Unit};
 
 /// What sets a pool's load: an open stream of requests (Poisson, the rate modes), or a closed
 /// population of users who each wait for their answer and think before asking again.
@@ -48,7 +48,7 @@ pub struct Steady {
 /// Percentiles of the `e2e_s` columns (indices into [`PERCENTILES`]).
 pub(super) const E2E: [usize; 2] = [0, P99];
 
-/// The steady state of `unit`'s `pools` under `arrivals` (module docs of [`super::serving`] and
+/// The steady state of `batched`'s `pools` under `arrivals` (module docs of [`super::serving`] and
 /// [`super::closed`]): each decode instance holds its share of a closed population, or takes its
 /// share of an open stream. Aggregated, an instance's TTFT is the serving model's (iteration
 /// boundary, prompt budget, slot, prompt under load). Disaggregated, a request first queues for
@@ -57,7 +57,7 @@ pub(super) const E2E: [usize; 2] = [0, P99];
 /// closed population's users spend that time away from the decode instance, and the rate that
 /// sets that wait is solved as a fixed point. `None` when a queue cannot keep up.
 pub fn steady(
-    unit: &Unit,
+    batched: &BatchedInstance,
     speeds: &Speeds,
     pools: Pools,
     arrivals: Arrivals,
@@ -74,11 +74,11 @@ pub fn steady(
                 closed::occupancy(speeds, users / decode, think_s)?
             }
         };
-        return aggregated(unit, speeds, decode, occ, spread, p99_only);
+        return aggregated(batched, speeds, decode, occ, spread, p99_only);
     }
-    let inst = unit.inst;
+    let inst = batched.inst;
     let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
-    let service_s = f64::from(inst.layout.attention_dp) / unit.prefill_requests_per_s;
+    let service_s = f64::from(inst.layout.attention_dp) / batched.prefill_requests_per_s;
     let queue = |lambda: f64, spread: Spread| {
         Queue::new(
             ranks,
@@ -93,7 +93,7 @@ pub fn steady(
             // A user is away from its decode instance while thinking and while its prompt
             // waits for and passes through the prefill pool; that wait grows with the rate.
             let at = |lambda: f64| {
-                let away = think_s + unit.ttft_idle_s + queue(lambda, spread).wait_mean_s();
+                let away = think_s + batched.ttft_idle_s + queue(lambda, spread).wait_mean_s();
                 closed::occupancy(speeds, users / decode, away)
             };
             let lambda = fixed_point(|lambda| at(lambda).map_or(0.0, |o| o.rate_per_s * decode))?;
@@ -110,20 +110,24 @@ pub fn steady(
     let mut ttft_s = [f64::NAN; 3];
     for (i, t) in ttft_s.iter_mut().enumerate().skip(first) {
         let p = PERCENTILES[i];
-        *t = unit.ttft_idle_s + prefill.wait_quantile_s(p) + slot(p, spread.slot_variability);
+        *t = batched.ttft_idle_s + prefill.wait_quantile_s(p) + slot(p, spread.slot_variability);
     }
     let (ttft_mean_s, ttft_p99_exponential_s) = if p99_only {
         (f64::NAN, f64::NAN)
     } else if spread == Spread::EXPONENTIAL {
         (
-            unit.ttft_idle_s + prefill.wait_mean_s() + occ.wait_mean_all_s(1.0),
+            batched.ttft_idle_s + prefill.wait_mean_s() + occ.wait_mean_all_s(1.0),
             ttft_s[P99],
         )
     } else {
         let p = PERCENTILES[P99];
         (
-            unit.ttft_idle_s + prefill.wait_mean_s() + occ.wait_mean_all_s(spread.slot_variability),
-            unit.ttft_idle_s + queue(lambda, Spread::EXPONENTIAL).wait_quantile_s(p) + slot(p, 1.0),
+            batched.ttft_idle_s
+                + prefill.wait_mean_s()
+                + occ.wait_mean_all_s(spread.slot_variability),
+            batched.ttft_idle_s
+                + queue(lambda, Spread::EXPONENTIAL).wait_quantile_s(p)
+                + slot(p, 1.0),
         )
     };
     let osl = inst.output_tokens;
@@ -137,7 +141,7 @@ pub fn steady(
         tpot_mean_s,
         tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_mean_s),
         held_per_instance: occ.mean_held,
-        response_s: unit.ttft_idle_s + prefill.wait_mean_s() + occ.mean_held / occ.rate_per_s,
+        response_s: batched.ttft_idle_s + prefill.wait_mean_s() + occ.mean_held / occ.rate_per_s,
         e2e_s: e2e(&ttft_s, &occ, speeds, osl, spread, first),
         queue_wait_p99_s: prefill.wait_quantile_s(p) + slot(p, spread.slot_variability),
     })
@@ -145,14 +149,14 @@ pub fn steady(
 
 /// [`steady`] of an aggregated pool of `decode` instances whose occupancy is `occ`.
 fn aggregated(
-    unit: &Unit,
+    batched: &BatchedInstance,
     speeds: &Speeds,
     decode: f64,
     occ: Occupancy,
     spread: Spread,
     p99_only: bool,
 ) -> Option<Steady> {
-    let inst = unit.inst;
+    let inst = batched.inst;
     let sv = serving::Serving::new(inst, speeds, occ, spread)?;
     let first = if p99_only { P99 } else { 0 };
     let mut ttft_s = [f64::NAN; 3];
@@ -254,26 +258,31 @@ fn fixed_point(g: impl Fn(f64) -> f64) -> Option<f64> {
 /// each decode instance holds `batch` users who ask again as soon as they are answered (a
 /// closed population without think time). Latencies are infinite when a queue cannot keep up
 /// even so.
-pub fn full_instance(unit: &Unit, speeds: &Speeds, pools: Pools, s: &Settings) -> Steady {
+pub fn full_instance(
+    batched: &BatchedInstance,
+    speeds: &Speeds,
+    pools: Pools,
+    s: &Settings,
+) -> Steady {
     let users = Arrivals::Closed {
-        users: unit.batch * f64::from(pools.decode),
+        users: batched.batch * f64::from(pools.decode),
         think_s: 0.0,
     };
-    steady(unit, speeds, pools, users, s.spread(), false).unwrap_or_else(|| Steady {
-        held_per_instance: unit.batch,
-        ..unstable(unit.capacity_requests_per_s(pools), speeds, unit)
+    steady(batched, speeds, pools, users, s.spread(), false).unwrap_or_else(|| Steady {
+        held_per_instance: batched.batch,
+        ..unstable(batched.capacity_requests_per_s(pools), speeds, batched)
     })
 }
 
 /// The steady state of pools whose queues cannot keep up at `requests_per_s`.
-pub(super) fn unstable(requests_per_s: f64, speeds: &Speeds, unit: &Unit) -> Steady {
+pub(super) fn unstable(requests_per_s: f64, speeds: &Speeds, batched: &BatchedInstance) -> Steady {
     Steady {
         requests_per_s,
         ttft_s: [f64::INFINITY; 3],
         ttft_mean_s: f64::INFINITY,
         ttft_p99_exponential_s: f64::INFINITY,
-        tpot_mean_s: speeds.tpot_s(unit.batch),
-        tpot_p99_s: speeds.tpot_s(unit.batch),
+        tpot_mean_s: speeds.tpot_s(batched.batch),
+        tpot_p99_s: speeds.tpot_s(batched.batch),
         held_per_instance: f64::INFINITY,
         response_s: f64::INFINITY,
         e2e_s: [f64::INFINITY; 2],

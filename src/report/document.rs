@@ -2,6 +2,7 @@
 //! the two files always say the same thing.
 
 use super::svg::Chart;
+use crate::output::table::Table;
 
 #[derive(Debug, Clone)]
 pub enum Block {
@@ -15,12 +16,8 @@ pub enum Block {
     Paragraph(String),
     /// Label: value lines.
     Facts(Vec<(String, String)>),
-    Table {
-        header: Vec<String>,
-        rows: Vec<Vec<String>>,
-        /// Columns whose cells are numbers (right-aligned).
-        numeric: Vec<bool>,
-    },
+    /// A table, the block every tabular output shares (`output::table`).
+    Table(Table),
     /// A chart; `file` is the name of its SVG file next to report.md.
     Figure {
         file: String,

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::document::{Block, Document};
 use super::svg::escape;
+use crate::output::table::Align;
 
 const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}\
@@ -57,20 +58,19 @@ pub fn render(doc: &Document) -> String {
                 }
                 s.push_str("</dl>\n");
             }
-            Block::Table {
-                header,
-                rows,
-                numeric,
-            } => {
+            Block::Table(t) => {
                 s.push_str("<div class=\"scroll\"><table><thead><tr>");
-                for h in header {
-                    let _ = write!(s, "<th>{}</th>", escape(h));
+                for c in &t.columns {
+                    let _ = write!(s, "<th>{}</th>", escape(&c.title()));
                 }
                 s.push_str("</tr></thead><tbody>");
-                for row in rows {
+                for row in &t.rows {
                     s.push_str("<tr>");
-                    for (cell, &n) in row.iter().zip(numeric) {
-                        let class = if n { " class=\"n\"" } else { "" };
+                    for (cell, c) in row.iter().zip(&t.columns) {
+                        let class = match c.align {
+                            Align::Right => " class=\"n\"",
+                            Align::Left => "",
+                        };
                         let _ = write!(s, "<td{class}>{}</td>", escape(cell));
                     }
                     s.push_str("</tr>");

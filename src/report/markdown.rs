@@ -1,14 +1,10 @@
 //! `report.md`: the same report as Markdown, for pasting into planning documents. Charts are
-//! linked as the SVG files written next to it.
+//! linked as the SVG files written next to it; tables are written by the Markdown exporter.
 
 use std::fmt::Write as _;
 
 use super::document::{Block, Document};
-
-/// A table cell: pipes escaped so they cannot split the cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-}
+use crate::output::table::{Exporter as _, Markdown};
 
 pub fn render(doc: &Document) -> String {
     let mut s = format!("# {}\n", doc.title);
@@ -29,23 +25,7 @@ pub fn render(doc: &Document) -> String {
                     let _ = writeln!(s, "- **{k}**: {v}");
                 }
             }
-            Block::Table {
-                header,
-                rows,
-                numeric,
-            } => {
-                let cells: Vec<String> = header.iter().map(|h| cell(h)).collect();
-                let _ = writeln!(s, "| {} |", cells.join(" | "));
-                let rule: Vec<&str> = numeric
-                    .iter()
-                    .map(|&n| if n { "---:" } else { "---" })
-                    .collect();
-                let _ = writeln!(s, "|{}|", rule.join("|"));
-                for row in rows {
-                    let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
-                    let _ = writeln!(s, "| {} |", cells.join(" | "));
-                }
-            }
+            Block::Table(t) => s.push_str(&Markdown.table(t)),
             Block::Figure {
                 file,
                 chart,

@@ -15,158 +15,15 @@ use std::time::SystemTime;
 use anyhow::{Context as _, Result};
 
 use crate::analyze::digest::{self, Digest, Ranking, Trade, TradePoint, Traded};
-use crate::columns::{Mode, Schema};
+use crate::columns::{Info, Schema};
 use crate::error::UserError;
+use crate::format::number;
 use crate::output::manifest::{Manifest, rfc3339};
-use crate::output::markdown::number;
 use crate::output::run_dir::{RunDir, write_atomic};
+use crate::output::table::{Align, Column, Table};
 use crate::pareto::{Constraint, Objective, describe_constraints, describe_objectives};
 use document::{Block, Document};
 use svg::{Chart, Point, Series, Style};
-
-/// What a report shows of a run of one mode.
-struct Profile {
-    /// Layout and format columns a report table may show; those with one value in every row
-    /// shown are folded into a sentence instead.
-    layout: &'static [&'static str],
-    /// Metrics every report table shows after the objectives and constraints.
-    metrics: &'static [&'static str],
-    /// The charts: a title and the two objectives (x, then y) drawn per hardware. A chart
-    /// whose columns no admitted configuration has is named and not drawn.
-    trades: &'static [(&'static str, &'static str, &'static str)],
-    /// Columns whose best value the report follows, after the per-objective tables, and what
-    /// they are called.
-    moves: &'static [(&'static str, &'static str)],
-    /// The axes `moves` are, in words.
-    moves_are: &'static str,
-    /// What every admitted configuration does, to follow "configurations that".
-    admitted: &'static str,
-    /// What can turn a feasible configuration away, to follow "the sweep's".
-    requirements: &'static str,
-}
-
-const INFERENCE: Profile = Profile {
-    layout: &[
-        "config_id",
-        "hardware",
-        "rack",
-        "racks",
-        "servers",
-        "gpus",
-        "tp",
-        "pp",
-        "ep",
-        "attention_dp",
-        "disagg_prefill_pct",
-        "spec_tokens",
-        "batch",
-        "weight_dtype",
-        "kv_dtype",
-        "ownership",
-    ],
-    metrics: &[
-        "tokens_per_s_per_gpu",
-        "tokens_per_s_per_user_at_load",
-        "ttft_p99_ms",
-        "tpot_p99_ms",
-        "usd_per_mtok",
-        "users_supported",
-        "power_kw",
-    ],
-    trades: &[
-        (
-            "Throughput against interactivity",
-            "max tokens_per_s_per_user_at_load",
-            "max tokens_per_s_per_gpu",
-        ),
-        (
-            "Cost against time to first token",
-            "min ttft_p99_ms",
-            "min usd_per_mtok",
-        ),
-        (
-            "Racks against users served",
-            "max users_supported",
-            "min racks",
-        ),
-    ],
-    moves: &[
-        ("batch", "batch size"),
-        ("weight_dtype", "weight format"),
-        ("kv_dtype", "KV-cache format"),
-    ],
-    moves_are: "a batch or format axis",
-    admitted: "run, meet the demand and SLOs where the sweep sets them",
-    requirements: "demand, SLOs or constraints",
-};
-
-const TRAINING: Profile = Profile {
-    layout: &[
-        "config_id",
-        "hardware",
-        "rack",
-        "racks",
-        "gpus",
-        "tp",
-        "pp",
-        "dp",
-        "cp",
-        "ep",
-        "microbatch",
-        "virtual_stages",
-        "zero_stage",
-        "recompute",
-        "precision",
-        "ownership",
-    ],
-    metrics: &[
-        "step_time_s",
-        "mfu_pct",
-        "hbm_used_gb_per_gpu",
-        "goodput_pct",
-        "effective_time_to_train_days",
-        "usd_per_run",
-        "facility_kw",
-        "mwh_per_run",
-    ],
-    // What finishing sooner takes: money, GPUs, or site power (the one budget that compares
-    // hardware fairly: a GPU of one kind is not a GPU of another).
-    trades: &[
-        (
-            "Time against cost",
-            "min usd_per_run",
-            "min effective_time_to_train_days",
-        ),
-        (
-            "Time against cluster size",
-            "min gpus",
-            "min effective_time_to_train_days",
-        ),
-        (
-            "Time against facility power",
-            "min facility_kw",
-            "min effective_time_to_train_days",
-        ),
-    ],
-    moves: &[
-        ("gpus", "cluster size"),
-        ("tp", "tensor parallelism"),
-        ("pp", "pipeline stages"),
-        ("zero_stage", "ZeRO stage"),
-        ("recompute", "recomputation"),
-        ("precision", "precision"),
-    ],
-    moves_are: "a size, layout or precision axis",
-    admitted: "can train (a valid split that fits in memory)",
-    requirements: "constraints",
-};
-
-fn profile(mode: Mode) -> &'static Profile {
-    match mode {
-        Mode::Inference => &INFERENCE,
-        Mode::Training => &TRAINING,
-    }
-}
 
 /// Frontier rows listed in the report at most (all of them are in pareto.md and
 /// pareto.parquet).
@@ -189,7 +46,6 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
     let sweep_text = std::fs::read_to_string(dir.sweep())
         .with_context(|| format!("reading {}", dir.sweep().display()))?;
     let schema = Schema::get(manifest.mode);
-    let p = profile(manifest.mode);
     let objectives = parse_all(&manifest.objectives, schema, Objective::parse)?;
     if objectives.is_empty() {
         return Err(
@@ -203,8 +59,8 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
     let constraints = parse_all(&manifest.constraints, schema, Constraint::parse)?;
     let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
 
-    let q = Questions::new(&objectives, top, schema, p);
-    let shown = shown_columns(&objectives, &constraints, p);
+    let q = Questions::new(&objectives, top, schema);
+    let shown = shown_columns(&objectives, &constraints, schema);
     let digest = digest::digest(
         &run,
         &digest::Ask {
@@ -220,7 +76,6 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
         &Context {
             m: manifest,
             schema,
-            profile: p,
             sweep_text: &sweep_text,
             objectives: &objectives,
             constraints: &constraints,
@@ -265,21 +120,20 @@ fn parse_all<T>(
 }
 
 /// What the report asks of the run. Rankings, in order: the best per hardware by the first
-/// objective, the top rows by each objective, then the best per value of each of the
-/// profile's `moves` columns by the first objective.
+/// objective, the top rows by each objective, then the best per value of each column the
+/// report follows (`Show::follow`) by the first objective.
 struct Questions {
     rankings: Vec<Ranking>,
     trades: Vec<Trade>,
 }
 
 impl Questions {
-    fn new(objectives: &[Objective], top: usize, schema: &Schema, p: &Profile) -> Questions {
-        let column = |n: &str| schema.find(n).expect("a column of the schema");
+    fn new(objectives: &[Objective], top: usize, schema: &Schema) -> Questions {
         let objective = |t: &str| Objective::parse(t, schema).expect("a valid objective");
         let primary = objectives[0];
         let mut rankings = vec![Ranking {
             objective: primary,
-            group: Some(column("hardware")),
+            group: schema.find("hardware"),
             n: 1,
         }];
         rankings.extend(objectives.iter().map(|&o| Ranking {
@@ -287,12 +141,13 @@ impl Questions {
             group: None,
             n: top,
         }));
-        rankings.extend(p.moves.iter().map(|(c, _)| Ranking {
+        rankings.extend(follows(schema).map(|(c, _)| Ranking {
             objective: primary,
-            group: Some(column(c)),
+            group: Some(c),
             n: 1,
         }));
-        let trades = p
+        let trades = schema
+            .review
             .trades
             .iter()
             .map(|(_, x, y)| Trade {
@@ -304,17 +159,37 @@ impl Questions {
     }
 }
 
+/// The columns whose best value the report follows, in file order, with what they are
+/// called.
+fn follows(schema: &Schema) -> impl Iterator<Item = (usize, &'static str)> + '_ {
+    schema
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.show.follow?)))
+}
+
+/// The columns a report table may show: those that say which configuration a row is (in file
+/// order; those with one value in every row shown are folded into a sentence instead), the
+/// objectives and constraints, then the metrics every report table shows (`Show::report`, by
+/// rank).
 fn shown_columns(
     objectives: &[Objective],
     constraints: &[Constraint],
-    p: &Profile,
+    schema: &Schema,
 ) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = p.layout.to_vec();
+    let mut names: Vec<&'static str> = schema.names(Info::identifies).collect();
+    let mut metrics: Vec<(u8, &'static str)> = schema
+        .columns
+        .iter()
+        .filter_map(|c| Some((c.show.report?, c.name)))
+        .collect();
+    metrics.sort_unstable();
     let extra = objectives
         .iter()
         .map(|o| o.name)
         .chain(constraints.iter().map(|c| c.name))
-        .chain(p.metrics.iter().copied());
+        .chain(metrics.into_iter().map(|(_, n)| n));
     for n in extra {
         if !names.contains(&n) {
             names.push(n);
@@ -346,7 +221,6 @@ struct Tables<'a> {
     digest: &'a Digest,
     kept: Vec<usize>,
     schema: &'a Schema,
-    profile: &'a Profile,
 }
 
 impl Tables<'_> {
@@ -364,20 +238,17 @@ impl Tables<'_> {
         if rows.is_empty() {
             return Block::Paragraph("None: no configuration is admitted.".into());
         }
-        let numeric = self
-            .kept
-            .iter()
-            .map(|&i| {
-                self.schema
-                    .find(&self.digest.header[i])
-                    .is_some_and(|c| self.schema.columns[c].is_numeric())
+        let columns = header
+            .into_iter()
+            .map(|h| {
+                let numeric = self
+                    .schema
+                    .find(&h)
+                    .is_some_and(|c| self.schema.columns[c].is_numeric());
+                Column::new(h, "", Align::numeric(numeric))
             })
             .collect();
-        Block::Table {
-            header,
-            rows,
-            numeric,
-        }
+        Block::Table(Table::new(columns, rows))
     }
 
     /// A configuration in a few words, for chart tooltips.
@@ -389,9 +260,9 @@ impl Tables<'_> {
             .kept
             .iter()
             .filter(|&&i| {
-                self.profile
-                    .layout
-                    .contains(&self.digest.header[i].as_str())
+                self.schema
+                    .find(&self.digest.header[i])
+                    .is_some_and(|c| self.schema.columns[c].identifies())
             })
             .map(|&i| format!("{} {}", self.digest.header[i], row[i]))
             .collect();
@@ -412,7 +283,6 @@ fn count_share(n: u64, of: u64) -> Vec<String> {
 struct Context<'a> {
     m: &'a Manifest,
     schema: &'static Schema,
-    profile: &'static Profile,
     sweep_text: &'a str,
     objectives: &'a [Objective],
     constraints: &'a [Constraint],
@@ -422,7 +292,6 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
     let Context {
         m,
         schema,
-        profile: p,
         sweep_text,
         objectives,
         constraints,
@@ -432,9 +301,8 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         digest: d,
         kept,
         schema,
-        profile: p,
     };
-    let rule = admission_rule(p, constraints);
+    let rule = admission_rule(schema, constraints);
     let mut blocks = Vec::new();
 
     blocks.extend(summary(c, d, rule, &fixed));
@@ -491,7 +359,7 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         blocks.push(t.table(ids));
     }
 
-    blocks.extend(turned_away(m, d, p));
+    blocks.extend(turned_away(m, d, schema));
 
     blocks.push(Block::Section {
         id: "moves",
@@ -500,9 +368,9 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
     blocks.push(Block::Paragraph(format!(
         "The best configuration by {primary} at each value of {}, among \
          the admitted ones.",
-        p.moves_are
+        schema.review.follows
     )));
-    for ((ranked, _), (_, label)) in r.zip(p.moves) {
+    for ((ranked, _), (_, label)) in r.zip(follows(schema)) {
         if ranked.len() < 2 {
             continue;
         }
@@ -547,7 +415,7 @@ fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) ->
     }
     let mut facts = vec![
         ("model".to_string(), m.model.clone()),
-        ("workload".into(), workload(m)),
+        ("workload".into(), workload(m, c.schema)),
         ("configurations".into(), number(m.configurations as f64)),
         (
             "run".into(),
@@ -595,7 +463,7 @@ fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) ->
 
 /// One chart per trade of the mode's profile, each hardware's frontier a line.
 fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
-    let (p, schema) = (c.profile, c.schema);
+    let schema = c.schema;
     let mut blocks = Vec::new();
     blocks.push(Block::Section {
         id: "charts",
@@ -616,7 +484,7 @@ fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
         .map(|(i, h)| (h, Style::nth(i)))
         .collect();
     let mut omitted = Vec::new();
-    for ((title, x, y), traded) in p.trades.iter().zip(&d.traded) {
+    for ((title, x, y), traded) in schema.review.trades.iter().zip(&d.traded) {
         let (xo, yo) = (
             Objective::parse(x, schema).expect("valid"),
             Objective::parse(y, schema).expect("valid"),
@@ -660,7 +528,7 @@ fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
 
 /// Configurations turned away: infeasible ones by reason, then feasible ones by the requirement
 /// they miss, then the admitted.
-fn turned_away(m: &Manifest, d: &Digest, p: &Profile) -> Vec<Block> {
+fn turned_away(m: &Manifest, d: &Digest, schema: &Schema) -> Vec<Block> {
     let mut blocks = Vec::new();
     blocks.push(Block::Section {
         id: "excluded",
@@ -674,7 +542,7 @@ fn turned_away(m: &Manifest, d: &Digest, p: &Profile) -> Vec<Block> {
         format!(
             "Infeasible configurations by reason (counted over the whole grid), then feasible \
              ones the sweep's {} turned away (a configuration can fail several).",
-            p.requirements
+            requirements(schema)
         )
     }));
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -695,16 +563,15 @@ fn turned_away(m: &Manifest, d: &Digest, p: &Profile) -> Vec<Block> {
     ];
     row.extend(count_share(d.admission.admitted, all));
     rows.push(row);
-    blocks.push(Block::Table {
-        header: vec![
-            "status".into(),
-            "reason".into(),
-            "configurations".into(),
-            "share of grid".into(),
+    blocks.push(Block::Table(Table::new(
+        vec![
+            Column::left("status"),
+            Column::left("reason"),
+            Column::right("configurations"),
+            Column::right("share of grid"),
         ],
         rows,
-        numeric: vec![false, false, true, true],
-    });
+    )));
     if m.feasible_only {
         blocks.push(Block::Paragraph(
             "The run kept only feasible rows (--feasible-only); the infeasible counts come from \
@@ -717,39 +584,27 @@ fn turned_away(m: &Manifest, d: &Digest, p: &Profile) -> Vec<Block> {
 }
 
 /// The workload in words.
-fn workload(m: &Manifest) -> String {
+fn workload(m: &Manifest, schema: &Schema) -> String {
     let get = |k: &str| m.workload.get(k).copied().unwrap_or(f64::NAN);
-    let w = |k: &str| number(get(k));
-    match m.mode {
-        Mode::Inference => {
-            let admission = m
-                .kv_admission
-                .as_deref()
-                .and_then(crate::perf::memory::KvAdmission::named)
-                .map_or(String::new(), |a| format!("; {}", a.describe()));
-            format!(
-                "{} input tokens, {} output tokens per request{admission}",
-                w("input_tokens"),
-                w("output_tokens")
-            )
-        }
-        Mode::Training => {
-            let steps = get("train_tokens") / get("global_batch_tokens");
-            let about = if steps.fract() == 0.0 { "" } else { "about " };
-            format!(
-                "{} tokens to train: {about}{} optimizer steps of {} sequences of {} tokens",
-                w("train_tokens"),
-                number(steps),
-                w("global_batch_seqs"),
-                w("seq_len")
-            )
-        }
+    (schema.review.workload_words)(&get, m.kv_admission.as_deref())
+}
+
+/// What can turn a feasible configuration away, to follow "the sweep's": the schema's
+/// requirements, then the constraints ("demand, SLOs or constraints").
+fn requirements(schema: &Schema) -> String {
+    let mut what: Vec<&str> = schema.requirements().map(|(_, by, _)| by).collect();
+    what.push("constraints");
+    let last = what.pop().unwrap_or_default();
+    if what.is_empty() {
+        last.to_string()
+    } else {
+        format!("{} or {last}", what.join(", "))
     }
 }
 
 /// The admission rule in words, to follow "configurations that".
-fn admission_rule(p: &Profile, constraints: &[Constraint]) -> String {
-    let mut s = p.admitted.to_string();
+fn admission_rule(schema: &Schema, constraints: &[Constraint]) -> String {
+    let mut s = schema.review.admitted.to_string();
     if !constraints.is_empty() {
         s.push_str(&format!(
             " and satisfy {}",

@@ -1,7 +1,8 @@
-//! The `[grid]` table's shared axes: hardware and rack platforms, ownership models, and integer
-//! axes (lists or ranges within bounds) with their defaults. Inference sweeps read the whole
-//! table here; training sweeps (`training.rs`) reuse the platform, ownership and integer-axis
-//! checks.
+//! The `[grid]` table's checks, built from the axis tables (`crate::grid::inference_axes!`,
+//! `crate::train::grid::training_axes!`) by [`load_grid!`]: platforms of hardware and racks,
+//! number formats, words of a vocabulary (ownership, ...), and integer axes (lists or ranges
+//! within bounds) with their defaults. Inference sweeps read the whole table here; training
+//! sweeps (`training.rs`) add their scale axis and the checks across axes.
 
 use std::collections::HashSet;
 
@@ -9,72 +10,65 @@ use toml::Spanned;
 
 use crate::catalog::Catalog;
 use crate::error::UserError;
-use crate::grid::{Grid, Platform};
-use crate::limits;
+use crate::grid::Grid;
+use crate::limits::{self, Bounds, COUNT};
+use crate::vocab::{Platform, Vocabulary};
 
 use super::raw::{self, IntAxis, Names};
-use super::{Loader, MAX_AXIS_VALUES, thousands};
+use super::{Loader, MAX_AXIS_VALUES};
+use crate::format::thousands;
 
-/// Values an integer axis accepts, and why the largest is the largest.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Bounds {
-    pub(super) min: u32,
-    pub(super) max: u32,
-    /// The reason for `max`, given as the hint of the error (`None` where it is plain).
-    pub(super) why: Option<&'static str>,
+/// Builds `Loader::$name`, which checks every axis of a `[grid]` mirror in table order and
+/// returns the grid: each row's key is `grid.<field>`, its default and bounds the row's.
+macro_rules! load_grid {
+    (
+        fn $name:ident(&$raw:ident) -> $grid:ident;
+        $(
+            $(#[$doc:meta])*
+            $field:ident : $kind:ident $(<$vocab:ty>)? $(= $default:tt $(, $bounds:ident)?)? ;
+        )*
+    ) => {
+        impl $crate::spec::Loader<'_> {
+            /// Every axis of `g`, checked in axis order.
+            fn $name(
+                &self,
+                catalog: &$crate::catalog::Catalog,
+                g: &$crate::spec::raw::$raw,
+            ) -> Result<$grid, $crate::error::UserError> {
+                Ok($grid {
+                    $(
+                        $field: load_grid!(@axis self, catalog, g, $field;
+                            $kind $(<$vocab>)? $(= $default $(, $bounds)?)?),
+                    )*
+                })
+            }
+        }
+    };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Platforms) => {
+        $l.platforms($c, &$g.hardware, &$g.rack)?
+    };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Dtypes = $default:tt) => {
+        $l.dtypes($c, &$g.$field, concat!("grid.", stringify!($field)), $default)?
+    };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Named<$vocab:ty> = $default:ident) => {
+        $l.words(&$g.$field, concat!("grid.", stringify!($field)), <$vocab>::$default)?
+    };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Sizes = $default:tt) => {
+        $l.sizes($g, &$default)?
+    };
+    // Numbers and Racks ("auto" is read by `int_axis`).
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; $kind:ident = $default:tt, $bounds:ident) => {
+        $l.int_axis(
+            &$g.$field,
+            concat!("grid.", stringify!($field)),
+            &$default,
+            $crate::limits::$bounds,
+        )?
+    };
 }
+pub(super) use load_grid;
 
-/// Whole numbers from 1 that the model never multiplies (sequence lengths, a range's step).
-pub(super) const COUNT: Bounds = Bounds {
-    min: 1,
-    max: u32::MAX,
-    why: None,
-};
-/// Racks of a cluster.
-pub(super) const RACKS: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_RACKS,
-    why: Some(limits::MAX_RACKS_WHY),
-};
-/// Parallel degrees and splits: tp, pp, ep, cp, virtual_stages.
-pub(super) const DEGREE: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_DEGREE,
-    why: Some(limits::MAX_DEGREE_WHY),
-};
-/// Sequences of a batch or microbatch.
-pub(super) const BATCH: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_BATCH,
-    why: Some(limits::MAX_BATCH_WHY),
-};
-/// GPUs of a cluster, or its data-parallel replicas.
-pub(super) const CLUSTER_GPUS: Bounds = Bounds {
-    min: 1,
-    max: limits::MAX_CLUSTER_GPUS,
-    why: Some(limits::MAX_CLUSTER_GPUS_WHY),
-};
-/// Share of instances in the prefill pool; 0 = aggregated serving.
-pub(super) const PERCENT: Bounds = Bounds {
-    min: 0,
-    max: 99,
-    why: None,
-};
-/// Draft tokens per step; 0 = no speculative decoding. Engines propose at most a handful
-/// (DeepSeek-V3's MTP is used with 1-3; EAGLE-style drafts with up to ~8).
-pub(super) const DRAFT_TOKENS: Bounds = Bounds {
-    min: 0,
-    max: 16,
-    why: None,
-};
-
-/// Axis defaults (docs/sweep-format.md, section 4, "[grid]").
-pub(super) const DEFAULT_RACKS: &[u32] = &[1];
-pub(super) const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
-pub(super) const DEFAULT_PP: &[u32] = &[1];
-pub(super) const DEFAULT_EP: &[u32] = &[1];
-pub(super) const DEFAULT_BATCH: &[u32] = &[1, 2, 4, 8, 16, 32, 64, 128, 256];
-pub(super) const DEFAULT_DTYPE: &str = "bf16";
+crate::grid::inference_axes!(load_grid! { fn inference_axes(&RawGrid) -> Grid; });
 
 impl Loader<'_> {
     pub(super) fn grid(
@@ -83,21 +77,7 @@ impl Loader<'_> {
         g: raw::RawGrid,
         demand: bool,
     ) -> Result<Grid, UserError> {
-        let raw::RawGrid {
-            hardware,
-            rack,
-            racks,
-            tp,
-            pp,
-            ep,
-            disagg_prefill_pct,
-            spec_tokens,
-            batch,
-            weight_dtype,
-            kv_dtype,
-            ownership,
-        } = g;
-        if let Some(r) = &racks
+        if let Some(r) = &g.racks
             && matches!(r.get_ref(), IntAxis::Word(w) if w == "auto")
             && !demand
         {
@@ -105,79 +85,92 @@ impl Loader<'_> {
                 .at(r.span(), "grid.racks: \"auto\" sizes the cluster to [workload.demand], which this sweep does not set")
                 .with_hint("add a [workload.demand] table (e.g. concurrent_users = 1000), or list rack counts"));
         }
-        let ownership = self.ownership(&ownership)?;
-        let platforms = self.platforms(catalog, &hardware, &rack)?;
-        let dtype_ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
-        let dtypes = |names: &Option<Names>, key: &str| -> Result<Vec<usize>, UserError> {
-            match names {
-                None => Ok(vec![
-                    catalog
-                        .dtype_index(DEFAULT_DTYPE)
-                        .expect("bf16 is built in"),
-                ]),
-                Some(n) => self.names(
+        self.inference_axes(catalog, &g)
+    }
+
+    /// A list of catalog number formats (`grid.weight_dtype`, `grid.kv_dtype`), `default`
+    /// without one.
+    fn dtypes(
+        &self,
+        catalog: &Catalog,
+        names: &Option<Names>,
+        key: &str,
+        default: &str,
+    ) -> Result<Vec<usize>, UserError> {
+        match names {
+            None => Ok(vec![
+                catalog
+                    .dtype_index(default)
+                    .expect("the default format is built in"),
+            ]),
+            Some(n) => {
+                let ids: Vec<&str> = catalog.dtypes.iter().map(|d| d.id.as_str()).collect();
+                self.names(
                     n,
                     key,
                     "number format",
                     |id| catalog.dtype_index(id),
-                    &dtype_ids,
+                    &ids,
                     "racksweep catalog dtypes",
-                ),
+                )
             }
-        };
-        Ok(Grid {
-            platforms,
-            weight_dtypes: dtypes(&weight_dtype, "grid.weight_dtype")?,
-            kv_dtypes: dtypes(&kv_dtype, "grid.kv_dtype")?,
-            racks: self.int_axis(&racks, "grid.racks", DEFAULT_RACKS, RACKS)?,
-            tp: self.int_axis(&tp, "grid.tp", DEFAULT_TP, DEGREE)?,
-            pp: self.int_axis(&pp, "grid.pp", DEFAULT_PP, DEGREE)?,
-            ep: self.int_axis(&ep, "grid.ep", DEFAULT_EP, DEGREE)?,
-            disagg_prefill_pct: self.int_axis(
-                &disagg_prefill_pct,
-                "grid.disagg_prefill_pct",
-                &[0],
-                PERCENT,
-            )?,
-            spec_tokens: self.int_axis(&spec_tokens, "grid.spec_tokens", &[0], DRAFT_TOKENS)?,
-            batch: self.int_axis(&batch, "grid.batch", DEFAULT_BATCH, BATCH)?,
-            ownership,
-        })
+        }
     }
 
-    /// `grid.ownership`: how the hardware is paid for (default cloud).
-    pub(super) fn ownership(
+    /// A categorical axis over the words of `T` (`grid.ownership`, ...), without repeats;
+    /// `default` without one.
+    pub(super) fn words<T: Vocabulary>(
         &self,
-        ownership: &Option<Names>,
-    ) -> Result<Vec<crate::perf::cost::Ownership>, UserError> {
-        Ok(match ownership {
-            None => vec![crate::perf::cost::Ownership::Cloud],
-            Some(names) => {
-                if names.get_ref().is_empty() {
-                    return Err(self.at(names.span(), "grid.ownership: empty").with_hint(
-                        "list \"cloud\", \"owned\" or both, or remove the key for cloud",
-                    ));
-                }
-                let mut out = Vec::new();
-                for (i, n) in names.get_ref().iter().enumerate() {
-                    let o = crate::perf::cost::Ownership::parse(n.get_ref()).ok_or_else(|| {
-                        self.at(n.span(), format!("grid.ownership[{i}]: unknown ownership mode \"{}\"", limits::quoted(n.get_ref())))
-                            .with_hint("use \"cloud\" (GPU-hours at list price) or \"owned\" (capex amortized plus opex)")
-                    })?;
-                    if out.contains(&o) {
-                        return Err(self.at(
-                            n.span(),
-                            format!(
-                                "grid.ownership[{i}]: \"{}\" appears twice",
-                                limits::quoted(n.get_ref())
-                            ),
-                        ));
-                    }
-                    out.push(o);
-                }
-                out
+        names: &Option<Names>,
+        key: &str,
+        default: T,
+    ) -> Result<Vec<T>, UserError> {
+        let Some(names) = names else {
+            return Ok(vec![default]);
+        };
+        let all = || {
+            T::ALL
+                .iter()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if names.get_ref().is_empty() {
+            let hint = T::EMPTY_HINT.map_or_else(
+                || format!("list some of {}, or remove the key for the default", all()),
+                String::from,
+            );
+            return Err(self
+                .at(names.span(), format!("{key}: empty"))
+                .with_hint(hint));
+        }
+        let mut out = Vec::new();
+        for (i, n) in names.get_ref().iter().enumerate() {
+            let Some(word) = T::parse(n.get_ref()) else {
+                let hint = T::UNKNOWN_HINT.map_or_else(|| format!("use {}", all()), String::from);
+                return Err(self
+                    .at(
+                        n.span(),
+                        format!(
+                            "{key}[{i}]: unknown {} \"{}\"",
+                            T::NOUN,
+                            limits::quoted(n.get_ref())
+                        ),
+                    )
+                    .with_hint(hint));
+            };
+            if out.contains(&word) {
+                return Err(self.at(
+                    n.span(),
+                    format!(
+                        "{key}[{i}]: \"{}\" appears twice",
+                        limits::quoted(n.get_ref())
+                    ),
+                ));
             }
-        })
+            out.push(word);
+        }
+        Ok(out)
     }
 
     /// `grid.hardware` and `grid.rack`: each GPU with the listed racks that host it, or with

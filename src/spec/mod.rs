@@ -36,26 +36,46 @@ pub const DEFAULT_OBJECTIVES: [&str; 2] = [
     "max tokens_per_s_per_user_at_load",
 ];
 
+/// What a sweep of either mode has: its file, its name and goals, its model and its catalog.
+/// Embedded in [`Spec`] and [`TrainingSpec`] as `header`.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub struct Header {
+    /// The sweep file as given (used in messages and records).
     pub path: PathBuf,
     /// The sweep file's full text (stored in the Parquet metadata).
     pub text: String,
+    /// SHA-256 (hex) of `text`: ties every file of a run to its sweep.
     pub sha256: String,
+    /// `[sweep] name`: the run directory's name.
     pub name: String,
     pub description: String,
     pub objectives: Vec<Objective>,
     pub constraints: Vec<Constraint>,
     /// Index into `catalog.models`.
     pub model: usize,
+    /// The built-in catalog with the sweep's inline presets and `[cost]` applied.
+    pub catalog: Catalog,
+}
+
+impl Header {
+    /// The model's preset id.
+    pub fn model_id(&self) -> &str {
+        &self.catalog.models[self.model].id
+    }
+}
+
+/// A validated inference sweep.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub header: Header,
     pub input_tokens: f64,
     pub output_tokens: f64,
-    /// Probability that a draft token is accepted (when `grid.spec_tokens` > 0).
+    /// Probability that a draft token is accepted (where the grid proposes drafts,
+    /// `Grid::speculates`).
     pub spec_acceptance: f64,
     /// Cost of one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
     pub kv_admission: crate::perf::memory::KvAdmission,
-    pub catalog: Catalog,
     pub grid: Grid,
     /// Sizing, SLO and cost settings, and the schedule.
     pub plan: crate::perf::Plan,
@@ -65,7 +85,8 @@ pub struct Spec {
 impl Spec {
     /// The performance model's precomputed context for this sweep's grid and workload.
     pub fn context(&self) -> crate::perf::Context {
-        let model = &self.catalog.models[self.model];
+        let h = &self.header;
+        let model = &h.catalog.models[h.model];
         let workload = crate::perf::Workload {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
@@ -73,7 +94,7 @@ impl Spec {
             spec_draft_layers: self.spec_draft_layers,
             kv_admission: self.kv_admission,
         };
-        let mut ctx = crate::perf::Context::new(&self.catalog, model, &self.grid, workload)
+        let mut ctx = crate::perf::Context::new(&h.catalog, model, &self.grid, workload)
             .expect("spec validation guarantees the model has a vocabulary");
         ctx.phases = self.phases.clone();
         ctx.plan = crate::perf::Plan {
@@ -107,26 +128,11 @@ impl Sweep {
         }
     }
 
-    /// What both modes have: the file, its name and its goals.
-    pub fn header(&self) -> Header<'_> {
-        macro_rules! header {
-            ($s:expr) => {
-                Header {
-                    path: &$s.path,
-                    text: &$s.text,
-                    sha256: &$s.sha256,
-                    name: &$s.name,
-                    description: &$s.description,
-                    objectives: &$s.objectives,
-                    constraints: &$s.constraints,
-                    catalog: &$s.catalog,
-                    model: &$s.catalog.models[$s.model].id,
-                }
-            };
-        }
+    /// What both modes have: the file, its name and goals, the model and the catalog.
+    pub fn header(&self) -> &Header {
         match self {
-            Sweep::Inference(s) => header!(s),
-            Sweep::Training(s) => header!(s),
+            Sweep::Inference(s) => &s.header,
+            Sweep::Training(s) => &s.header,
         }
     }
 
@@ -145,7 +151,9 @@ impl Sweep {
     /// Axis names and their number of values, in grid order.
     pub fn axes(&self) -> Vec<(&'static str, u64)> {
         match self {
-            Sweep::Inference(s) => crate::grid::AXIS_NAMES
+            Sweep::Inference(s) => s
+                .grid
+                .axis_names()
                 .into_iter()
                 .zip(s.grid.radices())
                 .collect(),
@@ -155,6 +163,40 @@ impl Sweep {
                 .into_iter()
                 .zip(s.grid.radices())
                 .collect(),
+        }
+    }
+
+    /// The values the grid gives a numeric axis, by the axis's name (`None` for a label axis
+    /// or a name the mode's grid lacks).
+    pub fn count_values(&self, axis: &str) -> Option<&[u32]> {
+        match self {
+            Sweep::Inference(s) => {
+                let g = &s.grid;
+                Some(match axis {
+                    "racks" => &g.racks,
+                    "tp" => &g.tp,
+                    "pp" => &g.pp,
+                    "ep" => &g.ep,
+                    "disagg_prefill_pct" => &g.disagg_prefill_pct,
+                    "spec_tokens" => &g.spec_tokens,
+                    "batch" => &g.batch,
+                    _ => return None,
+                })
+            }
+            Sweep::Training(s) => {
+                let g = &s.grid;
+                Some(match axis {
+                    "tp" => &g.tp,
+                    "pp" => &g.pp,
+                    "cp" => &g.cp,
+                    "ep" => &g.ep,
+                    "microbatch" => &g.microbatch,
+                    "virtual_stages" => &g.virtual_stages,
+                    "zero_stage" => &g.zero_stage,
+                    name if name == g.scale.by.key() => &g.scale.values,
+                    _ => return None,
+                })
+            }
         }
     }
 
@@ -192,9 +234,10 @@ impl Sweep {
     /// Label dictionaries of the sweep: hardware and rack ids (deduplicated), model and
     /// formats.
     pub fn labels(&self) -> LabelValues {
-        let (platforms, ownership, c) = match self {
-            Sweep::Inference(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
-            Sweep::Training(s) => (&s.grid.platforms, &s.grid.ownership, &s.catalog),
+        let c = &self.header().catalog;
+        let (platforms, ownership) = match self {
+            Sweep::Inference(s) => (&s.grid.platform, &s.grid.ownership),
+            Sweep::Training(s) => (&s.grid.platform, &s.grid.ownership),
         };
         let mut hardware: Vec<String> = Vec::new();
         let mut rack: Vec<String> = Vec::new();
@@ -215,7 +258,7 @@ impl Sweep {
         }
         let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
         let (weight_dtype, kv_dtype) = match self {
-            Sweep::Inference(s) => (dtypes(&s.grid.weight_dtypes), dtypes(&s.grid.kv_dtypes)),
+            Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
             Sweep::Training(_) => (Vec::new(), Vec::new()),
         };
         LabelValues {
@@ -223,7 +266,7 @@ impl Sweep {
             hardware_key,
             rack,
             rack_key,
-            model: self.header().model.to_string(),
+            model: self.header().model_id().to_string(),
             weight_dtype,
             kv_dtype,
             ownership: ownership.iter().map(|o| o.as_str().to_string()).collect(),
@@ -240,21 +283,6 @@ impl Sweep {
             ("racksweep.sweep_sha256".into(), h.sha256.to_string()),
         ]
     }
-}
-
-/// The parts of a sweep both modes share.
-#[derive(Debug, Clone, Copy)]
-pub struct Header<'a> {
-    pub path: &'a Path,
-    pub text: &'a str,
-    pub sha256: &'a str,
-    pub name: &'a str,
-    pub description: &'a str,
-    pub objectives: &'a [Objective],
-    pub constraints: &'a [Constraint],
-    pub catalog: &'a Catalog,
-    /// The model's preset id.
-    pub model: &'a str,
 }
 
 /// Reads and validates a sweep file.
@@ -426,24 +454,46 @@ impl Loader<'_> {
         self.within_cap(grid.checked_len(), max_configs)?;
 
         Ok(Spec {
-            path: self.path.to_path_buf(),
-            text: self.text.to_string(),
-            sha256: format!("{:x}", Sha256::digest(self.text.as_bytes())),
-            name,
-            description: sweep.description,
-            objectives,
-            constraints,
-            model,
+            header: self.header(
+                name,
+                sweep.description,
+                objectives,
+                constraints,
+                model,
+                catalog,
+            ),
             input_tokens,
             output_tokens,
             spec_acceptance,
             spec_draft_layers,
             kv_admission,
-            catalog,
             grid,
             plan,
             phases,
         })
+    }
+
+    /// The header of this sweep file: its path, text and digest, and what the passes found.
+    fn header(
+        &self,
+        name: String,
+        description: String,
+        objectives: Vec<Objective>,
+        constraints: Vec<Constraint>,
+        model: usize,
+        catalog: Catalog,
+    ) -> Header {
+        Header {
+            path: self.path.to_path_buf(),
+            text: self.text.to_string(),
+            sha256: format!("{:x}", Sha256::digest(self.text.as_bytes())),
+            name,
+            description,
+            objectives,
+            constraints,
+            model,
+            catalog,
+        }
     }
 
     fn add_presets(
@@ -520,8 +570,8 @@ impl Loader<'_> {
             return Err(UserError::new(format!(
                 "{}: the grid has {} configurations, more than the cap of {}",
                 self.path.display(),
-                thousands(len),
-                thousands(max_configs)
+                crate::format::thousands(len),
+                crate::format::thousands(max_configs)
             ))
             .with_hint("narrow an axis, or raise the cap with --max-configs if you mean it"));
         }
@@ -697,22 +747,8 @@ impl Loader<'_> {
     }
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::grid::{DEFAULT_BATCH, DEFAULT_TP};
     use super::*;
 
     const MINIMAL: &str = r#"
@@ -734,12 +770,13 @@ hardware = ["h100-sxm", "b200"]
     #[test]
     fn minimal_sweep_takes_documented_defaults() {
         let s = spec(MINIMAL).unwrap();
-        assert_eq!(s.grid.platforms.len(), 2);
-        assert_eq!(s.grid.tp, DEFAULT_TP);
-        assert_eq!(s.grid.batch, DEFAULT_BATCH);
+        assert_eq!(s.grid.platform.len(), 2);
+        // docs/sweep-format.md §4.
+        assert_eq!(s.grid.tp, [1, 2, 4, 8]);
+        assert_eq!(s.grid.batch, [1, 2, 4, 8, 16, 32, 64, 128, 256]);
         assert_eq!(s.grid.len(), 2 * 4 * 9);
-        assert_eq!(s.objectives.len(), 2);
-        assert_eq!(s.sha256.len(), 64);
+        assert_eq!(s.header.objectives.len(), 2);
+        assert_eq!(s.header.sha256.len(), 64);
     }
 
     #[test]
@@ -783,9 +820,9 @@ hardware = ["h100-sxm", "b200"]
         let s = spec(&text).unwrap();
         let racks: Vec<&str> = s
             .grid
-            .platforms
+            .platform
             .iter()
-            .map(|p| s.catalog.racks[p.rack].id.as_str())
+            .map(|p| s.header.catalog.racks[p.rack].id.as_str())
             .collect();
         assert_eq!(racks, ["dgx-h100", "dgx-b200"]);
         let text = MINIMAL.replace("[grid]", "[grid]\nrack = [\"dgx-gb200-nvl72\"]");
@@ -810,13 +847,5 @@ hardware = ["h100-sxm", "b200"]
             "{}",
             e.message
         );
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

@@ -184,22 +184,59 @@ impl RawCost {
 
 pub type Names = Spanned<Vec<Spanned<String>>>;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawGrid {
-    pub hardware: Names,
-    pub rack: Option<Names>,
-    pub racks: Option<Spanned<IntAxis>>,
-    pub tp: Option<Spanned<IntAxis>>,
-    pub pp: Option<Spanned<IntAxis>>,
-    pub ep: Option<Spanned<IntAxis>>,
-    pub disagg_prefill_pct: Option<Spanned<IntAxis>>,
-    pub spec_tokens: Option<Spanned<IntAxis>>,
-    pub batch: Option<Spanned<IntAxis>>,
-    pub weight_dtype: Option<Names>,
-    pub kv_dtype: Option<Names>,
-    pub ownership: Option<Names>,
+/// Builds a `[grid]` table's mirror from an axis table's rows (`crate::grid::inference_axes!`,
+/// `crate::train::grid::training_axes!`): the platform's keys `hardware` and `rack`, then every
+/// numeric axis's key, then every named axis's, each group in table order (the order in which
+/// an unknown key's error lists the keys).
+macro_rules! raw_grid {
+    (pub struct $name:ident; $($rows:tt)*) => {
+        raw_grid!(@sort $name [] [] []; $($rows)*);
+    };
+    // Each row joins its group: [platform keys] [numeric keys] [named keys].
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Platforms; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)* pub hardware: Names, pub rack: Option<Names>,]
+            [$($numeric)*] [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Sizes = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*]
+            [$($numeric)* pub racks: Option<Spanned<IntAxis>>, pub gpus: Option<Spanned<IntAxis>>,
+                pub dp: Option<Spanned<IntAxis>>,]
+            [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Numbers = $default:tt, $bounds:ident; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)* pub $field: Option<Spanned<IntAxis>>,]
+            [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Racks = $default:tt, $bounds:ident; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)* pub $field: Option<Spanned<IntAxis>>,]
+            [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Dtypes = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
+            [$($named)* pub $field: Option<Names>,]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Named<$vocab:ty> = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
+            [$($named)* pub $field: Option<Names>,]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];) => {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($platform)*
+            $($numeric)*
+            $($named)*
+        }
+    };
 }
+
+crate::grid::inference_axes!(raw_grid! { pub struct RawGrid; });
 
 /// An integer axis: a list (`[1, 2, 4]`) or a range (`{ from = 1, to = 64, step = 1 }` or
 /// `{ from = 1, to = 512, factor = 2 }`). Values are kept signed so that negatives get a clear
@@ -295,22 +332,4 @@ pub struct RawTrainingWorkload {
     pub failures_per_gpu_hour: Option<Spanned<f64>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTrainingGrid {
-    pub hardware: Names,
-    pub rack: Option<Names>,
-    pub racks: Option<Spanned<IntAxis>>,
-    pub gpus: Option<Spanned<IntAxis>>,
-    pub dp: Option<Spanned<IntAxis>>,
-    pub tp: Option<Spanned<IntAxis>>,
-    pub pp: Option<Spanned<IntAxis>>,
-    pub cp: Option<Spanned<IntAxis>>,
-    pub ep: Option<Spanned<IntAxis>>,
-    pub microbatch: Option<Spanned<IntAxis>>,
-    pub virtual_stages: Option<Spanned<IntAxis>>,
-    pub zero_stage: Option<Spanned<IntAxis>>,
-    pub recompute: Option<Names>,
-    pub precision: Option<Names>,
-    pub ownership: Option<Names>,
-}
+crate::train::grid::training_axes!(raw_grid! { pub struct RawTrainingGrid; });

@@ -1,50 +1,28 @@
 //! Validates a training sweep (`[sweep] mode = "training"`): the job in `[workload]` (model,
 //! sequence length, global batch, tokens to train) and the layout axes of `[grid]`.
 
-use std::path::PathBuf;
-
-use sha2::{Digest, Sha256};
-use toml::Spanned;
-
 use crate::catalog::Catalog;
 use crate::columns::{Mode, Schema};
 use crate::error::UserError;
-use crate::limits;
-use crate::pareto::{Constraint, Objective};
-use crate::train::grid::{Scale, TrainGrid};
-use crate::train::{self, Precision, Recompute};
+use crate::limits::{self, CLUSTER_GPUS, COUNT, RACKS};
+use crate::train;
+use crate::train::grid::{ClusterSizes, Scale, TrainGrid};
 
-use super::grid::{BATCH, Bounds, CLUSTER_GPUS, COUNT, DEGREE, RACKS};
-use super::raw::{IntAxis, Names, RawTrainingGrid, RawTrainingSpec};
-use super::{Loader, thousands};
+use super::grid::load_grid;
+use super::raw::{RawTrainingGrid, RawTrainingSpec};
+use super::{Header, Loader};
+use crate::format::thousands;
 
 /// Objectives of a training sweep that names none: the fastest and the cheapest run.
 pub const DEFAULT_TRAINING_OBJECTIVES: [&str; 2] =
     ["min effective_time_to_train_days", "min usd_per_run"];
 
-/// Layout axis defaults (docs/sweep-format.md, "Training sweeps").
-const DEFAULT_TP: &[u32] = &[1, 2, 4, 8];
-const DEFAULT_ONE: &[u32] = &[1];
-const DEFAULT_ZERO_STAGE: &[u32] = &[1];
-const ZERO_STAGES: Bounds = Bounds {
-    min: 0,
-    max: 3,
-    why: None,
-};
+crate::train::grid::training_axes!(load_grid! { fn training_axes(&RawTrainingGrid) -> TrainGrid; });
 
+/// A validated training sweep.
 #[derive(Debug, Clone)]
 pub struct TrainingSpec {
-    pub path: PathBuf,
-    /// The sweep file's full text (stored in the Parquet metadata).
-    pub text: String,
-    pub sha256: String,
-    pub name: String,
-    pub description: String,
-    pub objectives: Vec<Objective>,
-    pub constraints: Vec<Constraint>,
-    /// Index into `catalog.models`.
-    pub model: usize,
-    pub catalog: Catalog,
+    pub header: Header,
     pub job: train::Job,
     pub grid: TrainGrid,
     pub factors: train::Factors,
@@ -188,15 +166,14 @@ impl Loader<'_> {
         let grid = self.training_grid(&catalog, grid)?;
         self.within_cap(grid.checked_len(), max_configs)?;
         Ok(TrainingSpec {
-            path: self.path.to_path_buf(),
-            text: self.text.to_string(),
-            sha256: format!("{:x}", Sha256::digest(self.text.as_bytes())),
-            name,
-            description: sweep.description,
-            objectives,
-            constraints,
-            model,
-            catalog,
+            header: self.header(
+                name,
+                sweep.description,
+                objectives,
+                constraints,
+                model,
+                catalog,
+            ),
             job: train::Job {
                 seq_len,
                 global_batch_seqs,
@@ -208,96 +185,19 @@ impl Loader<'_> {
     }
 
     fn training_grid(&self, catalog: &Catalog, g: RawTrainingGrid) -> Result<TrainGrid, UserError> {
-        let scales = [
-            (Scale::Racks, "racks", &g.racks),
-            (Scale::Gpus, "gpus", &g.gpus),
-            (Scale::Dp, "dp", &g.dp),
-        ];
-        let given: Vec<_> = scales.iter().filter(|(_, _, a)| a.is_some()).collect();
-        let (scale, sizes) = match given.as_slice() {
-            [] => (Scale::Racks, DEFAULT_ONE.to_vec()),
-            [(scale, key, axis)] => {
-                let bounds = match scale {
-                    Scale::Racks => RACKS,
-                    Scale::Gpus | Scale::Dp => CLUSTER_GPUS,
-                };
-                (
-                    *scale,
-                    self.int_axis(axis, &format!("grid.{key}"), DEFAULT_ONE, bounds)?,
-                )
-            }
-            [_, (_, key, axis), ..] => {
-                let span = axis.as_ref().map_or(0..0, |a| a.span());
-                return Err(self
-                    .at(
-                        span,
-                        format!("grid.{key}: the cluster's size is given twice"),
-                    )
-                    .with_hint(
-                        "give one of racks, gpus or dp; the others follow from tp x pp x cp",
-                    ));
-            }
-        };
-        // A categorical axis over a fixed vocabulary: indices into `all`, without repeats.
-        let labels = |names: &Option<Names>,
-                      key: &str,
-                      all: &[&'static str],
-                      default: usize|
-         -> Result<Vec<usize>, UserError> {
-            let Some(names) = names else {
-                return Ok(vec![default]);
-            };
-            if names.get_ref().is_empty() {
-                return Err(self
-                    .at(names.span(), format!("{key}: empty"))
-                    .with_hint(format!(
-                        "list some of {}, or remove the key for the default",
-                        all.join(", ")
-                    )));
-            }
-            let mut out = Vec::new();
-            for (i, n) in names.get_ref().iter().enumerate() {
-                let Some(at) = all.iter().position(|a| a == n.get_ref()) else {
-                    return Err(self
-                        .at(
-                            n.span(),
-                            format!(
-                                "{key}[{i}]: unknown value \"{}\"",
-                                limits::quoted(n.get_ref())
-                            ),
-                        )
-                        .with_hint(format!("use {}", all.join(", "))));
-                };
-                if out.contains(&at) {
-                    return Err(self.at(
-                        n.span(),
-                        format!(
-                            "{key}[{i}]: \"{}\" appears twice",
-                            limits::quoted(n.get_ref())
-                        ),
-                    ));
-                }
-                out.push(at);
-            }
-            Ok(out)
-        };
-        let recompute_names = Recompute::ALL.map(Recompute::as_str);
-        let precision_names = Precision::ALL.map(Precision::as_str);
-        let degree = |axis: &Option<Spanned<IntAxis>>, key: &str, default: &[u32]| {
-            self.int_axis(axis, key, default, DEGREE)
-        };
-        let (tp, pp, cp) = (
-            degree(&g.tp, "grid.tp", DEFAULT_TP)?,
-            degree(&g.pp, "grid.pp", DEFAULT_ONE)?,
-            degree(&g.cp, "grid.cp", DEFAULT_ONE)?,
-        );
-        if scale == Scale::Dp
+        let grid = self.training_axes(catalog, &g)?;
+        if grid.scale.by == Scale::Dp
             && let Some(dp) = &g.dp
         {
             // The GPUs follow the layout: tp x pp x cp x dp of the largest values must be a
             // cluster (the others are smaller).
             let largest = |v: &[u32]| v.iter().copied().max().unwrap_or(1);
-            let factors = [largest(&tp), largest(&pp), largest(&cp), largest(&sizes)];
+            let factors = [
+                largest(&grid.tp),
+                largest(&grid.pp),
+                largest(&grid.cp),
+                largest(&grid.scale.values),
+            ];
             let gpus: u64 = factors.iter().map(|&f| u64::from(f)).product();
             if gpus > u64::from(limits::MAX_CLUSTER_GPUS) {
                 let [t, p, c, d] = factors;
@@ -316,31 +216,49 @@ impl Loader<'_> {
                     )));
             }
         }
-        Ok(TrainGrid {
-            platforms: self.platforms(catalog, &g.hardware, &g.rack)?,
-            scale,
-            sizes,
-            tp,
-            pp,
-            cp,
-            ep: degree(&g.ep, "grid.ep", DEFAULT_ONE)?,
-            microbatch: self.int_axis(&g.microbatch, "grid.microbatch", DEFAULT_ONE, BATCH)?,
-            virtual_stages: degree(&g.virtual_stages, "grid.virtual_stages", DEFAULT_ONE)?,
-            zero_stage: self.int_axis(
-                &g.zero_stage,
-                "grid.zero_stage",
-                DEFAULT_ZERO_STAGE,
-                ZERO_STAGES,
-            )?,
-            recompute: labels(&g.recompute, "grid.recompute", &recompute_names, 1)?
-                .into_iter()
-                .map(|i| Recompute::ALL[i])
-                .collect(),
-            precision: labels(&g.precision, "grid.precision", &precision_names, 0)?
-                .into_iter()
-                .map(|i| Precision::ALL[i])
-                .collect(),
-            ownership: self.ownership(&g.ownership)?,
-        })
+        Ok(grid)
+    }
+
+    /// The scale axis: the one of `grid.racks`, `grid.gpus` or `grid.dp` given, or `default`
+    /// racks.
+    pub(super) fn sizes(
+        &self,
+        g: &RawTrainingGrid,
+        default: &[u32],
+    ) -> Result<ClusterSizes, UserError> {
+        let scales = [
+            (Scale::Racks, &g.racks),
+            (Scale::Gpus, &g.gpus),
+            (Scale::Dp, &g.dp),
+        ];
+        let given: Vec<_> = scales.iter().filter(|(_, a)| a.is_some()).collect();
+        match given.as_slice() {
+            [] => Ok(ClusterSizes {
+                by: Scale::Racks,
+                values: default.to_vec(),
+            }),
+            [(by, axis)] => {
+                let bounds = match by {
+                    Scale::Racks => RACKS,
+                    Scale::Gpus | Scale::Dp => CLUSTER_GPUS,
+                };
+                let key = format!("grid.{}", by.key());
+                Ok(ClusterSizes {
+                    by: *by,
+                    values: self.int_axis(axis, &key, default, bounds)?,
+                })
+            }
+            [_, (by, axis), ..] => {
+                let span = axis.as_ref().map_or(0..0, |a| a.span());
+                Err(self
+                    .at(
+                        span,
+                        format!("grid.{}: the cluster's size is given twice", by.key()),
+                    )
+                    .with_hint(
+                        "give one of racks, gpus or dp; the others follow from tp x pp x cp",
+                    ))
+            }
+        }
     }
 }

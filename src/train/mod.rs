@@ -14,55 +14,53 @@ pub mod step;
 pub use crate::catalog::training::Factors;
 
 use crate::catalog::{ComputeClass, Economics, Gpu, Model, Rack};
-use crate::perf::cost::{self, Ownership};
+use crate::perf::cost;
 use crate::perf::layout::Tier;
 use crate::perf::power::PowerFacts;
+use crate::vocab::{Ownership, Vocabulary};
 
 use flops::ForwardFlops;
 use memory::{Footprint, ShardParams};
 use reliability::Reliability;
 use step::{Rates, StepTime};
 
-/// Activation recomputation (Korthikanti et al. 2022).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Recompute {
-    #[default]
-    None,
-    /// Recompute the attention core and element-wise outputs.
-    Selective,
-    /// Keep each layer's input only and recompute the layer in the backward pass.
-    Full,
-}
-
-impl Recompute {
-    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Recompute::None => "none",
-            Recompute::Selective => "selective",
-            Recompute::Full => "full",
-        }
+crate::names::names! {
+    /// Activation recomputation (Korthikanti et al. 2022).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Recompute {
+        #[default]
+        None => "none";
+        /// Recompute the attention core and element-wise outputs.
+        Selective => "selective";
+        /// Keep each layer's input only and recompute the layer in the backward pass.
+        Full => "full";
     }
 }
 
-/// Number format of the linear layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Precision {
-    #[default]
-    Bf16,
-    /// FP8 GEMMs with bf16 master weights (Transformer Engine).
-    Fp8,
+impl Vocabulary for Recompute {
+    const ALL: &'static [Recompute] = &Recompute::ALL;
+
+    fn as_str(self) -> &'static str {
+        Recompute::as_str(self)
+    }
 }
 
-impl Precision {
-    pub const ALL: [Precision; 2] = [Precision::Bf16, Precision::Fp8];
+crate::names::names! {
+    /// Number format of the linear layers.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Precision {
+        #[default]
+        Bf16 => "bf16";
+        /// FP8 GEMMs with bf16 master weights (Transformer Engine).
+        Fp8 => "fp8";
+    }
+}
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Bf16 => "bf16",
-            Precision::Fp8 => "fp8",
-        }
+impl Vocabulary for Precision {
+    const ALL: &'static [Precision] = &Precision::ALL;
+
+    fn as_str(self) -> &'static str {
+        Precision::as_str(self)
     }
 }
 
@@ -101,70 +99,35 @@ pub struct Job {
     pub train_tokens: f64,
 }
 
-/// Why a layout cannot train.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Infeasible {
-    /// A degree of zero.
-    ZeroDegree,
-    /// The cluster's GPUs are not a whole number of tp x pp x cp model replicas.
-    GpusNotDivisibleByModelParallel,
-    HeadsNotDivisibleByTp,
-    FewerLayersThanStages,
-    /// Interleaving splits a pipeline stage's layers into chunks; with one stage there is no
-    /// pipeline to interleave (Megatron-LM requires pipeline parallelism for it).
-    VirtualStagesWithoutPipeline,
-    ExpertsNotDivisibleByEp,
-    EpNotDividingDpCp,
-    /// Load-balanced ring attention splits each sequence into 2 x cp chunks.
-    SeqLenNotDivisibleBy2Cp,
-    BatchNotDivisibleByDpMicrobatch,
-    /// Megatron's interleaved schedule runs whole rounds of pp microbatches.
-    MicrobatchesNotDivisibleByPp,
-    /// Tensor parallelism beyond the scale-up domain.
-    TpBeyondScaleup,
-    /// The GPU has no tensor cores for the precision.
-    UnsupportedPrecision,
-    /// The catalog lacks a number the model needs (vocabulary).
-    MissingData,
-    /// The busiest GPU needs more memory than it has.
-    DoesNotFit,
-}
-
-impl Infeasible {
-    pub const ALL: [Infeasible; 14] = [
-        Infeasible::ZeroDegree,
-        Infeasible::GpusNotDivisibleByModelParallel,
-        Infeasible::HeadsNotDivisibleByTp,
-        Infeasible::FewerLayersThanStages,
-        Infeasible::VirtualStagesWithoutPipeline,
-        Infeasible::ExpertsNotDivisibleByEp,
-        Infeasible::EpNotDividingDpCp,
-        Infeasible::SeqLenNotDivisibleBy2Cp,
-        Infeasible::BatchNotDivisibleByDpMicrobatch,
-        Infeasible::MicrobatchesNotDivisibleByPp,
-        Infeasible::TpBeyondScaleup,
-        Infeasible::UnsupportedPrecision,
-        Infeasible::MissingData,
-        Infeasible::DoesNotFit,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Infeasible::ZeroDegree => "zero_degree",
-            Infeasible::GpusNotDivisibleByModelParallel => "gpus_not_divisible_by_tp_x_pp_x_cp",
-            Infeasible::HeadsNotDivisibleByTp => "heads_not_divisible_by_tp",
-            Infeasible::FewerLayersThanStages => "fewer_layers_than_pp_x_virtual_stages",
-            Infeasible::VirtualStagesWithoutPipeline => "virtual_stages_without_pp",
-            Infeasible::ExpertsNotDivisibleByEp => "experts_not_divisible_by_ep",
-            Infeasible::EpNotDividingDpCp => "ep_not_dividing_dp_x_cp",
-            Infeasible::SeqLenNotDivisibleBy2Cp => "seq_len_not_divisible_by_2cp",
-            Infeasible::BatchNotDivisibleByDpMicrobatch => "batch_not_divisible_by_dp_x_microbatch",
-            Infeasible::MicrobatchesNotDivisibleByPp => "microbatches_not_divisible_by_pp",
-            Infeasible::TpBeyondScaleup => "tp_beyond_scaleup",
-            Infeasible::UnsupportedPrecision => "unsupported_precision",
-            Infeasible::MissingData => "missing_data",
-            Infeasible::DoesNotFit => "does_not_fit",
-        }
+crate::names::names! {
+    /// Why a layout cannot train. Written to `infeasible_reason`; docs/model.md ("Infeasible
+    /// layouts") lists the rows in the order the checks run.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Infeasible {
+        /// A degree of zero.
+        ZeroDegree => "zero_degree";
+        /// The cluster's GPUs are not a whole number of tp x pp x cp model replicas.
+        GpusNotDivisibleByModelParallel => "gpus_not_divisible_by_tp_x_pp_x_cp";
+        HeadsNotDivisibleByTp => "heads_not_divisible_by_tp";
+        FewerLayersThanStages => "fewer_layers_than_pp_x_virtual_stages";
+        /// Interleaving splits a pipeline stage's layers into chunks; with one stage there is no
+        /// pipeline to interleave (Megatron-LM requires pipeline parallelism for it).
+        VirtualStagesWithoutPipeline => "virtual_stages_without_pp";
+        ExpertsNotDivisibleByEp => "experts_not_divisible_by_ep";
+        EpNotDividingDpCp => "ep_not_dividing_dp_x_cp";
+        /// Load-balanced ring attention splits each sequence into 2 x cp chunks.
+        SeqLenNotDivisibleBy2Cp => "seq_len_not_divisible_by_2cp";
+        BatchNotDivisibleByDpMicrobatch => "batch_not_divisible_by_dp_x_microbatch";
+        /// Megatron's interleaved schedule runs whole rounds of pp microbatches.
+        MicrobatchesNotDivisibleByPp => "microbatches_not_divisible_by_pp";
+        /// Tensor parallelism beyond the scale-up domain.
+        TpBeyondScaleup => "tp_beyond_scaleup";
+        /// The GPU has no tensor cores for the precision.
+        UnsupportedPrecision => "unsupported_precision";
+        /// The catalog lacks a number the model needs (vocabulary).
+        MissingData => "missing_data";
+        /// The busiest GPU needs more memory than it has.
+        DoesNotFit => "does_not_fit";
     }
 }
 
@@ -268,7 +231,7 @@ pub struct Estimate {
     /// Days of training with failures, checkpoints and restarts.
     pub effective_time_to_train_days: f64,
     /// Facility power while training (IT power x PUE), kW.
-    pub facility_kw: f64,
+    pub facility_power_kw: f64,
     /// Energy, carbon and cost of the whole run, failures included.
     pub mwh_per_run: f64,
     pub kg_co2e_per_run: f64,
@@ -409,7 +372,7 @@ pub fn evaluate_into(
         gpu_hours: gpus * seconds / 3600.0,
         reliability,
         effective_time_to_train_days: hours / 24.0,
-        facility_kw,
+        facility_power_kw: facility_kw,
         mwh_per_run,
         kg_co2e_per_run: mwh_per_run * 1e3 * sys.economics.kg_co2e_per_kwh,
         usd_per_run: usd_per_hour * hours,
@@ -492,7 +455,7 @@ pub(crate) mod tests {
         let hours = e.effective_time_to_train_days * 24.0;
         let usd = 1024.0 * hours * a100.usd_per_gpu_hour.unwrap();
         assert!((e.usd_per_run / usd - 1.0).abs() < 1e-12);
-        assert!((e.mwh_per_run - e.facility_kw * hours / 1e3).abs() < 1e-9);
+        assert!((e.mwh_per_run - e.facility_power_kw * hours / 1e3).abs() < 1e-9);
         assert!(e.effective_time_to_train_days > e.time_to_train_days);
     }
 

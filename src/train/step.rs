@@ -168,7 +168,6 @@ fn expert_a2a_s(
     )
 }
 
-#[allow(clippy::too_many_arguments)]
 pub fn step_time(
     model: &Model,
     l: &Layout,

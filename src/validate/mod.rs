@@ -40,7 +40,7 @@ pub fn validate(path: &Path, calibration: Option<&Path>) -> Result<(Vec<cases::C
                 crate::train::Factors::parse(&text).map_err(|e| bad(format!("[training] {e}")))?;
         }
         let text = toml::to_string(&table).map_err(|e| bad(e.to_string()))?;
-        catalog.calibration = Calibration::parse(&text).map_err(bad)?;
+        catalog.calibration = Calibration::parse(&text).map_err(|e| bad(e.to_string()))?;
     }
     Ok((cases, catalog))
 }

@@ -13,11 +13,12 @@
 //! admission policy is the one of the harness the case's source names (`harness_admission`).
 
 use crate::catalog::{Catalog, Rack};
-use crate::grid::{Grid, Platform};
+use crate::grid::Grid;
 use crate::limits;
 use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
 use crate::perf::{self, Context, Instance, Workload};
+use crate::vocab::Platform;
 
 use super::cases::{Case, Harness};
 
@@ -241,21 +242,19 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             }
         }
     };
-    let weight_dtypes = formats(&s.weight_dtype, "weight_dtype", &WEIGHT_FORMATS, &mut notes)?;
-    let kv_dtypes = formats(&s.kv_dtype, "kv_dtype", &KV_FORMATS, &mut notes)?;
-    // The measurements format has no column for disaggregation or speculative decoding: both off.
+    let weight_dtype = formats(&s.weight_dtype, "weight_dtype", &WEIGHT_FORMATS, &mut notes)?;
+    let kv_dtype = formats(&s.kv_dtype, "kv_dtype", &KV_FORMATS, &mut notes)?;
+    // Axes the measurements format has no column for (disaggregation, speculative decoding,
+    // ownership) keep their defaults: off, and cloud prices.
     let grid = Grid {
-        platforms: vec![platform],
-        weight_dtypes,
-        kv_dtypes,
+        weight_dtype,
+        kv_dtype,
         racks,
         tp,
         pp,
         ep,
-        disagg_prefill_pct: vec![0],
-        spec_tokens: vec![0],
         batch,
-        ownership: vec![crate::perf::cost::Ownership::Cloud],
+        ..Grid::single(&catalog, platform)
     };
     let admission = harness_admission(case);
     if admission != KvAdmission::default() {
@@ -301,10 +300,10 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         ep: l.ep,
         batch: best.point.batch,
         instances,
-        weight_dtype: catalog.dtypes[grid.weight_dtypes[best.point.weight_dtype as usize]]
+        weight_dtype: catalog.dtypes[grid.weight_dtype[best.point.weight_dtype as usize]]
             .id
             .clone(),
-        kv_dtype: catalog.dtypes[grid.kv_dtypes[best.point.kv_dtype as usize]]
+        kv_dtype: catalog.dtypes[grid.kv_dtype[best.point.kv_dtype as usize]]
             .id
             .clone(),
     };

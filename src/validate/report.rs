@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::cases::Case;
 use super::predict::Prediction;
+use crate::output::table::{Column, Exporter as _, Markdown, Table};
 
 /// Every case's outcome, in file order.
 pub struct Results<'a> {
@@ -242,11 +243,7 @@ impl Results<'_> {
             s.predicted,
             s.skipped.len()
         );
-        let _ = writeln!(
-            out,
-            "| metric | predictions | median abs error | p90 abs error | target | met |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|---|---|");
+        let mut rows = Vec::new();
         for (metric, m) in &s.metrics {
             let (target, met) = match target(metric) {
                 Some((median, Some(p90))) => (
@@ -259,30 +256,37 @@ impl Results<'_> {
                 ),
                 None => ("-".into(), None),
             };
-            let _ = writeln!(
-                out,
-                "| `{metric}` | {} | {:.1}% | {:.1}% | {target} | {} |",
-                m.n,
-                m.median_abs_pct_err,
-                m.p90_abs_pct_err,
-                match met {
-                    Some(true) => "yes",
-                    Some(false) => "**no**",
-                    None => "-",
-                }
-            );
+            let met = match met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "-",
+            };
+            rows.push(vec![
+                format!("`{metric}`"),
+                m.n.to_string(),
+                format!("{:.1}%", m.median_abs_pct_err),
+                format!("{:.1}%", m.p90_abs_pct_err),
+                target,
+                met.to_string(),
+            ]);
         }
+        out.push_str(&Markdown.table(&Table::new(
+            vec![
+                Column::left("metric"),
+                Column::right("predictions"),
+                Column::right("median abs error"),
+                Column::right("p90 abs error"),
+                Column::left("target"),
+                Column::left("met"),
+            ],
+            rows,
+        )));
         let _ = writeln!(out, "\n### Throughput by harness and by model family\n");
         let _ = writeln!(
             out,
             "The three throughput metrics ({}) pooled.\n",
             THROUGHPUT_METRICS.map(|m| format!("`{m}`")).join(", ")
         );
-        let _ = writeln!(
-            out,
-            "| group | predictions | median abs error | p90 abs error |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|");
         let by_harness = self.throughput_by(|c| c.harness());
         let by_family = self.throughput_by(|c| c.model_family().to_string());
         let rows = by_harness
@@ -292,30 +296,61 @@ impl Results<'_> {
                 by_family
                     .into_iter()
                     .map(|(f, n, med, p90)| (format!("model: {f}"), n, med, p90)),
-            );
-        for (group, n, median, p90) in rows {
-            let _ = writeln!(out, "| {group} | {n} | {median:.1}% | {p90:.1}% |");
-        }
-        let _ = writeln!(out, "\n### Worst cases\n");
-        let _ = writeln!(out, "| metric | case | error |");
-        let _ = writeln!(out, "|---|---|---:|");
-        for (metric, m) in &s.metrics {
-            for (id, e) in &m.worst {
-                let _ = writeln!(out, "| `{metric}` | {id} | {e:+.0}% |");
-            }
-        }
-        let _ = writeln!(out, "\n### Skipped cases\n");
-        let _ = writeln!(out, "| case | reason |");
-        let _ = writeln!(out, "|---|---|");
-        for sk in &s.skipped {
-            let _ = writeln!(out, "| {} | {} |", sk.case_id, sk.reason);
-        }
-        let _ = writeln!(out, "\n### Every prediction\n");
-        let _ = writeln!(
-            out,
-            "| case | scenario | metric | measured | predicted | error | chosen: tp / pp / ep, batch, instances, weights / KV |"
+            )
+            .map(|(group, n, median, p90)| {
+                vec![
+                    group,
+                    n.to_string(),
+                    format!("{median:.1}%"),
+                    format!("{p90:.1}%"),
+                ]
+            })
+            .collect();
+        out.push_str(&Markdown.table(&Table::new(
+            vec![
+                Column::left("group"),
+                Column::right("predictions"),
+                Column::right("median abs error"),
+                Column::right("p90 abs error"),
+            ],
+            rows,
+        )));
+        let rows = s
+            .metrics
+            .iter()
+            .flat_map(|(metric, m)| {
+                m.worst.iter().map(move |(id, e)| {
+                    vec![format!("`{metric}`"), id.clone(), format!("{e:+.0}%")]
+                })
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(
+            &Markdown.table(
+                &Table::new(
+                    vec![
+                        Column::left("metric"),
+                        Column::left("case"),
+                        Column::right("error"),
+                    ],
+                    rows,
+                )
+                .titled("Worst cases"),
+            ),
         );
-        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|");
+        let rows = s
+            .skipped
+            .iter()
+            .map(|sk| vec![sk.case_id.clone(), sk.reason.clone()])
+            .collect();
+        out.push('\n');
+        out.push_str(
+            &Markdown.table(
+                &Table::new(vec![Column::left("case"), Column::left("reason")], rows)
+                    .titled("Skipped cases"),
+            ),
+        );
+        let mut rows = Vec::new();
         for (case, outcome) in &self.outcomes {
             let Ok(p) = outcome else { continue };
             let c = &p.chosen;
@@ -325,21 +360,38 @@ impl Results<'_> {
                 } else {
                     "input".into()
                 };
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | `{metric}` | {measured:.1} | {predicted:.1} | {err} | {} / {} / {}, {}, x{}, {} / {} |",
-                    case.id,
-                    case.setup.scenario,
-                    c.tp,
-                    c.pp,
-                    c.ep,
-                    c.batch,
-                    c.instances,
-                    c.weight_dtype,
-                    c.kv_dtype
-                );
+                rows.push(vec![
+                    case.id.clone(),
+                    case.setup.scenario.clone(),
+                    format!("`{metric}`"),
+                    format!("{measured:.1}"),
+                    format!("{predicted:.1}"),
+                    err,
+                    format!(
+                        "{} / {} / {}, {}, x{}, {} / {}",
+                        c.tp, c.pp, c.ep, c.batch, c.instances, c.weight_dtype, c.kv_dtype
+                    ),
+                ]);
             }
         }
+        out.push('\n');
+        out.push_str(
+            &Markdown.table(
+                &Table::new(
+                    vec![
+                        Column::left("case"),
+                        Column::left("scenario"),
+                        Column::left("metric"),
+                        Column::right("measured"),
+                        Column::right("predicted"),
+                        Column::right("error"),
+                        Column::left("chosen: tp / pp / ep, batch, instances, weights / KV"),
+                    ],
+                    rows,
+                )
+                .titled("Every prediction"),
+            ),
+        );
         out
     }
 

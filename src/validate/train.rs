@@ -122,7 +122,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         attention_efficiency: catalog.calibration.attention_efficiency,
         moe_gemm_efficiency: catalog.calibration.moe_gemm_efficiency,
         economics: &catalog.economics,
-        ownership: crate::perf::cost::Ownership::Cloud,
+        ownership: crate::vocab::Ownership::Cloud,
     };
     let job = Job {
         seq_len,

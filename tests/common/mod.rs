@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests: run the binary, read Parquet back, compare snapshots.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test crate uses its own part of these helpers; an #[expect] would fail in the crates that use them all"
+)]
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

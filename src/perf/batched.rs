@@ -7,7 +7,7 @@ use super::{Estimate, Instance, Limit, Memory, Reason};
 
 /// A configuration's per-instance serving facts at batch `batch`.
 #[derive(Debug, Clone, Copy)]
-pub struct Unit<'a> {
+pub struct BatchedInstance<'a> {
     pub inst: &'a Instance<'a>,
     pub batch: f64,
     pub decode: Decode,
@@ -32,9 +32,9 @@ pub struct Pools {
     pub prefill: u32,
 }
 
-impl<'a> Unit<'a> {
+impl<'a> BatchedInstance<'a> {
     /// `Err` is the estimate of a configuration that does not fit in HBM.
-    pub fn new(inst: &'a Instance<'a>, batch: u32) -> Result<Unit<'a>, Estimate> {
+    pub fn new(inst: &'a Instance<'a>, batch: u32) -> Result<BatchedInstance<'a>, Estimate> {
         let batch = f64::from(batch);
         // One decode step serves both the activation sizing and the timing; a batch that
         // cannot fit is rejected before its step is timed.
@@ -49,7 +49,7 @@ impl<'a> Unit<'a> {
         let decode = inst.decode_step(&shape);
         let pp = f64::from(inst.layout.pp);
         let gained = inst.speculation.tokens_per_step();
-        Ok(Unit {
+        Ok(BatchedInstance {
             inst,
             batch,
             decode,

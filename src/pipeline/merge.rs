@@ -1,0 +1,264 @@
+//! Stages 4 to 6: the committed parts gathered and checked, the run's frontier (`pareto.parquet`,
+//! `pareto.md`), and its complete `manifest.json`, each file atomically and the manifest last.
+//! A whole run ends here as a merge of shards does, so both have the same rows and the same
+//! frontier.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime};
+
+use anyhow::Result;
+
+use crate::columns::Record;
+use crate::engine::Space;
+use crate::error::UserError;
+use crate::output::manifest::{Manifest, rfc3339};
+use crate::output::markdown::{self, Totals};
+use crate::output::parquet::ParquetSink;
+use crate::output::run_dir::{self, PartRecord, PartState, RunDir, Verified};
+use crate::pareto::Frontier;
+use crate::space::{SpaceFn, with_space};
+
+use super::plan::Plan;
+
+/// When a run or a merge started: the manifest's `started_at`, and the instant its
+/// `wall_time_s` is counted from.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub started_at: SystemTime,
+    pub started: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// A merge: checks that every part of the run is committed, from this sweep, by this version
+/// and with the same flags, then writes the run's frontier and its complete manifest.
+pub fn merge(plan: &Plan, clock: Clock) -> Result<Manifest> {
+    let records = gather(plan)?;
+    with_space(
+        plan.sweep,
+        Finish {
+            plan,
+            records: &records,
+            clock,
+        },
+    )
+}
+
+/// Every part's record, checked.
+fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
+    let (dir, parts) = (&plan.dir, plan.parts);
+    let mut records = Vec::new();
+    let mut missing = Vec::new();
+    let mut verified = Verified::default();
+    for s in plan.shards() {
+        match dir.part(s, &plan.sweep.header().sha256, &mut verified) {
+            PartState::Committed(r) => {
+                check_frontier_ids(dir, &r)?;
+                records.push(*r);
+            }
+            PartState::Absent => missing.push(s.index.to_string()),
+            PartState::Corrupt(why) => {
+                return Err(UserError::new(format!("part {s}: {why}"))
+                    .with_hint(format!(
+                        "run it again: remove {} and run racksweep run <SWEEP> --shard {s} --resume",
+                        dir.record(s).display()
+                    ))
+                    .into());
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(UserError::new(format!(
+            "{}: part{} {} of {parts} missing or incomplete",
+            dir.root.display(),
+            if missing.len() == 1 { " is" } else { "s are" },
+            missing.join(", "),
+        ))
+        .with_hint(format!(
+            "run them (racksweep run <SWEEP> --shard K/{parts} --resume), then merge again"
+        ))
+        .into());
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    if let Some(r) = records.iter().find(|r| r.racksweep_version != version) {
+        return Err(UserError::new(format!(
+            "part {} was written by racksweep {}, this is {version}",
+            r.part, r.racksweep_version
+        ))
+        .with_hint("merge with the version that ran the shards, or run them again")
+        .into());
+    }
+    if records
+        .iter()
+        .any(|r| r.feasible_only != records[0].feasible_only)
+    {
+        return Err(UserError::new(format!(
+            "{}: some parts were run with --feasible-only and some without",
+            dir.root.display()
+        ))
+        .with_hint("run every shard with the same flags")
+        .into());
+    }
+    Ok(records)
+}
+
+/// The frontier a part's record names is the one its frontier file holds (the file is checked
+/// against the record's SHA-256 before this): an edited id list would change the run's frontier.
+fn check_frontier_ids(dir: &RunDir, r: &PartRecord) -> Result<()> {
+    let ids = crate::analyze::config_ids(&dir.part_pareto(r.shard()))?;
+    if ids != r.frontier_config_ids {
+        return Err(UserError::new(format!(
+            "part {}: {} names other frontier rows than {} holds",
+            r.shard(),
+            dir.record(r.shard()).display(),
+            dir.part_pareto(r.shard()).display()
+        ))
+        .with_hint("the commit record was altered; run the part again")
+        .into());
+    }
+    Ok(())
+}
+
+struct Finish<'a> {
+    plan: &'a Plan<'a>,
+    records: &'a [PartRecord],
+    clock: Clock,
+}
+
+impl SpaceFn for Finish<'_> {
+    type Output = Result<Manifest>;
+
+    fn call<S: Space>(self, space: &S) -> Result<Manifest> {
+        let rows: Vec<S::Row> = self
+            .records
+            .iter()
+            .flat_map(|r| frontier_rows(space, r))
+            .collect();
+        finish(self.plan, self.records, &rows, self.clock)
+    }
+}
+
+/// The rows of a committed part's frontier, evaluated again from the config_ids its record
+/// names: the model is pure, so they are the rows the part's frontier file holds.
+pub(super) fn frontier_rows<'a, S: Space>(
+    space: &'a S,
+    record: &'a PartRecord,
+) -> impl Iterator<Item = S::Row> + 'a {
+    record
+        .frontier_config_ids
+        .iter()
+        .map(|&config_id| space.evaluate(config_id))
+}
+
+/// Writes the frontier of the committed `records` (every part of the run), whose frontiers'
+/// rows are `rows` in part order, and the complete manifest.
+pub(super) fn finish<R: Record>(
+    plan: &Plan,
+    records: &[PartRecord],
+    rows: &[R],
+    clock: Clock,
+) -> Result<Manifest> {
+    let (size, pareto_sha256) = write_frontier(plan, records, rows)?;
+    let feasible_only = records.first().is_some_and(|r| r.feasible_only);
+    let mut m = manifest(plan, records, feasible_only, true, clock);
+    m.frontier_size = size;
+    m.pareto_sha256 = pareto_sha256;
+    run_dir::write_atomic(&plan.dir.manifest(), m.json()?.as_bytes())?;
+    Ok(m)
+}
+
+/// Writes `pareto.parquet` and `pareto.md`: the frontier of the union of the parts' frontiers
+/// (which is the frontier of the union of their rows). Returns the frontier's size and the
+/// SHA-256 of `pareto.parquet`.
+fn write_frontier<R: Record>(
+    plan: &Plan,
+    records: &[PartRecord],
+    rows: &[R],
+) -> Result<(u64, String)> {
+    let Plan { sweep, dir, .. } = plan;
+    let h = sweep.header();
+    let mut frontier = Frontier::new(h.objectives.to_vec(), h.constraints.to_vec());
+    frontier.extend(rows);
+    let labels = sweep.labels();
+    let tmp = run_dir::tmp_path(&dir.pareto_parquet());
+    let mut pareto = ParquetSink::create(&tmp, labels.clone(), sweep.file_metadata())?;
+    pareto.write_rows(frontier.rows())?;
+    let sha256 = pareto.finish()?;
+    run_dir::rename(&tmp, &dir.pareto_parquet())?;
+    let totals = Totals {
+        configurations: records.iter().map(PartRecord::configurations).sum(),
+        feasible: records.iter().map(|r| r.feasible).sum(),
+    };
+    let md = markdown::render(sweep, &frontier, &labels, &totals);
+    run_dir::write_atomic(&dir.pareto_md(), md.as_bytes())?;
+    Ok((frontier.rows().len() as u64, sha256))
+}
+
+/// The manifest of a run whose committed parts are `records`. `wall_time_s` is the larger of
+/// the parts' evaluation times summed and the time since `clock` started: the process's time
+/// for a single uninterrupted run, the evaluation time of a sharded or resumed one, so that
+/// `configs_per_s` is an evaluation rate either way. Without the frontier, which
+/// [`finish`] adds.
+pub(super) fn manifest(
+    plan: &Plan,
+    records: &[PartRecord],
+    feasible_only: bool,
+    complete: bool,
+    clock: Clock,
+) -> Manifest {
+    let sweep = plan.sweep;
+    let axes: BTreeMap<String, u64> = sweep
+        .axes()
+        .into_iter()
+        .map(|(a, n)| (a.to_string(), n))
+        .collect();
+    let h = sweep.header();
+    let mut infeasible: BTreeMap<String, u64> = BTreeMap::new();
+    for (reason, n) in records.iter().flat_map(|r| &r.infeasible) {
+        *infeasible.entry(reason.clone()).or_default() += n;
+    }
+    let configurations: u64 = records.iter().map(PartRecord::configurations).sum();
+    let parts_s: f64 = records.iter().map(|r| r.wall_time_s).sum();
+    let wall_time_s = parts_s.max(clock.started.elapsed().as_secs_f64());
+    Manifest {
+        racksweep_version: env!("CARGO_PKG_VERSION").into(),
+        mode: sweep.mode(),
+        sweep_name: h.name.clone(),
+        sweep_file: records
+            .first()
+            .map_or_else(|| h.path.display().to_string(), |r| r.sweep_file.clone()),
+        sweep_sha256: h.sha256.clone(),
+        model: h.model_id().to_string(),
+        workload: sweep
+            .workload()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        kv_admission: sweep.kv_admission().map(str::to_string),
+        configurations,
+        axes,
+        parts: plan.parts,
+        parts_committed: records.len() as u64,
+        rows_written: records.iter().map(|r| r.rows_written).sum(),
+        feasible: records.iter().map(|r| r.feasible).sum(),
+        infeasible,
+        frontier_size: 0,
+        pareto_sha256: String::new(),
+        objectives: h.objectives.iter().map(|o| o.to_string()).collect(),
+        constraints: h.constraints.iter().map(|c| c.to_string()).collect(),
+        feasible_only,
+        threads: records.iter().map(|r| r.threads).max().unwrap_or(0),
+        started_at: rfc3339(clock.started_at),
+        finished_at: rfc3339(SystemTime::now()),
+        wall_time_s,
+        configs_per_s: configurations as f64 / wall_time_s.max(1e-9),
+        complete,
+    }
+}
