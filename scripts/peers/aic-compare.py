@@ -152,7 +152,7 @@ DERIVATION = {
 AIC_DTYPE = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 
 
-def weight_quant(model: str, weight: str, system: str) -> tuple[str | None, str | None]:
+def weight_quant(model: str, weight: str, system: str, backend: str) -> tuple[str | None, str | None]:
     """(gemm_quant_mode, moe_quant_mode) for a racksweep weight dtype; None = AIC infers it from
     the checkpoint config (only where the case's dtype is the checkpoint's own)."""
     moe = model in MOE_MODELS
@@ -167,13 +167,28 @@ def weight_quant(model: str, weight: str, system: str) -> tuple[str | None, str 
         return "nvfp4", ("nvfp4" if moe else None)
     if weight == "mxfp4":
         if model == "gpt-oss-120b":
-            return None, None  # the checkpoint's own MXFP4 experts, bf16 attention: AIC infers the lane
+            # The checkpoint's own MXFP4 experts and bf16 attention: AIC infers the modes from its
+            # config, except that AIC's task builder (aiconfigurator/sdk/task_v2.py, used by
+            # `cli default`) promotes GPT-OSS experts on Blackwell under TensorRT-LLM to MXFP4
+            # weights with MXFP8 activations; `cli estimate` lacks that step, so it is applied here.
+            if system in BLACKWELL and backend == "trtllm":
+                return None, "w4a8_mxfp4_mxfp8"
+            return None, None
         raise Unsupported(f"no AIC quant mode for mxfp4 weights of {model}")
     raise Unsupported(f"no AIC quant mode for weight dtype {weight!r}")
 
 
 class Unsupported(Exception):
     pass
+
+
+def short_error(e: Exception) -> str:
+    """First line of an exception, with the venv's site-packages prefix removed."""
+    text = str(e).splitlines()[0][:300] if str(e) else ""
+    if "/site-packages/" in text:
+        head, _, tail = text.partition(" at /")
+        text = head + (" at " + tail.split("/site-packages/", 1)[1] if "/site-packages/" in tail else "")
+    return f"{type(e).__name__}: {text}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,7 +289,7 @@ class AIC:
             model = self.get_model(model_path, mc, self.backend)
             sess = self.InferenceSession(model, db, self.get_backend(self.backend))
         except Exception as e:  # a layout or dtype AIC cannot build
-            err = Unsupported(f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+            err = Unsupported(short_error(e))
             self._sess[key] = err
             raise err from None
         self._sess[key] = sess
@@ -293,8 +308,7 @@ class AIC:
             s = sess.run_agg(rc, ctx_tokens=ctx, max_seq_len=None, free_gpu_memory_fraction=None,
                              decode_tokens_per_iteration=1.0)
         except Exception as e:
-            msg = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-            self._points[key] = {"error": msg}
+            self._points[key] = {"error": short_error(e)}
             return self._points[key]
         if s.check_oom() or s.check_kv_cache_oom():
             out = None
@@ -400,7 +414,7 @@ def layouts(c: dict, moe: bool) -> tuple[list[dict], list[str]]:
     return out, notes
 
 
-def quant_options(c: dict, model: str, system: str) -> tuple[list[tuple[str, dict]], list[str]]:
+def quant_options(c: dict, model: str, system: str, backend: str) -> tuple[list[tuple[str, dict]], list[str]]:
     """[(label, {gemm, moe, kv})] for the case's stated or enumerated weight and KV dtypes."""
     notes = []
     if c["weight"]:
@@ -416,7 +430,7 @@ def quant_options(c: dict, model: str, system: str) -> tuple[list[tuple[str, dic
     out, errors = [], []
     for w in weights:
         try:
-            gemm, moe_q = weight_quant(model, w, system)
+            gemm, moe_q = weight_quant(model, w, system, backend)
         except Unsupported as e:
             errors.append(str(e))
             continue
@@ -598,7 +612,7 @@ def predict_case(aic: AIC, case: dict, ctx_mode: str) -> list[dict]:
     moe = model in MOE_MODELS
     isl, osl = int(round(c["isl"])), int(round(c["osl"]))
     try:
-        qopts, qnotes = quant_options(c, model, system)
+        qopts, qnotes = quant_options(c, model, system, aic.backend)
     except Unsupported as e:
         return emit(f"unsupported: {e}")
     lays, lnotes = layouts(c, moe)
@@ -639,7 +653,7 @@ def predict_case(aic: AIC, case: dict, ctx_mode: str) -> list[dict]:
                 errors.append(f"tp{lay['tp']} pp{lay['pp']} adp{lay['adp']} ep{lay['moe_ep']} {qlabel}: {e}")
                 continue
             errors += [f"tp{lay['tp']} pp{lay['pp']} adp{lay['adp']} ep{lay['moe_ep']} {qlabel}: {x}" for x in errs]
-            if not pts:
+            if not pts and not errs:
                 errors.append(f"tp{lay['tp']} pp{lay['pp']} adp{lay['adp']} ep{lay['moe_ep']} {qlabel}: "
                               "does not fit (AIC memory model)")
             for p in pts:
@@ -650,6 +664,8 @@ def predict_case(aic: AIC, case: dict, ctx_mode: str) -> list[dict]:
                 p["inter"] = 1000.0 / p["tpot"] if p["tpot"] > 0 else 0.0
                 cands.append(p)
     if not cands:
+        if errors and all("PerfDataNotAvailableError" in x for x in errors):
+            return emit("unsupported: no AIC perf data: " + errors[-1])
         return emit("failed: " + (errors[-1] if errors else "no point"))
 
     extra = {}
