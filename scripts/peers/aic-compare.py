@@ -811,6 +811,13 @@ def percentile(sorted_vals: list[float], p: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (rank - lo)
 
 
+SOURCES = {"mlperf-": "MLPerf", "trtllm-": "TensorRT-LLM tables and blog", "ix-": "InferenceMAX"}
+
+
+def num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.4g}"
+
+
 def run_table(args) -> None:
     import pyarrow.parquet as pq
 
@@ -823,8 +830,8 @@ def run_table(args) -> None:
     lines = []
     groups: dict[str, list[tuple[float, float]]] = {}
     n_table = 0
-    lines.append("| case | metric | measured | AIC | AIC err | racksweep | racksweep err |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|")
+    lines.append("| case | metric | measured | AIC | AIC err | AIC config | racksweep | racksweep err | racksweep config |")
+    lines.append("|---|---|---:|---:|---:|---|---:|---:|---|")
     for a in aic_rows:
         if a["status"] != "ok" or not a["aic_pred"]:
             continue
@@ -839,24 +846,29 @@ def run_table(args) -> None:
             rp = r["predicted"]
             re_ = rp / meas - 1
         n_table += 1
-        lines.append(f"| {a['case_id']} | {a['metric']} | {meas:.4g} | {ap:.4g} | {ae * 100:+.1f}% | "
-                     + (f"{rp:.4g} | {re_ * 100:+.1f}% |" if re_ is not None else "— | — |"))
+        acfg = f"tp{a['tp']} pp{a['pp']}" + (f" adp{a['attention_dp']}" if a["attention_dp"] not in ("", "1") else "") \
+            + (f" ep{a['moe_ep']}" if a["moe_ep"] not in ("", "1") else "") + f" b{a['batch']} {a['dtypes']}"
+        rcfg = "" if r is None else (f"tp{r['tp']} pp{r['pp']}" + (f" ep{r['ep']}" if r["ep"] > 1 else "")
+                                     + f" b{r['batch']} {r['weight_dtype']}/{r['kv_dtype']}")
+        lines.append(f"| {a['case_id']} | {a['metric']} | {num(meas)} | {num(ap)} | {ae * 100:+.1f}% | {acfg} | "
+                     + (f"{num(rp)} | {re_ * 100:+.1f}% | {rcfg} |" if re_ is not None else "— | — | |"))
         if re_ is None:
             continue
         kind = "MoE" if a["model"] in MOE_MODELS else "dense"
-        lat = a["metric"] in ("ttft_p99_ms", "tpot_p99_ms")
-        fam = "latency" if lat else "throughput"
-        for g in ("all", kind):
-            groups.setdefault((fam, g), []).append((abs(ae), abs(re_)))
-            groups.setdefault(("all metrics", g), []).append((abs(ae), abs(re_)))
+        fam = "latency" if a["metric"] in ("ttft_p99_ms", "tpot_p99_ms") else "throughput"
+        src = next((v for k, v in SOURCES.items() if a["case_id"].startswith(k)), "other")
+        subsets = ["all", kind, src]
         if kind == "MoE" and int(a["attention_dp"] or 1) > 1:
-            groups.setdefault((fam, "MoE, attention DP"), []).append((abs(ae), abs(re_)))
+            subsets.append("MoE, attention DP")
+        for g in subsets:
+            groups.setdefault((fam, g), []).append((abs(ae), abs(re_)))
+        groups.setdefault(("all metrics", "all"), []).append((abs(ae), abs(re_)))
     print("\n".join(lines))
     print()
-    print("| metrics | models | n | AIC median | AIC p90 | racksweep median | racksweep p90 |")
+    print("| metrics | cases | n | AIC median | AIC p90 | racksweep median | racksweep p90 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     order = [(f, g) for f in ("throughput", "latency", "all metrics")
-             for g in ("all", "dense", "MoE", "MoE, attention DP")]
+             for g in ("all", "dense", "MoE", "MoE, attention DP", *SOURCES.values())]
     for key in order:
         v = groups.get(key)
         if not v:
