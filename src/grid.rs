@@ -57,6 +57,8 @@ macro_rules! inference_axes {
             $($args)*
             /// Index into `Grid::platform`: a GPU preset in its rack.
             platform: Platforms;
+            /// Index into `Grid::engine`: the serving engine (`auto`: each GPU's first).
+            engine: Named<crate::vocab::Engine> = Auto;
             /// Index into `Grid::weight_dtype` (catalog number formats).
             weight_dtype: Dtypes = "bf16";
             /// Index into `Grid::kv_dtype` (catalog number formats).

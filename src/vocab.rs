@@ -33,6 +33,61 @@ impl Vocabulary for Ownership {
     }
 }
 
+crate::names::names! {
+    /// A serving engine: whose measured kernels, CUDA graphs and scheduler a configuration runs
+    /// (docs/model.md §8, "Measured kernel surfaces" and "Per-iteration cost").
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    #[repr(u8)]
+    pub enum ServingEngine {
+        /// TensorRT-LLM (PyTorch backend, `trtllm-serve` / `trtllm-bench`), NVIDIA only.
+        #[default]
+        Trtllm => "trtllm";
+        /// vLLM (V1 engine).
+        Vllm => "vllm";
+        /// SGLang.
+        Sglang => "sglang";
+    }
+}
+
+crate::names::names! {
+    /// A value of the `engine` axis: a serving engine, or `auto`, each GPU's own first engine
+    /// (its `engines` in the catalog: TensorRT-LLM on NVIDIA GPUs, vLLM on AMD ones).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Engine {
+        Auto => "auto";
+        Trtllm => "trtllm";
+        Vllm => "vllm";
+        Sglang => "sglang";
+    }
+}
+
+impl Engine {
+    /// The engine this word runs on a GPU that runs `engines` (its default first); `None` when
+    /// the GPU does not run it.
+    pub fn on(self, engines: &[ServingEngine]) -> Option<ServingEngine> {
+        let named = match self {
+            Engine::Auto => return engines.first().copied(),
+            Engine::Trtllm => ServingEngine::Trtllm,
+            Engine::Vllm => ServingEngine::Vllm,
+            Engine::Sglang => ServingEngine::Sglang,
+        };
+        engines.contains(&named).then_some(named)
+    }
+}
+
+impl Vocabulary for Engine {
+    const ALL: &'static [Engine] = &Engine::ALL;
+    const NOUN: &'static str = "serving engine";
+    const UNKNOWN_HINT: Option<&'static str> =
+        Some("use \"auto\" (each GPU's first engine), \"trtllm\", \"vllm\" or \"sglang\"");
+
+    fn as_str(self) -> &'static str {
+        Engine::as_str(self)
+    }
+}
+
 /// A fixed set of words, the values of a categorical grid axis (`Named<T>` in an axis table):
 /// its words, and how the spec's errors speak of them.
 pub trait Vocabulary: Copy + PartialEq + std::fmt::Debug + 'static {

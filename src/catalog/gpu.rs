@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::dtype::ComputeClass;
+use crate::vocab::ServingEngine;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +49,11 @@ pub struct Gpu {
     /// KV-cache formats engines can keep on this GPU (stored in the format, dequantized inside
     /// the attention kernel where the GPU lacks it).
     pub kv_dtypes: Vec<String>,
+    /// Serving engines that run on this GPU, the default (`engine = "auto"`) first. Omitted:
+    /// all three, TensorRT-LLM first (an NVIDIA GPU); AMD GPUs list vLLM and SGLang, which run
+    /// on ROCm (TensorRT-LLM does not).
+    #[serde(default = "all_engines")]
+    pub engines: Vec<ServingEngine>,
     /// Rack preset used when the sweep does not name one.
     pub default_rack: String,
     pub efficiency: Efficiency,
@@ -121,4 +127,8 @@ impl Gpu {
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_tbps * 1e12
     }
+}
+
+fn all_engines() -> Vec<ServingEngine> {
+    ServingEngine::ALL.to_vec()
 }

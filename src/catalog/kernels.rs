@@ -19,37 +19,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-/// The serving engine whose kernels (and per-iteration behaviour) a configuration runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ServingEngine {
-    /// TensorRT-LLM (PyTorch backend, `trtllm-serve` / `trtllm-bench`).
-    #[default]
-    Trtllm,
-    /// vLLM (V1 engine).
-    Vllm,
-    /// SGLang.
-    Sglang,
-}
-
-impl ServingEngine {
-    pub const ALL: [ServingEngine; 3] = [
-        ServingEngine::Trtllm,
-        ServingEngine::Vllm,
-        ServingEngine::Sglang,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServingEngine::Trtllm => "trtllm",
-            ServingEngine::Vllm => "vllm",
-            ServingEngine::Sglang => "sglang",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ServingEngine> {
-        ServingEngine::ALL.into_iter().find(|e| e.as_str() == s)
-    }
-}
+use crate::vocab::ServingEngine;
 
 /// Quality of a surface's fit against its own source table, `|pred / meas - 1|` over all rows.
 #[derive(Debug, Clone, Deserialize)]
@@ -768,7 +738,7 @@ mod tests {
 
     /// SPEC.md section 5's worked example: bf16 GEMM on H200 under TensorRT-LLM, m = 17,
     /// n = k = 10240: FLOP term 4.561 us, byte term 53.78 us, k term 3.937 us, p-norm 54.1 us,
-    /// plus t0 2.96 us = 57.09 us (measured 60.07 us).
+    /// plus t0 2.96 us = 57.09 us, times the shape factor 0.99202 = 56.63 us (measured 60.07 us).
     #[test]
     fn gemm_by_hand() {
         let f = file("h200-sxm", "trtllm").unwrap();
@@ -778,7 +748,7 @@ mod tests {
             .find(|g| g.dtype == "bf16" && g.default)
             .unwrap();
         let t = g.params.time_s(17.0, 10240.0, 10240.0);
-        assert!((t - 57.09e-6).abs() < 0.02e-6, "{t}");
+        assert!((t - 56.63e-6).abs() < 0.02e-6, "{t}");
     }
 
     #[test]

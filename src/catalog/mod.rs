@@ -863,7 +863,8 @@ mod tests {
         }
         let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
             serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
-            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n";
+            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n\
+            cpu_ms_per_iteration = 0.5\ncpu_us_per_sequence = 15.0\n";
         assert!(Calibration::parse(calibration).is_ok());
         for (from, to) in [
             ("gemm_half_rows = 64.0", "gemm_half_rows = -64.0"),
@@ -994,7 +995,7 @@ mod tests {
         "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
         "attention_efficiency: 0 must be a fraction in (0, 1]",
         "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
-        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
+        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `cpu_us_per_sequence`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
         "gemm_efficiency: 1.5 must be between 0 and 1",
         "tp_comm_overlap: -0.0001 must be between 0 and 1",
         "tp_comm_overlap: NaN must be between 0 and 1",

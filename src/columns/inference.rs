@@ -42,6 +42,9 @@ impl Record for Row {
             Labels::WeightDtype => Some(p.weight_dtype as u16),
             Labels::KvDtype => Some(p.kv_dtype as u16),
             Labels::Ownership => Some(p.ownership as u16),
+            Labels::Engine => {
+                values.engine_key[p.platform as usize * values.engines + p.engine as usize]
+            }
             Labels::Reason => e.reason.map(|r| r as u16),
             Labels::Limit => e.limit.map(|l| l as u16),
             Labels::Risk => {
@@ -234,6 +237,14 @@ pub static COLUMNS: &[Column<Row>] = &[
         kind: Kind::Count(|r| Some(r.point.batch)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(9).follow("batch size"),
+    },
+    Column {
+        name: "engine",
+        unit: "",
+        doc: "serving engine whose measured kernels, CUDA graphs and scheduler the row runs (the `engine` axis; `auto` resolved to the GPU's first engine); null where the GPU does not run it",
+        kind: Kind::Label(Labels::Engine),
+        role: Role::Layout,
+        show: Show::NONE.follow("engine"),
     },
     Column {
         name: "weight_dtype",

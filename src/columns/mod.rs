@@ -58,6 +58,8 @@ pub enum Labels {
     WeightDtype,
     KvDtype,
     Ownership,
+    /// The serving engine an inference configuration runs (the `engine` axis resolved per GPU).
+    Engine,
     /// Why an inference configuration cannot run.
     Reason,
     Limit,
@@ -81,6 +83,12 @@ impl Labels {
                     .collect(),
             ),
             Labels::Limit => Some(crate::perf::Limit::ALL.iter().map(|l| l.as_str()).collect()),
+            Labels::Engine => Some(
+                crate::vocab::ServingEngine::ALL
+                    .iter()
+                    .map(|e| e.as_str())
+                    .collect(),
+            ),
             Labels::Risk => Some(RISK_BANDS.iter().map(|(name, _)| *name).collect()),
             Labels::Precision => Some(Precision::ALL.iter().map(|p| p.as_str()).collect()),
             Labels::Recompute => Some(Recompute::ALL.iter().map(|r| r.as_str()).collect()),
@@ -94,7 +102,7 @@ impl Labels {
     pub fn nullable(self) -> bool {
         matches!(
             self,
-            Labels::Reason | Labels::Limit | Labels::Risk | Labels::TrainingReason
+            Labels::Reason | Labels::Limit | Labels::Risk | Labels::TrainingReason | Labels::Engine
         )
     }
 }
@@ -454,6 +462,11 @@ pub struct LabelValues {
     pub weight_dtype: Vec<String>,
     pub kv_dtype: Vec<String>,
     pub ownership: Vec<String>,
+    /// The serving engine (index into `ServingEngine::ALL`) each platform runs for each entry of
+    /// the engine axis, at `platform x engines + engine`; `None` where it does not run.
+    pub engine_key: Vec<Option<u16>>,
+    /// Entries of the engine axis.
+    pub engines: usize,
 }
 
 impl LabelValues {

@@ -60,7 +60,8 @@ impl Record for TrainRow {
             | Labels::KvDtype
             | Labels::Reason
             | Labels::Limit
-            | Labels::Risk => None,
+            | Labels::Risk
+            | Labels::Engine => None,
         }
     }
 

@@ -407,6 +407,8 @@ mod tests {
             weight_dtype: vec!["bf16".into()],
             kv_dtype: vec!["bf16".into()],
             ownership: vec!["cloud".into()],
+            engine_key: vec![Some(0)],
+            engines: 1,
         };
         let mut columns = Columns::<Row>::from_rows(&[row, row], &labels);
         let dictionaries: Vec<Option<ArrayRef>> = COLUMNS

@@ -2,9 +2,9 @@
 //! the workload, each platform's rates per format, the schedule phases and the sizing, power
 //! and cost plan.
 
-use crate::catalog::kernels::ServingEngine;
 use crate::catalog::{Calibration, Catalog, ComputeClass, Model, Rack};
 use crate::grid::Grid;
+use crate::vocab::ServingEngine;
 
 use super::kernels::{Formats, StepKernels};
 use super::layout::Tier;
@@ -23,8 +23,11 @@ pub(super) struct PlatformFacts {
     /// Routed-expert FLOP/s and bytes per parameter per weight-dtype axis entry.
     pub(super) expert_compute: Vec<Option<(f64, f64, ComputeClass)>>,
     pub(super) kv_bytes_per_element: Vec<Option<f64>>,
-    /// Measured kernel surfaces per weight-dtype and kv-dtype axis entry (index
-    /// `weight x kv_dtypes + kv`); `None` where the GPU has no tables.
+    /// The serving engine each engine-axis entry runs on this GPU; `None` where it does not run.
+    pub(super) engines: Vec<Option<ServingEngine>>,
+    /// Measured kernel surfaces per engine, weight-dtype and kv-dtype axis entry (index
+    /// `(engine x weight_dtypes + weight) x kv_dtypes + kv`); `None` where the GPU has no
+    /// tables for them.
     pub(super) kernels: Vec<Option<StepKernels>>,
     pub(super) attention_flops_per_s: f64,
     pub(super) hbm_bytes_per_s: f64,
@@ -176,11 +179,16 @@ impl Context {
                         )
                     })
                     .collect();
-                let kernels = grid
-                    .weight_dtype
+                let engines: Vec<_> = grid.engine.iter().map(|e| e.on(&gpu.engines)).collect();
+                let kernels = engines
                     .iter()
-                    .zip(&expert_compute)
-                    .flat_map(|(&w, experts)| {
+                    .flat_map(|&engine| {
+                        grid.weight_dtype
+                            .iter()
+                            .zip(&expert_compute)
+                            .map(move |w| (engine, w))
+                    })
+                    .flat_map(|(engine, (&w, experts))| {
                         let weights = &catalog.dtypes[w];
                         // Published pre-quantized experts stay as published (`expert_compute`).
                         let expert_format = match checkpoint_experts {
@@ -193,7 +201,7 @@ impl Context {
                             let (_, _, activations) = (*experts)?;
                             StepKernels::resolve(
                                 &gpu.id,
-                                ServingEngine::default(),
+                                engine?,
                                 &Formats {
                                     weights: &weights.id,
                                     experts: (expert_format, activations),
@@ -218,6 +226,7 @@ impl Context {
                     weight_bytes_per_param,
                     expert_compute,
                     kv_bytes_per_element,
+                    engines,
                     kernels,
                     attention_flops_per_s: gpu.bf16_tflops * 1e12 * gpu.efficiency.gemm_bf16,
                     hbm_bytes_per_s: gpu.hbm_bytes_per_s() * gpu.efficiency.hbm,

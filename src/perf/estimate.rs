@@ -31,6 +31,8 @@ crate::names::names! {
             "one instance needs more GPUs than the racks hold";
         DtypeUnsupported => "dtype_unsupported",
             "no serving engine runs the weight format (natively or weight-only) or keeps the KV cache in its format on this GPU (docs/model.md §3)";
+        EngineUnsupported => "engine_unsupported",
+            "the serving engine does not run on this GPU (TensorRT-LLM runs on NVIDIA GPUs only; catalog gpus.toml engines)";
         DoesNotFit => "does_not_fit",
             "weights, KV cache and activations exceed usable HBM";
         DisaggNeedsTwoPools => "disagg_needs_two_pools",

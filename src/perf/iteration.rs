@@ -14,7 +14,7 @@
 //!   default from v0.14.0, vllm-project/vllm PR #27614), so an iteration takes the longer of the
 //!   two plus a short residual that does not overlap.
 
-use crate::catalog::kernels::ServingEngine;
+use crate::vocab::ServingEngine;
 
 /// Host-side cost of launching one kernel outside a CUDA graph, seconds: 6.28 us per operator
 /// through PyTorch's fast path on B200 (TensorRT-LLM PR #13149, measured; 4.72 us for a plain

@@ -15,9 +15,10 @@
 
 use crate::catalog::kernels::{
     self, ContextAttentionParams, ContextMlaParams, GemmParams, GenerationAttentionParams,
-    GenerationMlaParams, KernelFile, MoeParams, MoeShape, ServingEngine, TwoLine,
+    GenerationMlaParams, KernelFile, MoeParams, MoeShape, TwoLine,
 };
 use crate::catalog::{ComputeClass, Model, model::Mlp};
+use crate::vocab::ServingEngine;
 
 /// How a linear layer's weight is split over a tensor-parallel group.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -437,7 +438,10 @@ impl StepKernels {
     /// `expert_tp` shards per expert over `ep` expert-parallel groups, for a model whose experts
     /// have `matrices` weight matrices (the surface's own count is rescaled through the
     /// intermediate width, which both its FLOP and byte terms are linear in).
-    #[expect(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one MoE layer's shape: each argument is a model or layout fact"
+    )]
     pub fn experts_s(
         moe: &MoeParams,
         tokens: f64,

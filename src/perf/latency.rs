@@ -570,7 +570,10 @@ pub fn prefill_s(
 /// (prompts `input_tokens` long) and decodes nothing: `pp` stage steps in turn, the hops and the
 /// framework overhead. A prefill pool in steady state (`pool`) overlaps its scheduler's CPU work
 /// with the GPU; a prompt alone on an idle instance waits for it.
-#[expect(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the model, layout, stage, rates and tokens of one step, as stage_time takes them"
+)]
 fn prefill_iteration_s(
     m: &ModelFacts,
     l: &Layout,

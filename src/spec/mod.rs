@@ -261,6 +261,21 @@ impl Sweep {
             Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
             Sweep::Training(_) => (Vec::new(), Vec::new()),
         };
+        let (engine_key, engines) = match self {
+            Sweep::Inference(s) => (
+                platforms
+                    .iter()
+                    .flat_map(|p| {
+                        s.grid
+                            .engine
+                            .iter()
+                            .map(|e| e.on(&c.gpus[p.gpu].engines).map(|e| e as u16))
+                    })
+                    .collect(),
+                s.grid.engine.len(),
+            ),
+            Sweep::Training(_) => (Vec::new(), 0),
+        };
         LabelValues {
             hardware,
             hardware_key,
@@ -270,6 +285,8 @@ impl Sweep {
             weight_dtype,
             kv_dtype,
             ownership: ownership.iter().map(|o| o.as_str().to_string()).collect(),
+            engine_key,
+            engines,
         }
     }
 
