@@ -31,11 +31,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import pinned_venv  # noqa: E402
 REPO = HERE.parent.parent
 VENV = Path(os.environ.get("RACKSWEEP_KERNELS_AMD_VENV", Path.home() / ".cache" / "racksweep-kernels-amd-venv"))
 AITER_PIN = "0.1.7.post2.dev18"
@@ -44,25 +45,8 @@ MIN_ROWS = 20  # smallest AITER slice fitted (distill.py uses 200; the AMD slice
 
 
 def ensure_venv() -> None:
-    """Re-exec inside the pinned venv unless amd-aiter==AITER_PIN and scipy are importable here."""
-    try:
-        import importlib.metadata as md
-
-        import scipy  # noqa: F401
-
-        if md.version("amd-aiter") == AITER_PIN:
-            return
-    except Exception:
-        pass
-    py = VENV / "bin" / "python"
-    if Path(sys.prefix).resolve() == VENV.resolve():
-        sys.exit(f"venv {VENV} does not hold {PACKAGE} after install; delete it and rerun")
-    if not py.exists():
-        print(f"creating venv {VENV}", file=sys.stderr)
-        subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    print(f"installing {HERE / 'requirements-amd.txt'} into {VENV}", file=sys.stderr)
-    subprocess.check_call([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "requirements-amd.txt")])
-    os.execv(str(py), [str(py), str(Path(__file__).resolve()), *sys.argv[1:]])
+    """Re-exec inside the pinned venv unless amd-aiter==AITER_PIN and scipy are installed here."""
+    pinned_venv.ensure(VENV, HERE / "requirements-amd.txt", {"amd-aiter": AITER_PIN}, __file__, ("scipy",))
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,12 +32,13 @@ import csv
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "kernels"))
+import pinned_venv  # noqa: E402
 REPO = HERE.parent.parent
 VENV = Path(os.environ.get("RACKSWEEP_PEERS_VENV", Path.home() / ".cache" / "racksweep-peers-venv"))
 AIC_PIN = "0.12.0"
@@ -51,23 +52,14 @@ OUT_CSV = HERE / "aic-predictions.csv"
 
 
 def ensure_venv() -> None:
-    """Re-exec inside the pinned venv unless aiconfigurator==AIC_PIN is importable here."""
-    try:
-        import importlib.metadata as md
-
-        if md.version("aiconfigurator") == AIC_PIN and md.version("aiconfigurator-core") == AIC_PIN:
-            return
-    except Exception:
-        pass
-    py = VENV / "bin" / "python"
-    if Path(sys.prefix).resolve() == VENV.resolve():
-        sys.exit(f"venv {VENV} does not hold aiconfigurator=={AIC_PIN} after install; delete it and rerun")
-    if not py.exists():
-        print(f"creating venv {VENV}", file=sys.stderr)
-        subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    print(f"installing {HERE / 'requirements.txt'} into {VENV}", file=sys.stderr)
-    subprocess.check_call([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "requirements.txt")])
-    os.execv(str(py), [str(py), str(Path(__file__).resolve()), *sys.argv[1:]])
+    """Re-exec inside the pinned venv unless aiconfigurator and aiconfigurator-core ==AIC_PIN are
+    installed here."""
+    pinned_venv.ensure(
+        VENV,
+        HERE / "requirements.txt",
+        {"aiconfigurator": AIC_PIN, "aiconfigurator-core": AIC_PIN},
+        __file__,
+    )
 
 
 # --------------------------------------------------------------------------------------------
