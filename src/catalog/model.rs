@@ -82,6 +82,13 @@ pub struct Model {
     /// formats").
     #[serde(default)]
     pub checkpoint_expert_dtype: Option<String>,
+    /// Side of the square weight blocks the published FP8 checkpoint scales by
+    /// (`quantization_config.weight_block_size` of its config.json; DeepSeek-V3 and Qwen3: 128).
+    /// Engines serve such a checkpoint with block-scaled FP8 GEMMs (DeepGEMM-style, one scale
+    /// per 128 x 128 tile), which run slower than per-tensor FP8; absent: per-tensor FP8
+    /// (docs/model.md, "Measured kernel surfaces").
+    #[serde(default)]
+    pub fp8_block_size: Option<u32>,
     /// Published parameter counts, billions (a cross-check; the engine uses its own count).
     pub published_total_params_b: Option<f64>,
     pub published_active_params_b: Option<f64>,

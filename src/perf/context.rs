@@ -142,6 +142,7 @@ impl Context {
         grid: &Grid,
         workload: Workload,
     ) -> Option<Context> {
+        let fp8_block = model.fp8_block_size.is_some();
         let checkpoint_experts = model
             .checkpoint_expert_dtype
             .as_deref()
@@ -206,6 +207,7 @@ impl Context {
                                     weights: &weights.id,
                                     experts: (expert_format, activations),
                                     kv: &catalog.dtypes[kv].id,
+                                    fp8_block,
                                 },
                             )
                         })

@@ -281,10 +281,12 @@ impl ExpertExchange {
     }
 }
 
-/// Names of a racksweep weight format in the GEMM tables, in order of preference.
-fn gemm_dtypes(id: &str) -> &'static [&'static str] {
+/// Names of a racksweep weight format in the GEMM tables, in order of preference: FP8 as the
+/// checkpoint scales it (per 128 x 128 block, `fp8_block`, or per tensor).
+fn gemm_dtypes(id: &str, fp8_block: bool) -> &'static [&'static str] {
     match id {
         "bf16" | "fp16" => &["bf16"],
+        "fp8" if fp8_block => &["fp8_block", "fp8"],
         "fp8" => &["fp8", "fp8_block"],
         "nvfp4" => &["nvfp4"],
         "int8" => &["int8_sq"],
@@ -295,12 +297,12 @@ fn gemm_dtypes(id: &str) -> &'static [&'static str] {
 
 /// Names of the routed experts' format in the MoE tables: the weight format, or a published
 /// MXFP4 checkpoint run with FP8 (W4A8) or bf16 (W4A16) activations.
-fn moe_dtypes(id: &str, activations: ComputeClass) -> &'static [&'static str] {
+fn moe_dtypes(id: &str, activations: ComputeClass, fp8_block: bool) -> &'static [&'static str] {
     match (id, activations) {
         ("mxfp4", ComputeClass::Fp8 | ComputeClass::Fp4) => &["mxfp4_w4a8", "mxfp4_w4a16"],
         ("mxfp4", _) => &["mxfp4_w4a16"],
         ("int4", _) => &["int4_wo"],
-        (id, _) => gemm_dtypes(id),
+        (id, _) => gemm_dtypes(id, fp8_block),
     }
 }
 
@@ -345,6 +347,8 @@ pub struct Formats<'a> {
     pub experts: (&'a str, ComputeClass),
     /// KV-cache format id.
     pub kv: &'a str,
+    /// The checkpoint's FP8 weights are scaled per block (`Model::fp8_block_size`).
+    pub fp8_block: bool,
 }
 
 impl StepKernels {
@@ -391,11 +395,11 @@ impl StepKernels {
             ),
         };
         Some(StepKernels {
-            gemm: gemm(gemm_dtypes(formats.weights)),
+            gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
             experts: pick_key(
                 &f.moe,
-                moe_dtypes(formats.experts.0, formats.experts.1),
+                moe_dtypes(formats.experts.0, formats.experts.1, formats.fp8_block),
                 |m| m.dtype.as_str(),
                 |m| m.default,
             )
@@ -527,6 +531,7 @@ mod tests {
             weights: "fp8",
             experts: ("fp8", ComputeClass::Fp8),
             kv: "fp8",
+            fp8_block: false,
         };
         assert!(StepKernels::resolve("mi300x", ServingEngine::Trtllm, &f).is_none());
         let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &f).unwrap();
@@ -545,6 +550,18 @@ mod tests {
         );
         let t6 = k.all_reduce_graph.time_s(6, 1e6).unwrap();
         assert!(t6 >= t4.min(t8) && t6 <= t4.max(t8), "{t4} {t6} {t8}");
+        // A block-scaled FP8 checkpoint (DeepSeek-V3, Qwen3) takes the block-scaled tables,
+        // slower than per-tensor FP8 at a DeepSeek-V3 expert shape (AIC's H200 tables).
+        let h200 = StepKernels::resolve("h200-sxm", ServingEngine::Trtllm, &f).unwrap();
+        let block = Formats {
+            fp8_block: true,
+            ..f
+        };
+        let h200_block = StepKernels::resolve("h200-sxm", ServingEngine::Trtllm, &block).unwrap();
+        let (g, gb) = (h200.gemm.unwrap(), h200_block.gemm.unwrap());
+        assert!(!std::ptr::eq(g, gb));
+        assert!(gb.time_s(256.0, 4096.0, 7168.0) > g.time_s(256.0, 4096.0, 7168.0));
+        assert_ne!(h200.experts, h200_block.experts);
         // No FP4 KV-cache attention tables.
         let fp4kv = Formats { kv: "nvfp4", ..f };
         let k = StepKernels::resolve("b200", ServingEngine::Trtllm, &fp4kv).unwrap();
