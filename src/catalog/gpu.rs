@@ -25,8 +25,13 @@ pub struct Gpu {
     pub fp4_tflops: Option<f64>,
     /// Dense INT8 peak, TOP/s; absent when unknown or unsupported.
     pub int8_tops: Option<f64>,
-    /// HBM capacity, GB (1e9 bytes).
+    /// HBM capacity as marketed, GB (1e9 bytes).
     pub hbm_gb: f64,
+    /// Memory the driver reports (`nvidia-smi`, `rocm-smi`), MiB: what an engine sizes its KV
+    /// cache against. Marketed capacities count GiB ("80 GB" H100: 80 GiB, 85.9e9 bytes).
+    /// Absent: `hbm_gb`.
+    #[serde(default)]
+    pub hbm_device_mib: Option<f64>,
     /// Peak HBM bandwidth, TB/s (1e12 bytes/s).
     pub hbm_tbps: f64,
     /// Board power (TDP/TGP), W; absent when no reliable source states it.
@@ -122,6 +127,12 @@ impl Gpu {
 
     pub fn hbm_bytes(&self) -> f64 {
         self.hbm_gb * 1e9
+    }
+
+    /// Bytes of device memory an engine sees ([`Gpu::hbm_device_mib`], else [`Gpu::hbm_bytes`]).
+    pub fn device_bytes(&self) -> f64 {
+        self.hbm_device_mib
+            .map_or_else(|| self.hbm_bytes(), |mib| mib * 1024.0 * 1024.0)
     }
 
     pub fn hbm_bytes_per_s(&self) -> f64 {

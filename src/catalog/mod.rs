@@ -231,6 +231,9 @@ impl Catalog {
             });
         }
         positive("hbm_gb", gpu.hbm_gb)?;
+        if let Some(mib) = gpu.hbm_device_mib {
+            positive("hbm_device_mib", mib)?;
+        }
         positive("hbm_tbps", gpu.hbm_tbps)?;
         let e = &gpu.efficiency;
         for (key, value) in [

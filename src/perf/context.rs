@@ -14,7 +14,8 @@ use super::{ModelFacts, compute, cost, demand, kv_tiers, memory, power, sizing};
 #[derive(Debug, Clone)]
 pub(super) struct PlatformFacts {
     pub(super) rack: Rack,
-    pub(super) usable_hbm_bytes: f64,
+    /// Device memory engines see (`Gpu::device_bytes`).
+    pub(super) device_bytes: f64,
     /// The GPU's HBM, GB (engines size their CUDA graphs by it).
     pub(super) hbm_gb: f64,
     /// Rates per weight-dtype axis entry and kv-dtype axis entry; `None` = unsupported.
@@ -222,7 +223,7 @@ impl Context {
                     })
                     .collect();
                 PlatformFacts {
-                    usable_hbm_bytes: gpu.hbm_bytes() * memory::MEMORY_UTILIZATION,
+                    device_bytes: gpu.device_bytes(),
                     hbm_gb: gpu.hbm_bytes() / 1e9,
                     linear_flops_per_s,
                     weight_bytes_per_param,

@@ -24,7 +24,8 @@ pub struct Instance<'a> {
     /// Mean prompt and output lengths served (the workload's, or a schedule phase's).
     pub input_tokens: f64,
     pub output_tokens: f64,
-    pub usable_hbm_bytes: f64,
+    /// How the engine sizes its KV cache in the GPU's memory.
+    pub memory_budget: memory::MemoryBudget,
     /// Time to first token of a request alone on the idle instance (with the KV transfer when
     /// disaggregated). Independent of the batch, so resolved once per placement.
     pub ttft_idle_s: f64,
@@ -52,6 +53,8 @@ pub struct Memory {
     pub weights_bytes: f64,
     pub kv_bytes: f64,
     pub used_bytes: f64,
+    /// What the engine's budget gives the KV cache beside these weights and activations.
+    pub kv_capacity_bytes: f64,
     pub fits: bool,
 }
 
@@ -156,16 +159,18 @@ impl Instance<'_> {
                 (weights_bytes, kv_bytes) = (w, kv);
             }
         }
-        let used_bytes = weights_bytes
-            + kv_bytes
-            + self
-                .workspace
-                .bytes(step.tokens.rank_tokens(), step.tokens.logit_rows);
+        let workspace_bytes = self
+            .workspace
+            .bytes(step.tokens.rank_tokens(), step.tokens.logit_rows);
+        let kv_capacity_bytes = self
+            .memory_budget
+            .kv_capacity_bytes(weights_bytes, workspace_bytes);
         Memory {
             weights_bytes,
             kv_bytes,
-            used_bytes,
-            fits: used_bytes <= self.usable_hbm_bytes,
+            used_bytes: weights_bytes + kv_bytes + workspace_bytes,
+            kv_capacity_bytes,
+            fits: kv_bytes <= kv_capacity_bytes,
         }
     }
 }
@@ -265,7 +270,7 @@ pub fn instance_serving<'a>(
         disagg_prefill_pct: p.disagg_prefill_pct,
         input_tokens,
         output_tokens,
-        usable_hbm_bytes: platform.usable_hbm_bytes,
+        memory_budget: memory::MemoryBudget::new(engine, platform.device_bytes),
         ttft_idle_s: f64::NAN,
         prefill_pool_requests_per_s: f64::NAN,
         stage_bytes: [(0.0, 0.0); 2],
@@ -390,7 +395,7 @@ mod tests {
                     proptest::prop_assert!(e.occupancy_per_instance <= f64::from(batch) * (1.0 + 1e-12), "{e:?}");
                     proptest::prop_assert!(e.tpot_at_load_ms <= e.tpot_ms * (1.0 + 1e-9), "{e:?}");
                 }
-                proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].hbm_gb * memory::MEMORY_UTILIZATION + 1e-9);
+                proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].device_bytes() / 1e9 + 1e-9);
                 // The bounds are the roofline's (datasheet rates at the catalog efficiencies):
                 // they bound the roofline model; measured kernels may run past the derated
                 // rates, never past the bare peaks.

@@ -5,12 +5,52 @@
 use super::ModelFacts;
 use super::layout::Layout;
 
-/// Fraction of HBM an engine lets weights, KV cache and activations use; the rest is CUDA/HIP
-/// context, communication buffers and allocator slack. This is vLLM's default
-/// `gpu_memory_utilization` of 0.90 (docs.vllm.ai, engine arguments), applied to all of HBM.
-/// (TensorRT-LLM's `kv_cache_free_gpu_memory_fraction`, also 0.90 by default, applies to what is
-/// left after the weights, which leaves slightly more room; we take the stricter vLLM rule.)
+/// Fraction of device memory vLLM lets weights, KV cache and activations use
+/// (`gpu_memory_utilization`, default 0.90; docs.vllm.ai, engine arguments); the rest is the
+/// CUDA/HIP context, communication buffers and allocator slack. SGLang's `mem_fraction_static`
+/// is the same kind of fraction of the whole device (its default varies with the GPU and tp,
+/// 0.8-0.9 across versions); we take vLLM's.
 pub const MEMORY_UTILIZATION: f64 = 0.90;
+
+/// Fraction of the memory left free after the weights and the activation profile that
+/// TensorRT-LLM gives its KV cache (`KvCacheConfig.free_gpu_memory_fraction`, default 0.90;
+/// TensorRT-LLM docs, "KV cache management" and llm_args.py).
+pub const KV_FREE_FRACTION: f64 = 0.90;
+
+/// How much device memory an engine gives its KV cache beside the weights and the step's
+/// activations (docs/model.md §5, "Memory"): vLLM and SGLang cap everything at a fraction of
+/// the device, TensorRT-LLM takes a fraction of what the weights and activations leave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryBudget {
+    /// Device memory the engine sees (`Gpu::device_bytes`).
+    pub device_bytes: f64,
+    /// `true`: TensorRT-LLM's rule (fraction of the free memory); `false`: a fraction of all.
+    free_fraction: bool,
+}
+
+impl MemoryBudget {
+    pub fn new(engine: crate::vocab::ServingEngine, device_bytes: f64) -> MemoryBudget {
+        MemoryBudget {
+            device_bytes,
+            free_fraction: engine == crate::vocab::ServingEngine::Trtllm,
+        }
+    }
+
+    /// Bytes the KV cache may hold next to `weights_bytes` and `workspace_bytes`; negative
+    /// when those alone do not fit.
+    pub fn kv_capacity_bytes(&self, weights_bytes: f64, workspace_bytes: f64) -> f64 {
+        if self.free_fraction {
+            let free = self.device_bytes - weights_bytes - workspace_bytes;
+            if free < 0.0 {
+                free
+            } else {
+                KV_FREE_FRACTION * free
+            }
+        } else {
+            MEMORY_UTILIZATION * self.device_bytes - weights_bytes - workspace_bytes
+        }
+    }
+}
 
 /// Tokens one engine step may carry (decode tokens plus prefill chunk); sizes the activation
 /// workspace. TensorRT-LLM's default `max_num_tokens` is 8192 (TensorRT-LLM docs, "Tuning max
@@ -200,6 +240,28 @@ impl Workspace {
 mod tests {
     use super::*;
     use crate::perf::tests::{facts, layout};
+
+    /// The two engine rules by hand on an H200 (141 GiB = 151.4e9 bytes) holding 70.6e9 bytes
+    /// of llama-3.1-70b FP8 weights and a 2e9-byte workspace: TensorRT-LLM gives its cache
+    /// 0.9 x (151.4 - 70.6 - 2.0) = 70.9e9 bytes, vLLM 0.9 x 151.4 - 70.6 - 2.0 = 63.7e9;
+    /// weights beyond the device leave a negative capacity (nothing fits).
+    #[test]
+    fn kv_capacity_per_engine() {
+        use crate::vocab::ServingEngine;
+        let device = 141.0 * 1024.0_f64.powi(3);
+        let trt = MemoryBudget::new(ServingEngine::Trtllm, device);
+        let vllm = MemoryBudget::new(ServingEngine::Vllm, device);
+        let sglang = MemoryBudget::new(ServingEngine::Sglang, device);
+        let (w, ws) = (70.6e9, 2.0e9);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e3;
+        assert!(close(trt.kv_capacity_bytes(w, ws), 0.9 * (device - w - ws)));
+        assert!(close(vllm.kv_capacity_bytes(w, ws), 0.9 * device - w - ws));
+        assert_eq!(sglang, vllm);
+        assert!((trt.kv_capacity_bytes(w, ws) / 1e9 - 70.92).abs() < 0.01);
+        assert!((vllm.kv_capacity_bytes(w, ws) / 1e9 - 63.66).abs() < 0.01);
+        assert!(trt.kv_capacity_bytes(device, ws) < 0.0);
+        assert!(vllm.kv_capacity_bytes(0.9 * device, ws) < 0.0);
+    }
 
     /// llama-3.1-70b KV cache at bf16: 2 x 80 layers x 8 kv_heads x 128 x 2 bytes = 327,680 B/token.
     #[test]

@@ -171,7 +171,8 @@ pub fn serve(
             inst.rates.kv_bytes_per_element,
             s.cached_tokens,
         );
-        let hbm_free = instances * gpi * (inst.usable_hbm_bytes - batched.memory.used_bytes);
+        let hbm_free =
+            instances * gpi * (batched.memory.kv_capacity_bytes - batched.memory.kv_bytes).max(0.0);
         offload(
             lambda * s.think_s,
             session_bytes,
