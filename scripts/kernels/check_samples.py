@@ -39,17 +39,22 @@ def gemm(s, q):
     return t * shape_factor(s.get("shape_factor"), m, n * k)
 
 
-def shape_factor(knots, m, size, rows=16, sizes=7):
-    """Bilinear in (log2 m, (log2 size - 20) / 2) between knots stored row-major in m; clamped."""
+def knots_at(knots, x, y, nx, ny):
+    """Bilinear between knots at integers 0..nx-1 by 0..ny-1, row-major in x; clamped."""
     if not knots:
         return 1.0
-    x = min(max(math.log2(max(m, 1.0)), 0.0), rows - 1.0)
-    y = min(max((math.log2(max(size, 1.0)) - 20.0) / 2.0, 0.0), sizes - 1.0)
-    i, j = min(int(x), rows - 2), min(int(y), sizes - 2)
+    x = min(max(x, 0.0), nx - 1.0)
+    y = min(max(y, 0.0), ny - 1.0)
+    i, j = min(int(x), nx - 2), min(int(y), ny - 2)
     u, v = x - i, y - j
-    f = lambda a, b: knots[a * sizes + b]
+    f = lambda a, b: knots[a * ny + b]
     return (f(i, j) * (1 - u) * (1 - v) + f(i + 1, j) * u * (1 - v)
             + f(i, j + 1) * (1 - u) * v + f(i + 1, j + 1) * u * v)
+
+
+def shape_factor(knots, m, size, rows=16, sizes=7):
+    """GEMM: knots in (log2 m, (log2 size - 20) / 2)."""
+    return knots_at(knots, math.log2(max(m, 1.0)), (math.log2(max(size, 1.0)) - 20.0) / 2.0, rows, sizes)
 
 
 def context_attention(s, q):
@@ -64,11 +69,13 @@ def context_attention(s, q):
 
 def generation_attention(s, q):
     b, c, h, kv, d = q["batch_size"], q["context"], q["num_heads"], q["num_key_value_heads"], q["head_dim"]
-    return pnorm(s, [
+    t = pnorm(s, [
         ("bytes_per_s", b * c * kv * d * 2 * s["kv_bytes"] + 4 * b * h * d),
         ("flops_per_s", 4 * b * h * d * c),
         ("kvseq_per_s", b * kv * d),
     ], ramp=b * kv)
+    # knots in (log2(h / kv), log2(b c) / 2), 6 x 15 (SPEC.md 3.3)
+    return t * knots_at(s.get("shape_factor"), math.log2(max(h / kv, 1.0)), math.log2(max(b * c, 1.0)) / 2.0, 6, 15)
 
 
 def context_mla(s, q):

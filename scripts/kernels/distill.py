@@ -371,32 +371,25 @@ SIZE_KNOTS = 7  # and in log2(n k) / 2: n k = 2^20, 2^22, .. 2^32 (1M to 4G weig
 SIZE_LOG2_MIN = 20.0
 
 
-def shape_factor(m, n, k, pred, t):
-    """Median measured/predicted per knot of (log2 m, log2(n k) / 2), row-major in m.
-
-    The p-norm's smooth maximum misses where the tile pipeline changes regime: between weight
-    streaming and tensor-core bound (m ~ 64..512 rows) Hopper's FP8 GEMMs overlap the two almost
-    perfectly on large weights (3.8 TB/s and 940 TFLOP/s at once on H200, m = 128, 65536 x 16384)
-    while small weights pay wave quantization; one global p cannot follow both. Rows within half
-    a knot step belong to a knot (at least 5); a knot without rows takes the nearest knot's
-    factor (SPEC.md 3.1)."""
+def knot_factor(x, y, nx, ny, pred, t):
+    """Median measured/predicted per knot of (x, y), knots at integers 0..nx-1 and 0..ny-1,
+    row-major in x. Rows within half a knot step belong to a knot (at least 5); a knot without
+    rows takes the nearest knot's factor (SPEC.md 3.1)."""
     import numpy as np
 
-    lm = np.log2(m)
-    ls = (np.log2(n * k) - SIZE_LOG2_MIN) / 2.0
     r = np.log(t / pred)
-    grid = np.full((ROWS_KNOTS, SIZE_KNOTS), np.nan)
-    for i in range(ROWS_KNOTS):
-        near_m = np.abs(lm - i) <= 0.5
-        for j in range(SIZE_KNOTS):
-            sel = near_m & (np.abs(ls - j) <= 0.5)
+    grid = np.full((nx, ny), np.nan)
+    for i in range(nx):
+        near_x = np.abs(x - i) <= 0.5
+        for j in range(ny):
+            sel = near_x & (np.abs(y - j) <= 0.5)
             if sel.sum() >= 5:
                 grid[i, j] = np.median(r[sel])
     known = np.argwhere(~np.isnan(grid))
     if len(known) == 0:
-        return [1.0] * (ROWS_KNOTS * SIZE_KNOTS)
-    for i in range(ROWS_KNOTS):
-        for j in range(SIZE_KNOTS):
+        return [1.0] * (nx * ny)
+    for i in range(nx):
+        for j in range(ny):
             if np.isnan(grid[i, j]):
                 d = np.abs(known[:, 0] - i) + np.abs(known[:, 1] - j)
                 a, b = known[np.lexsort((known[:, 1], known[:, 0], d))[0]]
@@ -404,18 +397,52 @@ def shape_factor(m, n, k, pred, t):
     return [float(f"{v:.5g}") for v in np.exp(grid).ravel()]
 
 
-def shape_factor_eval(factor, m, n, k):
+def knot_eval(factor, x, y, nx, ny):
     """Bilinear interpolation of the knots, clamped at the edges (SPEC.md 3.1)."""
     import numpy as np
 
-    f = np.asarray(factor, dtype=float).reshape(ROWS_KNOTS, SIZE_KNOTS)
-    x = np.clip(np.log2(np.maximum(m, 1.0)), 0.0, ROWS_KNOTS - 1.0)
-    y = np.clip((np.log2(np.maximum(n * k, 1.0)) - SIZE_LOG2_MIN) / 2.0, 0.0, SIZE_KNOTS - 1.0)
-    i = np.minimum(x.astype(int), ROWS_KNOTS - 2)
-    j = np.minimum(y.astype(int), SIZE_KNOTS - 2)
+    f = np.asarray(factor, dtype=float).reshape(nx, ny)
+    x = np.clip(x, 0.0, nx - 1.0)
+    y = np.clip(y, 0.0, ny - 1.0)
+    i = np.minimum(x.astype(int), nx - 2)
+    j = np.minimum(y.astype(int), ny - 2)
     u, v = x - i, y - j
     return (f[i, j] * (1 - u) * (1 - v) + f[i + 1, j] * u * (1 - v)
             + f[i, j + 1] * (1 - u) * v + f[i + 1, j + 1] * u * v)
+
+
+def gemm_knots(m, n, k):
+    """GEMM knot coordinates: log2 m and log2(n k) / 2 from 2^20."""
+    import numpy as np
+
+    return np.log2(np.maximum(m, 1.0)), (np.log2(np.maximum(n * k, 1.0)) - SIZE_LOG2_MIN) / 2.0
+
+
+def shape_factor(m, n, k, pred, t):
+    """GEMM shape factor: median measured/predicted per knot of (log2 m, log2(n k) / 2).
+
+    The p-norm's smooth maximum misses where the tile pipeline changes regime: between weight
+    streaming and tensor-core bound (m ~ 64..512 rows) Hopper's FP8 GEMMs overlap the two almost
+    perfectly on large weights (3.8 TB/s and 940 TFLOP/s at once on H200, m = 128, 65536 x 16384)
+    while small weights pay wave quantization; one global p cannot follow both (SPEC.md 3.1)."""
+    x, y = gemm_knots(m, n, k)
+    return knot_factor(x, y, ROWS_KNOTS, SIZE_KNOTS, pred, t)
+
+
+def shape_factor_eval(factor, m, n, k):
+    x, y = gemm_knots(m, n, k)
+    return knot_eval(factor, x, y, ROWS_KNOTS, SIZE_KNOTS)
+
+
+GROUP_KNOTS = 6  # decode attention: log2(h / kv) = 0..5, 1 to 32 query heads per KV head
+WORK_KNOTS = 15  # and log2(b c) / 2 = 0..14: b c = 1 .. 2^28 cached tokens read per step
+
+
+def attention_knots(b, c, h, kv):
+    """Decode-attention knot coordinates: log2 of the query heads per KV head, log2(b c) / 2."""
+    import numpy as np
+
+    return np.log2(np.maximum(h / kv, 1.0)), np.log2(np.maximum(b * c, 1.0)) / 2.0
 
 
 def fit_gemm(rec):
@@ -515,7 +542,13 @@ def fit_generation_attention(rec):
         ]
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t, ramp=b * kv)
-        pred = pnorm_eval(p, xs, b * kv)
+        # The XQA kernels change regime with the query heads sharing a KV head (one CTA per KV
+        # head and its query group) and with the work per step; one p-norm over every head
+        # layout misses by -20 % (MHA) to +25 % (GQA 4-6) at H200 FP8 (SPEC.md 3.3).
+        gx, gy = attention_knots(b, c, h, kv)
+        base = pnorm_eval(p, xs, b * kv)
+        p["shape_factor"] = knot_factor(gx, gy, GROUP_KNOTS, WORK_KNOTS, base, t)
+        pred = base * knot_eval(p["shape_factor"], gx, gy, GROUP_KNOTS, WORK_KNOTS)
         out.append(
             surface_record(
                 "generation_attention",
@@ -613,33 +646,36 @@ def moe_terms(g, a, w, mats):
 
 
 def fit_moe(rec):
-    """Routed-expert grouped GEMMs of one MoE layer on one GPU, uniform ('balanced') routing."""
+    """Routed-expert grouped GEMMs of one MoE layer on one GPU, one surface per routing
+    distribution measured: uniform ('balanced') and AIC's power-law expert popularity
+    ('power_law_<alpha>', the skew its models assume: alpha 1.01 for DeepSeek-family models,
+    1.2 for the others; aiconfigurator_core/sdk/models/deepseek.py and moe.py)."""
     df = load(rec["path"])
     out = []
-    dist = "balanced" if (df.distribution == "balanced").any() else "power_law_1.01"
-    df = df[df.distribution == dist]
-    counts = df.groupby(["moe_dtype", "kernel_source"]).size()
-    for (dt, ks), cnt in counts.items():
-        if dt not in GEMM_BYTES or cnt < MIN_ROWS:
-            continue
-        g = df[(df.moe_dtype == dt) & (df.kernel_source == ks)].reset_index(drop=True)
-        a, w = GEMM_BYTES[dt]
-        mats = 2.0 if "nongated" in ks else 3.0
-        xs, tpe = moe_terms(g, a, w, mats)
-        t = g["latency_ms"].to_numpy() * 1e-3
-        p = fit_pnorm(xs, t, ramp=tpe)
-        pred = pnorm_eval(p, xs, tpe)
-        default = bool(cnt == counts[dt].max())
-        out.append(
-            surface_record(
-                "moe",
-                {"dtype": DTYPE_RACKSWEEP[dt], "aic_dtype": dt, "kernel": ks, "default": default},
-                p, g, pred,
-                ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"],
-                package_rel(rec["path"]), rec["version"],
-                {"act_bytes": a, "weight_bytes": w, "matrices": mats, "distribution": dist},
+    for dist in sorted(df.distribution.unique()):
+        d = df[df.distribution == dist]
+        counts = d.groupby(["moe_dtype", "kernel_source"]).size()
+        for (dt, ks), cnt in counts.items():
+            if dt not in GEMM_BYTES or cnt < MIN_ROWS:
+                continue
+            g = d[(d.moe_dtype == dt) & (d.kernel_source == ks)].reset_index(drop=True)
+            a, w = GEMM_BYTES[dt]
+            mats = 2.0 if "nongated" in ks else 3.0
+            xs, tpe = moe_terms(g, a, w, mats)
+            t = g["latency_ms"].to_numpy() * 1e-3
+            p = fit_pnorm(xs, t, ramp=tpe)
+            pred = pnorm_eval(p, xs, tpe)
+            default = bool(cnt == counts[dt].max())
+            out.append(
+                surface_record(
+                    "moe",
+                    {"dtype": DTYPE_RACKSWEEP[dt], "aic_dtype": dt, "kernel": ks, "default": default},
+                    p, g, pred,
+                    ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"],
+                    package_rel(rec["path"]), rec["version"],
+                    {"act_bytes": a, "weight_bytes": w, "matrices": mats, "distribution": dist},
+                )
             )
-        )
     return out
 
 

@@ -169,6 +169,8 @@ pub enum Error {
         limits::quoted(format)
     )]
     UnknownCheckpointFormat { format: String },
+    #[error("expert_routing applies only to MoE models (set experts)")]
+    ExpertRoutingWithoutExperts,
     #[error("fp8_block_size: must be at least 1 (omit it for a per-tensor FP8 checkpoint)")]
     ZeroFp8BlockSize,
     /// Keys that are set together or not at all.

@@ -130,25 +130,33 @@ impl GemmParams {
         t * self.shape_factor_at(m, n * k)
     }
 
-    /// [`Self::shape_factor`] interpolated bilinearly, clamped at the edges.
+    /// [`Self::shape_factor`] at `m` rows and `size` weight elements.
     fn shape_factor_at(&self, m: f64, size: f64) -> f64 {
-        let f = &self.shape_factor;
-        if f.len() != ROWS_KNOTS * SIZE_KNOTS {
-            return 1.0;
-        }
-        let x = m.max(1.0).log2().clamp(0.0, (ROWS_KNOTS - 1) as f64);
-        let y = ((size.max(1.0).log2() - SIZE_LOG2_MIN) / 2.0).clamp(0.0, (SIZE_KNOTS - 1) as f64);
-        let (i, j) = (
-            (x as usize).min(ROWS_KNOTS - 2),
-            (y as usize).min(SIZE_KNOTS - 2),
-        );
-        let (u, v) = (x - i as f64, y - j as f64);
-        let at = |a: usize, b: usize| f[a * SIZE_KNOTS + b];
-        at(i, j) * (1.0 - u) * (1.0 - v)
-            + at(i + 1, j) * u * (1.0 - v)
-            + at(i, j + 1) * (1.0 - u) * v
-            + at(i + 1, j + 1) * u * v
+        knot_factor(
+            &self.shape_factor,
+            [ROWS_KNOTS, SIZE_KNOTS],
+            m.max(1.0).log2(),
+            (size.max(1.0).log2() - SIZE_LOG2_MIN) / 2.0,
+        )
     }
+}
+
+/// A measured/predicted factor table at integer knots `0..nx` by `0..ny` (row-major in x),
+/// interpolated bilinearly at `(x, y)` and clamped at the edges (SPEC.md 3.1); 1 when the table
+/// does not have `nx * ny` knots (files from before the field).
+fn knot_factor(f: &[f64], [nx, ny]: [usize; 2], x: f64, y: f64) -> f64 {
+    if f.len() != nx * ny || nx < 2 || ny < 2 {
+        return 1.0;
+    }
+    let x = x.clamp(0.0, (nx - 1) as f64);
+    let y = y.clamp(0.0, (ny - 1) as f64);
+    let (i, j) = ((x as usize).min(nx - 2), (y as usize).min(ny - 2));
+    let (u, v) = (x - i as f64, y - j as f64);
+    let at = |a: usize, b: usize| f[a * ny + b];
+    at(i, j) * (1.0 - u) * (1.0 - v)
+        + at(i + 1, j) * u * (1.0 - v)
+        + at(i, j + 1) * (1.0 - u) * v
+        + at(i + 1, j + 1) * u * v
 }
 
 /// Causal prefill attention, MHA/GQA (SPEC.md 3.2).
@@ -210,7 +218,7 @@ pub struct GenerationAttention {
 }
 
 /// The numbers of a [`GenerationAttention`] surface.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GenerationAttentionParams {
     pub kv_bytes: f64,
     pub t0_s: f64,
@@ -220,14 +228,24 @@ pub struct GenerationAttentionParams {
     pub kvseq_per_s: f64,
     /// (sequence, KV head) work items at which bandwidth reaches half its rate.
     pub u_half: f64,
+    /// Measured over predicted time at knots of `log2(h / kv)` (1 to 32 query heads per KV
+    /// head, [`GROUP_KNOTS`]) and of `log2(b c) / 2` (`b c = 1 .. 2^28`, [`WORK_KNOTS`]),
+    /// row-major in the first (SPEC.md 3.3). Empty in files from before the field: factor 1.
+    #[serde(default)]
+    pub shape_factor: Vec<f64>,
 }
+
+/// Knots of [`GenerationAttentionParams::shape_factor`] in query heads per KV head.
+pub const GROUP_KNOTS: usize = 6;
+/// Knots in cached tokens read per step, `b c = 2^0, 2^2, …, 2^28`.
+pub const WORK_KNOTS: usize = 15;
 
 impl GenerationAttentionParams {
     /// Seconds for `b` sequences attending to `c` tokens each.
     pub fn time_s(&self, b: f64, c: f64, h: f64, kv: f64, d: f64) -> f64 {
         let items = b * kv;
         let bytes = b * c * kv * d * 2.0 * self.kv_bytes + 4.0 * b * h * d;
-        p_norm_s(
+        let t = p_norm_s(
             self.t0_s,
             self.p,
             &[
@@ -235,6 +253,12 @@ impl GenerationAttentionParams {
                 4.0 * b * h * d * c / self.flops_per_s,
                 b * kv * d / self.kvseq_per_s,
             ],
+        );
+        t * knot_factor(
+            &self.shape_factor,
+            [GROUP_KNOTS, WORK_KNOTS],
+            (h / kv).max(1.0).log2(),
+            (b * c).max(1.0).log2() / 2.0,
         )
     }
 }
@@ -572,6 +596,20 @@ pub fn surfaces(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The knot table is exact at its knots, linear between two, and clamped outside.
+    #[test]
+    fn knot_factor_is_bilinear_and_clamped() {
+        // 2 x 3 knots, row-major in x: f(x, y) = 1 + x + 2 y at the knots.
+        let f = [1.0, 3.0, 5.0, 2.0, 4.0, 6.0];
+        assert_eq!(knot_factor(&f, [2, 3], 0.0, 0.0), 1.0);
+        assert_eq!(knot_factor(&f, [2, 3], 1.0, 2.0), 6.0);
+        assert_eq!(knot_factor(&f, [2, 3], 0.5, 0.5), 2.5);
+        assert_eq!(knot_factor(&f, [2, 3], 0.25, 1.5), 1.0 + 0.25 + 3.0);
+        assert_eq!(knot_factor(&f, [2, 3], -4.0, 9.0), 5.0);
+        assert_eq!(knot_factor(&f, [3, 3], 0.5, 0.5), 1.0, "wrong size: no factor");
+        assert_eq!(knot_factor(&[], [2, 3], 0.5, 0.5), 1.0);
+    }
 
     fn get(s: &Sample, key: &str) -> f64 {
         *s.get(key)

@@ -337,6 +337,9 @@ impl Catalog {
             }
             Some(_) if !m.is_moe() => Err(Error::CheckpointExpertDtypeWithoutExperts),
             _ if m.fp8_block_size == Some(0) => Err(Error::ZeroFp8BlockSize),
+            _ if m.expert_routing != model::ExpertRouting::Balanced && !m.is_moe() => {
+                Err(Error::ExpertRoutingWithoutExperts)
+            }
             _ => Ok(()),
         }
     }
@@ -846,6 +849,10 @@ mod tests {
                 Box::new(|m| m.checkpoint_expert_dtype = Some("mxfp4".into())),
             ),
             (dense, Box::new(|m| m.fp8_block_size = Some(0))),
+            (
+                dense,
+                Box::new(|m| m.expert_routing = model::ExpertRouting::PowerLaw12),
+            ),
         ];
         for (model, case) in &model_cases {
             let mut m = (*model).clone();
@@ -916,7 +923,7 @@ mod tests {
 
     /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
     /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
-    const CHECK_MESSAGES: [&str; 93] = [
+    const CHECK_MESSAGES: [&str; 94] = [
         "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
         "bf16_tflops: 0 must be positive",
         "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
@@ -989,6 +996,7 @@ mod tests {
         "checkpoint_expert_dtype: unknown format \"fp5\"",
         "checkpoint_expert_dtype applies only to MoE models (set experts)",
         "fp8_block_size: must be at least 1 (omit it for a per-tensor FP8 checkpoint)",
+        "expert_routing applies only to MoE models (set experts)",
         "pue: 0.5 must be at least 1",
         "pue: NaN must be at least 1",
         "years: 0 must be positive",

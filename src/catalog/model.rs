@@ -18,6 +18,25 @@ pub enum Attention {
     Mla,
 }
 
+crate::names::names! {
+    /// How unevenly a model's router spreads tokens over its experts, as the measured MoE tables
+    /// of AIConfigurator sample it: uniformly, or with expert popularity following a power law of
+    /// exponent 1.01 or 1.2 (the skew AIC's own models assume: 1.01 for DeepSeek-family models,
+    /// 1.2 for other MoE models; aiconfigurator_core/sdk/models/deepseek.py and moe.py). A
+    /// skewed table times the busiest expert-parallel rank, so the skew across ranks is in it
+    /// (docs/model.md, "Measured kernel surfaces").
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+    pub enum ExpertRouting {
+        #[default]
+        #[serde(rename = "balanced")]
+        Balanced => "balanced";
+        #[serde(rename = "power_law_1.01")]
+        PowerLaw101 => "power_law_1.01";
+        #[serde(rename = "power_law_1.2")]
+        PowerLaw12 => "power_law_1.2";
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mlp {
@@ -89,6 +108,9 @@ pub struct Model {
     /// (docs/model.md, "Measured kernel surfaces").
     #[serde(default)]
     pub fp8_block_size: Option<u32>,
+    /// The routing skew the MoE kernel tables are read at (MoE models; default balanced).
+    #[serde(default)]
+    pub expert_routing: ExpertRouting,
     /// Published parameter counts, billions (a cross-check; the engine uses its own count).
     pub published_total_params_b: Option<f64>,
     pub published_active_params_b: Option<f64>,

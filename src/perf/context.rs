@@ -144,6 +144,7 @@ impl Context {
         workload: Workload,
     ) -> Option<Context> {
         let fp8_block = model.fp8_block_size.is_some();
+        let routing = model.expert_routing;
         let checkpoint_experts = model
             .checkpoint_expert_dtype
             .as_deref()
@@ -209,6 +210,7 @@ impl Context {
                                     experts: (expert_format, activations),
                                     kv: &catalog.dtypes[kv].id,
                                     fp8_block,
+                                    routing,
                                 },
                             )
                         })

@@ -17,7 +17,7 @@ use crate::catalog::kernels::{
     self, ContextAttentionParams, ContextMlaParams, GemmParams, GenerationAttentionParams,
     GenerationMlaParams, KernelFile, MoeParams, MoeShape, TwoLine,
 };
-use crate::catalog::{ComputeClass, Model, model::Mlp};
+use crate::catalog::{ComputeClass, Model, model::ExpertRouting, model::Mlp};
 use crate::vocab::ServingEngine;
 
 /// How a linear layer's weight is split over a tensor-parallel group.
@@ -214,8 +214,11 @@ pub struct StepKernels {
     pub gemm_bf16: Option<&'static GemmParams>,
     /// Grouped GEMMs of the routed experts in their format.
     pub experts: Option<MoeParams>,
+    /// The experts' table was measured with skewed (power-law) routing: it times the busiest
+    /// expert-parallel rank, so no further imbalance applies.
+    pub experts_skewed: bool,
     pub prefill_attention: Option<ContextAttentionParams>,
-    pub decode_attention: Option<GenerationAttentionParams>,
+    pub decode_attention: Option<&'static GenerationAttentionParams>,
     pub prefill_mla: Option<ContextMlaParams>,
     pub decode_mla: Option<GenerationMlaParams>,
     /// The engine's all-reduce as decode runs it (captured in CUDA graphs) and as prefill runs it.
@@ -349,6 +352,8 @@ pub struct Formats<'a> {
     pub kv: &'a str,
     /// The checkpoint's FP8 weights are scaled per block (`Model::fp8_block_size`).
     pub fp8_block: bool,
+    /// The routing skew the MoE tables are read at (`Model::expert_routing`).
+    pub routing: ExpertRouting,
 }
 
 impl StepKernels {
@@ -373,7 +378,7 @@ impl StepKernels {
             |a| on_kv(&a.attn_dtype, &a.kv_dtype),
             |a| a.default,
         )
-        .map(|a| a.params);
+        .map(|a| &a.params);
         let prefill_mla = pick(
             &f.context_mla,
             |a| on_kv(&a.mla_dtype, &a.kv_dtype),
@@ -394,16 +399,25 @@ impl StepKernels {
                 "SGLang_CustomAllReduce_eager",
             ),
         };
+        // The routed experts at the model's routing skew, else uniform, else what was measured.
+        let expert_ids = moe_dtypes(formats.experts.0, formats.experts.1, formats.fp8_block);
+        let experts = [formats.routing.as_str(), "balanced"]
+            .into_iter()
+            .find_map(|routing| {
+                expert_ids.iter().find_map(|id| {
+                    pick(
+                        &f.moe,
+                        |m| m.distribution == routing && m.dtype == *id,
+                        |m| m.default,
+                    )
+                })
+            })
+            .or_else(|| pick_key(&f.moe, expert_ids, |m| m.dtype.as_str(), |m| m.default));
         Some(StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
-            experts: pick_key(
-                &f.moe,
-                moe_dtypes(formats.experts.0, formats.experts.1, formats.fp8_block),
-                |m| m.dtype.as_str(),
-                |m| m.default,
-            )
-            .map(|m| m.params),
+            experts: experts.map(|m| m.params),
+            experts_skewed: experts.is_some_and(|m| m.distribution != "balanced"),
             prefill_attention,
             decode_attention,
             prefill_mla,
@@ -475,6 +489,7 @@ impl StepKernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::kernels::MoeParams;
     use crate::catalog::Catalog;
 
     /// The GEMM shapes hold exactly the model's linear-layer parameters (the catalog's own count
@@ -532,6 +547,7 @@ mod tests {
             experts: ("fp8", ComputeClass::Fp8),
             kv: "fp8",
             fp8_block: false,
+            routing: ExpertRouting::Balanced,
         };
         assert!(StepKernels::resolve("mi300x", ServingEngine::Trtllm, &f).is_none());
         let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &f).unwrap();
@@ -562,6 +578,25 @@ mod tests {
         assert!(!std::ptr::eq(g, gb));
         assert!(gb.time_s(256.0, 4096.0, 7168.0) > g.time_s(256.0, 4096.0, 7168.0));
         assert_ne!(h200.experts, h200_block.experts);
+        // DeepSeek's routing skew takes the power-law table, which times the busiest rank
+        // (no further imbalance); AMD files have balanced tables only.
+        let skewed = Formats {
+            fp8_block: true,
+            routing: ExpertRouting::PowerLaw101,
+            ..f
+        };
+        let k = StepKernels::resolve("h200-sxm", ServingEngine::Trtllm, &skewed).unwrap();
+        assert!(k.experts_skewed && !h200_block.experts_skewed);
+        // At DeepSeek-V3's expert shape, 4096 tokens over ep 8 (AIC's H200 table: 1.168 ms
+        // power-law 1.01 against 0.726 ms balanced; each surface within its fit error).
+        let dsv3 = |e: &MoeParams| {
+            StepKernels::experts_s(e, 4096.0, 7168.0, 2048.0, 3.0, 8.0, 256.0, 1.0, 8.0) * 1e3
+        };
+        let (skew_ms, flat_ms) = (dsv3(&k.experts.unwrap()), dsv3(&h200_block.experts.unwrap()));
+        assert!((skew_ms / 1.168 - 1.0).abs() < 0.25, "{skew_ms}");
+        assert!((flat_ms / 0.726 - 1.0).abs() < 0.25, "{flat_ms}");
+        let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &skewed).unwrap();
+        assert!(amd.experts.is_some() && !amd.experts_skewed);
         // No FP4 KV-cache attention tables.
         let fp4kv = Formats { kv: "nvfp4", ..f };
         let k = StepKernels::resolve("b200", ServingEngine::Trtllm, &fp4kv).unwrap();

@@ -219,6 +219,7 @@ fn measured_kernels_s(
     } else {
         k.experts.map(|e| {
             let ep = f64::from(l.ep);
+            let imbalance = if k.experts_skewed { 1.0 } else { imbalance };
             s.moe_layers
                 * imbalance
                 * StepKernels::experts_s(
