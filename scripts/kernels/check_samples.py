@@ -2,9 +2,11 @@
 """Re-evaluate every sample of every kernel-surface TOML from SPEC.md's formulas alone.
 
 Independent of distill.py (standard library only, Python >= 3.11): it reads the parameters as
-written in src/catalog/data/kernels/*.toml and recomputes each sample's `predicted_ms`. This is
-the reference a Rust implementation should match. Exits 1 if any sample differs by more than
---tol (relative).
+written in src/catalog/data/kernels/*.toml and recomputes each sample's `predicted_ms` from
+scripts/kernels/samples/<same name>.toml (the n-th [[kind]] there belongs to the n-th [[kind]] of
+the surface file and repeats the keys naming it). This is the reference a Rust implementation
+should match. Exits 1 if any sample differs by more than --tol (relative), or if a surface has
+no samples.
 """
 
 import argparse
@@ -136,15 +138,27 @@ EVAL = {
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--dir", default=str(Path(__file__).resolve().parents[2] / "src/catalog/data/kernels"))
+    ap.add_argument("--samples", default=str(Path(__file__).resolve().parent / "samples"))
     ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args()
     checked = worst = 0.0
     bad = 0
     for f in sorted(glob.glob(f"{args.dir}/*.toml")):
         doc = tomllib.load(open(f, "rb"))
+        samples = tomllib.load(open(Path(args.samples) / Path(f).name, "rb"))
         for kind, fn in EVAL.items():
-            for s in doc.get(kind, []):
-                for q in s["samples"]:
+            entries = samples.get(kind, [])
+            if len(entries) != len(doc.get(kind, [])):
+                bad += 1
+                print(f"{Path(f).name} {kind}: {len(doc.get(kind, []))} surfaces, {len(entries)} sample entries")
+                continue
+            for s, e in zip(doc.get(kind, []), entries):
+                named = {k: v for k, v in e.items() if k != "samples"}
+                if any(s.get(k) != v for k, v in named.items()) or not e["samples"]:
+                    bad += 1
+                    print(f"{Path(f).name} {kind}: sample entry {named} does not match its surface or is empty")
+                    continue
+                for q in e["samples"]:
                     t_ms = fn(s, q) * 1e3
                     rel = abs(t_ms / q["predicted_ms"] - 1)
                     worst = max(worst, rel)
@@ -153,7 +167,7 @@ def main():
                         bad += 1
                         print(f"{Path(f).name} {kind} {q}: {t_ms} vs {q['predicted_ms']}")
     print(f"{int(checked)} samples, worst relative difference {worst:.2e}, {bad} over {args.tol}")
-    sys.exit(1 if bad else 0)
+    sys.exit(1 if bad or not checked else 0)
 
 
 if __name__ == "__main__":

@@ -769,11 +769,8 @@ def write_toml(path: Path, header: dict, surfaces: list, D):
             if k in s["params"]:
                 lines.append(f"{k} = {D.toml_value(float(s['params'][k]))}")
         lines.append(f"range = {D.toml_value(s['range'])}")
-        lines.append("samples = [")
-        for smp in s["samples"]:
-            lines.append(f"  {D.toml_value(smp)},")
-        lines.append("]")
     path.write_text("\n".join(lines) + "\n")
+    D.write_samples(D.samples_dir(path.parent) / path.name, path.name, header, surfaces, "scripts/kernels/distill_amd.py")
 
 
 def write_report(summary, path: Path, D):

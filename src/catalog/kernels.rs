@@ -38,10 +38,6 @@ pub struct Fit {
     pub derived: Option<String>,
 }
 
-/// One row of a surface's source table with the distiller's prediction, for tests: the inputs
-/// by name, `measured_ms` and `predicted_ms`.
-pub type Sample = std::collections::BTreeMap<String, f64>;
-
 /// `t0 + (sum (x_i / r_i)^p)^(1/p)` over the non-negative `terms` (`x_i / r_i`, seconds).
 /// Scaled by the largest term so that large `p` neither overflows nor underflows.
 pub fn p_norm_s(t0_s: f64, p: f64, terms: &[f64]) -> f64 {
@@ -84,7 +80,6 @@ pub struct Gemm {
     pub params: GemmParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`Gemm`] surface.
@@ -170,7 +165,6 @@ pub struct ContextAttention {
     pub params: ContextAttentionParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`ContextAttention`] surface.
@@ -214,7 +208,6 @@ pub struct GenerationAttention {
     pub params: GenerationAttentionParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`GenerationAttention`] surface.
@@ -279,7 +272,6 @@ pub struct ContextMla {
     pub params: ContextMlaParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`ContextMla`] surface.
@@ -319,7 +311,6 @@ pub struct GenerationMla {
     pub params: GenerationMlaParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`GenerationMla`] surface.
@@ -360,7 +351,6 @@ pub struct Moe {
     pub params: MoeParams,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The numbers of a [`Moe`] surface.
@@ -461,7 +451,6 @@ pub struct CustomAllReduce {
     pub line: TwoLine,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// An NCCL collective measured by nccl-tests (SPEC.md 3.8); `x` is nccl-tests' size in bytes.
@@ -475,7 +464,6 @@ pub struct Nccl {
     pub line: TwoLine,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// MoE dispatch or combine (DeepEP-style, SPEC.md 3.9); `x` is routed elements per rank,
@@ -496,7 +484,6 @@ pub struct MoeAllToAll {
     pub line: TwoLine,
     #[serde(flatten)]
     pub fit: Fit,
-    pub samples: Vec<Sample>,
 }
 
 /// The surfaces of one GPU under one engine (`<gpu>-<engine>.toml`), or the engine-independent
@@ -597,6 +584,10 @@ pub fn surfaces(
 mod tests {
     use super::*;
 
+    /// One row of a surface's source table with the distiller's prediction: the inputs by name,
+    /// `measured_ms` and `predicted_ms` (SPEC.md section 5).
+    type Sample = std::collections::BTreeMap<String, f64>;
+
     /// The knot table is exact at its knots, linear between two, and clamped outside.
     #[test]
     fn knot_factor_is_bilinear_and_clamped() {
@@ -616,7 +607,68 @@ mod tests {
             .unwrap_or_else(|| panic!("sample without {key}: {s:?}"))
     }
 
+    /// The sample points of one surface file: test data in `scripts/kernels/samples/`, written
+    /// by the distill scripts next to the surfaces and not embedded in the binary. The n-th
+    /// `[[kind]]` there belongs to the n-th `[[kind]]` of the surface file, and repeats the keys
+    /// that name it.
+    struct Samples {
+        name: String,
+        surfaces: toml::Table,
+        samples: toml::Table,
+    }
+
+    impl Samples {
+        fn load(gpu: &str, engine: &str) -> Samples {
+            let name = format!("{gpu}-{engine}.toml");
+            let text = FILES
+                .iter()
+                .find(|&&(g, e, _)| g == gpu && e == engine)
+                .unwrap()
+                .2;
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scripts/kernels/samples")
+                .join(&name);
+            let samples: toml::Table = toml::from_str(
+                &std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            )
+            .unwrap();
+            assert_eq!(samples["gpu"].as_str(), Some(gpu), "{name}");
+            assert_eq!(samples["engine"].as_str(), Some(engine), "{name}");
+            let surfaces: toml::Table = toml::from_str(text).unwrap();
+            // Every kind has as many entries in the samples file as surfaces.
+            for (kind, v) in &surfaces {
+                if let Some(list) = v
+                    .as_array()
+                    .filter(|l| !l.is_empty() && l.iter().all(|x| x.is_table()))
+                {
+                    let n = samples.get(kind).and_then(|s| s.as_array()).map(Vec::len);
+                    assert_eq!(n, Some(list.len()), "{name} {kind}");
+                }
+            }
+            Samples {
+                name,
+                surfaces,
+                samples,
+            }
+        }
+
+        /// The samples of the `i`-th `[[kind]]` surface, after checking that the entry names
+        /// the same surface.
+        fn of(&self, kind: &str, i: usize) -> Vec<Sample> {
+            let entry = self.samples[kind][i].as_table().unwrap();
+            let surface = self.surfaces[kind][i].as_table().unwrap();
+            for (k, v) in entry.iter().filter(|(k, _)| *k != "samples") {
+                assert_eq!(surface.get(k), Some(v), "{} {kind}[{i}].{k}", self.name);
+            }
+            let samples: Vec<Sample> = entry["samples"].clone().try_into().unwrap();
+            assert!(!samples.is_empty(), "{} {kind}[{i}]", self.name);
+            samples
+        }
+    }
+
     /// Every embedded surface reproduces the distiller's own predictions at its sample points
+    /// (`scripts/kernels/samples/`)
     /// (SPEC.md section 5: the same formulas in double precision, parameters rounded to 6
     /// significant digits), and the predictions sit within the surface's stated maximum error
     /// of the measured times.
@@ -639,8 +691,9 @@ mod tests {
             let f = file(gpu, engine).unwrap();
             assert_eq!((f.gpu.as_str(), f.engine.as_str()), (gpu, engine));
             let name = format!("{gpu}-{engine}");
-            for k in &f.gemm {
-                for s in &k.samples {
+            let samples = Samples::load(gpu, engine);
+            for (i, k) in f.gemm.iter().enumerate() {
+                for s in &samples.of("gemm", i) {
                     check(
                         &name,
                         &k.fit,
@@ -649,8 +702,8 @@ mod tests {
                     );
                 }
             }
-            for k in &f.context_attention {
-                for s in &k.samples {
+            for (i, k) in f.context_attention.iter().enumerate() {
+                for s in &samples.of("context_attention", i) {
                     let t = k.params.time_s(
                         get(s, "batch_size"),
                         get(s, "isl"),
@@ -661,8 +714,8 @@ mod tests {
                     check(&name, &k.fit, s, t);
                 }
             }
-            for k in &f.generation_attention {
-                for s in &k.samples {
+            for (i, k) in f.generation_attention.iter().enumerate() {
+                for s in &samples.of("generation_attention", i) {
                     let t = k.params.time_s(
                         get(s, "batch_size"),
                         get(s, "context"),
@@ -673,16 +726,16 @@ mod tests {
                     check(&name, &k.fit, s, t);
                 }
             }
-            for k in &f.context_mla {
-                for s in &k.samples {
+            for (i, k) in f.context_mla.iter().enumerate() {
+                for s in &samples.of("context_mla", i) {
                     let t =
                         k.params
                             .time_s(get(s, "batch_size"), get(s, "isl"), get(s, "num_heads"));
                     check(&name, &k.fit, s, t);
                 }
             }
-            for k in &f.generation_mla {
-                for s in &k.samples {
+            for (i, k) in f.generation_mla.iter().enumerate() {
+                for s in &samples.of("generation_mla", i) {
                     let t = k.params.time_s(
                         get(s, "batch_size"),
                         get(s, "context"),
@@ -691,8 +744,8 @@ mod tests {
                     check(&name, &k.fit, s, t);
                 }
             }
-            for k in &f.moe {
-                for s in &k.samples {
+            for (i, k) in f.moe.iter().enumerate() {
+                for s in &samples.of("moe", i) {
                     let q = MoeShape {
                         tokens: get(s, "num_tokens"),
                         hidden: get(s, "hidden_size"),
@@ -705,18 +758,18 @@ mod tests {
                     check(&name, &k.fit, s, k.params.time_s(&q));
                 }
             }
-            for k in &f.custom_allreduce {
-                for s in &k.samples {
+            for (i, k) in f.custom_allreduce.iter().enumerate() {
+                for s in &samples.of("custom_allreduce", i) {
                     check(&name, &k.fit, s, k.line.time_s(get(s, "bytes")));
                 }
             }
-            for k in &f.nccl {
-                for s in &k.samples {
+            for (i, k) in f.nccl.iter().enumerate() {
+                for s in &samples.of("nccl", i) {
                     check(&name, &k.fit, s, k.line.time_s(get(s, "bytes")));
                 }
             }
-            for k in &f.moe_a2a {
-                for s in &k.samples {
+            for (i, k) in f.moe_a2a.iter().enumerate() {
+                for s in &samples.of("moe_a2a", i) {
                     let x = get(s, "num_tokens") * get(s, "topk") * get(s, "hidden_size");
                     check(&name, &k.fit, s, k.line.time_s(x));
                 }
@@ -755,14 +808,16 @@ mod tests {
                     .any(|c| c.op_name == "all_reduce" && c.num_gpus == 8),
                 "{gpu}"
             );
-            let fits = v
-                .gemm
-                .iter()
-                .map(|g| (&g.fit, &g.samples))
-                .chain(v.context_attention.iter().map(|a| (&a.fit, &a.samples)))
-                .chain(v.moe.iter().map(|m| (&m.fit, &m.samples)))
-                .chain(v.moe_a2a.iter().map(|a| (&a.fit, &a.samples)))
-                .chain(rccl.nccl.iter().map(|c| (&c.fit, &c.samples)));
+            let (vs, rs) = (Samples::load(gpu, "vllm"), Samples::load(gpu, "nccl"));
+            let fits = (v.gemm.iter().enumerate())
+                .map(|(i, g)| (&g.fit, vs.of("gemm", i)))
+                .chain(
+                    (v.context_attention.iter().enumerate())
+                        .map(|(i, a)| (&a.fit, vs.of("context_attention", i))),
+                )
+                .chain((v.moe.iter().enumerate()).map(|(i, m)| (&m.fit, vs.of("moe", i))))
+                .chain((v.moe_a2a.iter().enumerate()).map(|(i, a)| (&a.fit, vs.of("moe_a2a", i))))
+                .chain((rccl.nccl.iter().enumerate()).map(|(i, c)| (&c.fit, rs.of("nccl", i))));
             for (fit, samples) in fits {
                 match &fit.derived {
                     Some(text) => {

@@ -703,10 +703,17 @@ pub static INFERENCE_REVIEW: Review = Review {
     ],
 };
 
+/// `kv_admission` is the manifest's: a policy's name, or each engine's own in words
+/// (`Spec::kv_admission_words`).
 fn workload_words(w: Workload, kv_admission: Option<&str>) -> String {
-    let admission = kv_admission
-        .and_then(crate::perf::memory::KvAdmission::named)
-        .map_or(String::new(), |a| format!("; {}", a.describe()));
+    let admission =
+        kv_admission.map_or(
+            String::new(),
+            |words| match crate::perf::memory::KvAdmission::named(words) {
+                Some(a) => format!("; {}", a.describe()),
+                None => format!("; KV admission {words}"),
+            },
+        );
     format!(
         "{} input tokens, {} output tokens per request{admission}",
         number(w("input_tokens")),

@@ -31,7 +31,7 @@ fn render_inference(spec: &Spec) -> String {
         c.models[h.model].id,
         tokens(spec.input_tokens),
         tokens(spec.output_tokens),
-        spec.kv_admission.as_str()
+        spec.kv_admission_words()
     );
     let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
     let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));

@@ -47,7 +47,8 @@ pub struct Workload {
     pub output_tokens: f64,
     pub spec_acceptance: f64,
     pub spec_draft_layers: f64,
-    pub kv_admission: memory::KvAdmission,
+    /// The sweep's KV admission; `None`: each engine's own ([`memory::KvAdmission::of_engine`]).
+    pub kv_admission: Option<memory::KvAdmission>,
 }
 
 /// Acceptance probability of a draft token when the sweep gives none: DeepSeek-V3's MTP module
@@ -60,14 +61,15 @@ pub const DEFAULT_SPEC_ACCEPTANCE: f64 = 0.85;
 pub const DEFAULT_SPEC_DRAFT_LAYERS: f64 = 1.0;
 
 impl Workload {
-    /// A workload with the default speculative-decoding parameters and KV admission.
+    /// A workload with the default speculative-decoding parameters, each engine with its own KV
+    /// admission.
     pub fn new(input_tokens: f64, output_tokens: f64) -> Workload {
         Workload {
             input_tokens,
             output_tokens,
             spec_acceptance: DEFAULT_SPEC_ACCEPTANCE,
             spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
-            kv_admission: memory::KvAdmission::default(),
+            kv_admission: None,
         }
     }
 }
@@ -82,7 +84,8 @@ pub struct Context {
     pub spec_acceptance: f64,
     /// Cost of proposing one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
-    pub kv_admission: memory::KvAdmission,
+    /// The sweep's KV admission; `None`: each engine's own ([`memory::KvAdmission::of_engine`]).
+    pub kv_admission: Option<memory::KvAdmission>,
     pub calibration: Calibration,
     pub(super) platforms: Vec<PlatformFacts>,
     /// Entries of the grid's kv-dtype axis (the stride of `PlatformFacts::kernels`).

@@ -143,7 +143,7 @@ impl Instance<'_> {
 
     /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
     /// cache plus the step's activations. Each sequence holds KV for the context its admission
-    /// policy reserves ([`memory::KvAdmission`]).
+    /// policy reserves ([`memory::KvAdmission`]: the sweep's, else the engine's own).
     pub fn memory(&self, sequences: f64) -> Memory {
         self.memory_with(sequences, &self.decode_shape(sequences))
     }
@@ -289,7 +289,10 @@ pub fn instance_serving<'a>(
         percentile(1.0, 2),
     ];
     inst.prompts_alone = prompts.map(|tokens| (tokens, inst.prompt_alone_s(tokens)));
-    let context = ctx.kv_admission.held_context(input_tokens, output_tokens);
+    let admission = ctx
+        .kv_admission
+        .unwrap_or(memory::KvAdmission::of_engine(engine));
+    let context = admission.held_context(input_tokens, output_tokens);
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
             s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),

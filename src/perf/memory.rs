@@ -4,6 +4,7 @@
 
 use super::ModelFacts;
 use super::layout::Layout;
+use crate::vocab::ServingEngine;
 
 /// Fraction of device memory vLLM lets weights, KV cache and activations use
 /// (`gpu_memory_utilization`, default 0.90; docs.vllm.ai, engine arguments); the rest is the
@@ -68,7 +69,9 @@ pub const LOGIT_BYTES: f64 = 4.0;
 crate::names::names! {
     /// How an engine admits a request against its KV cache, which sets the context each running
     /// sequence counts for in the batch that fits (docs/model.md, "Memory"). The description is
-    /// the policy in words, for reports.
+    /// the policy in words, for reports. A sweep without `[workload] kv_admission` uses each
+    /// engine's own ([`KvAdmission::of_engine`]); `Default` is the default engine's
+    /// (TensorRT-LLM's).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
     pub enum KvAdmission {
         /// Blocks for the prompt and the whole answer are reserved when a request starts, and a
@@ -78,9 +81,10 @@ crate::names::names! {
         #[default]
         WholeRequest => "whole-request", "KV reserved for the whole request at admission";
         /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
-        /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; TensorRT-LLM's
-        /// `MAX_UTILIZATION`). In steady state the running sequences are spread evenly over their
-        /// lifetimes, so each counts for its mean context, `input + output / 2`.
+        /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; SGLang's token-level KV pool
+        /// with retraction; TensorRT-LLM's `MAX_UTILIZATION`). In steady state the running
+        /// sequences are spread evenly over their lifetimes, so each counts for its mean context,
+        /// `input + output / 2`.
         OnDemand => "on-demand", "KV allocated on demand (engines that preempt)";
     }
 }
@@ -88,6 +92,29 @@ crate::names::names! {
 impl KvAdmission {
     pub fn named(name: &str) -> Option<KvAdmission> {
         KvAdmission::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+
+    /// The admission `engine` runs with out of the box (docs/model.md §5, "KV cache"):
+    /// - TensorRT-LLM: whole request. Its default capacity scheduler policy is
+    ///   `GUARANTEED_NO_EVICT` (`CapacitySchedulerPolicy` default of `SchedulerConfig` in
+    ///   `tensorrt_llm/llmapi/llm_args.py`, which `trtllm-serve` uses).
+    /// - vLLM: on demand. The V1 scheduler allocates KV blocks as tokens are scheduled and
+    ///   preempts (recomputes) the lowest-priority running request when none is free (vLLM docs,
+    ///   "Optimization and Tuning: Preemption").
+    /// - SGLang: on demand. Its KV pool is allocated token by token and running requests are
+    ///   retracted when it runs out; admission only reserves an estimate, a new request's
+    ///   `input + min(max_new_tokens, 4096)` and, per running request, `min(remaining, 4096)`
+    ///   times `new_token_ratio`, which starts at 0.7 and decays over 600 steps to
+    ///   0.7 x 0.14 = 0.098 (`python/sglang/srt/environ.py`, `managers/schedule_policy.py`).
+    ///   At that floor a sequence counts for `input + output / 2 x 1.098` instead of
+    ///   `input + output / 2` (at 1k in / 1k out, 3 % fewer sequences); the ratio is raised
+    ///   again after every retraction, so the sources give no steady-state value to model it by,
+    ///   and on demand is the closer of the two policies.
+    pub fn of_engine(engine: ServingEngine) -> KvAdmission {
+        match engine {
+            ServingEngine::Trtllm => KvAdmission::WholeRequest,
+            ServingEngine::Vllm | ServingEngine::Sglang => KvAdmission::OnDemand,
+        }
     }
 
     /// Context tokens one running sequence holds KV-cache blocks for.

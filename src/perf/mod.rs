@@ -142,7 +142,7 @@ pub(crate) mod tests {
         let (ctx, p) = point_on(&c, "h100-sxm", 8, 256);
         let per_token = 80.0 * 2.0 * 128.0 * 2.0;
         let mut on_demand = ctx.clone();
-        on_demand.kv_admission = memory::KvAdmission::OnDemand;
+        on_demand.kv_admission = Some(memory::KvAdmission::OnDemand);
         let whole = evaluate(&ctx, &p);
         let mean = evaluate(&on_demand, &p);
         assert!(whole.feasible() && mean.feasible(), "{whole:?} {mean:?}");

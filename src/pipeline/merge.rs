@@ -241,7 +241,7 @@ pub(super) fn manifest(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
-        kv_admission: sweep.kv_admission().map(str::to_string),
+        kv_admission: sweep.kv_admission(),
         configurations,
         axes,
         parts: plan.parts,

@@ -75,7 +75,9 @@ pub struct Spec {
     pub spec_acceptance: f64,
     /// Cost of one draft token, in layers of the target model.
     pub spec_draft_layers: f64,
-    pub kv_admission: crate::perf::memory::KvAdmission,
+    /// `[workload] kv_admission`; `None`: each engine's own
+    /// (`perf::memory::KvAdmission::of_engine`).
+    pub kv_admission: Option<crate::perf::memory::KvAdmission>,
     pub grid: Grid,
     /// Sizing, SLO and cost settings, and the schedule.
     pub plan: crate::perf::Plan,
@@ -83,6 +85,36 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The KV admission in words, as `check` and the manifest show it: the sweep's policy, or
+    /// `engine default (trtllm: whole-request, vllm: on-demand)` over the serving engines the
+    /// grid's GPUs run (all three when they run none of the grid's engines).
+    pub fn kv_admission_words(&self) -> String {
+        use crate::perf::memory::KvAdmission;
+        use crate::vocab::ServingEngine;
+        if let Some(a) = self.kv_admission {
+            return a.as_str().to_string();
+        }
+        let gpus = &self.header.catalog.gpus;
+        let runs = |e: ServingEngine| {
+            self.grid.platform.iter().any(|p| {
+                let on = &gpus[p.gpu].engines;
+                self.grid.engine.iter().any(|w| w.on(on) == Some(e))
+            })
+        };
+        let mut engines: Vec<ServingEngine> = ServingEngine::ALL
+            .into_iter()
+            .filter(|&e| runs(e))
+            .collect();
+        if engines.is_empty() {
+            engines = ServingEngine::ALL.to_vec();
+        }
+        let each: Vec<String> = engines
+            .iter()
+            .map(|&e| format!("{}: {}", e.as_str(), KvAdmission::of_engine(e).as_str()))
+            .collect();
+        format!("engine default ({})", each.join(", "))
+    }
+
     /// The performance model's precomputed context for this sweep's grid and workload.
     pub fn context(&self) -> crate::perf::Context {
         let h = &self.header;
@@ -223,10 +255,10 @@ impl Sweep {
         }
     }
 
-    /// The KV admission policy of an inference sweep.
-    pub fn kv_admission(&self) -> Option<&'static str> {
+    /// The KV admission policy of an inference sweep in words ([`Spec::kv_admission_words`]).
+    pub fn kv_admission(&self) -> Option<String> {
         match self {
-            Sweep::Inference(s) => Some(s.kv_admission.as_str()),
+            Sweep::Inference(s) => Some(s.kv_admission_words()),
             Sweep::Training(_) => None,
         }
     }
@@ -424,21 +456,23 @@ impl Loader<'_> {
             }
         };
         let kv_admission = match &workload.kv_admission {
-            None => crate::perf::memory::KvAdmission::default(),
-            Some(v) => crate::perf::memory::KvAdmission::named(v.get_ref()).ok_or_else(|| {
-                self.at(
-                    v.span(),
-                    format!(
-                        "workload.kv_admission: unknown policy \"{}\"",
-                        quoted(v.get_ref())
-                    ),
-                )
-                .with_hint(
-                    "use \"whole-request\" (KV reserved for prompt and answer at admission, \
+            None => None,
+            Some(v) => Some(
+                crate::perf::memory::KvAdmission::named(v.get_ref()).ok_or_else(|| {
+                    self.at(
+                        v.span(),
+                        format!(
+                            "workload.kv_admission: unknown policy \"{}\"",
+                            quoted(v.get_ref())
+                        ),
+                    )
+                    .with_hint(
+                        "use \"whole-request\" (KV reserved for prompt and answer at admission, \
                      TensorRT-LLM's default) or \"on-demand\" (allocated as tokens come, with \
-                     preemption: vLLM, SGLang)",
-                )
-            })?,
+                     preemption: vLLM, SGLang), or remove the key for each engine's own",
+                    )
+                })?,
+            ),
         };
         let max_context = f64::from(catalog.models[model].max_context);
         if input_tokens + output_tokens > max_context {
@@ -796,20 +830,95 @@ hardware = ["h100-sxm", "b200"]
         assert_eq!(s.header.sha256.len(), 64);
     }
 
+    /// Without `kv_admission` each engine holds KV its own way (docs/model.md §5):
+    /// llama-3.1-70b at tp 8 on H100, 1k in / 1k out, one KV head per GPU, 80 layers x 2 x 128
+    /// x 2 B = 40,960 B per token. TensorRT-LLM reserves the whole request, 2,048 tokens: at
+    /// batch 256, 21.47 GB per GPU; vLLM holds the mean context, 1,536 tokens: 16.11 GB. At
+    /// batch 768 that is 64.42 GB against 48.32 GB, and about 54 GB is left beside the weights
+    /// (72 GB usable less 17.6 GB): only vLLM's batch fits. A named policy applies to both
+    /// engines.
     #[test]
-    fn kv_admission_defaults_to_the_whole_request_and_reaches_the_model() {
+    fn kv_admission_is_each_engines_own_unless_the_sweep_names_one() {
+        use crate::perf::Reason;
         use crate::perf::memory::KvAdmission;
+        const TWO_ENGINES: &str = r#"
+[sweep]
+name = "t"
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 1024
+output_tokens = 1024
+[grid]
+hardware = ["h100-sxm"]
+engine = ["trtllm", "vllm"]
+tp = [8]
+batch = [256, 768]
+"#;
+        let per_token = 80.0 * 2.0 * 128.0 * 2.0;
+        let kv_gb = |tokens: f64| 256.0 * tokens * per_token / 1e9;
+        // (engine, batch) -> (KV GB per GPU at batch 256, whether batch 768 fits).
+        let run = |text: &str| {
+            let s = spec(text).unwrap();
+            let ctx = s.context();
+            let mut out = Vec::new();
+            for i in 0..s.grid.len() {
+                let p = s.grid.point(i);
+                let e = crate::perf::evaluate(&ctx, &p);
+                out.push((s.grid.engine[p.engine as usize].as_str(), p.batch, e));
+            }
+            assert_eq!(out.len(), 4);
+            (s, out)
+        };
+        let check = |rows: &[(&str, u32, crate::perf::Estimate)], engine, tokens: f64| {
+            for (_, batch, e) in rows.iter().filter(|r| r.0 == engine) {
+                if *batch == 256 {
+                    assert!(e.feasible(), "{engine}: {e:?}");
+                    assert!(
+                        (e.hbm_kv_gb_per_gpu - kv_gb(tokens)).abs() < 1e-9,
+                        "{engine}"
+                    );
+                } else if tokens == 2048.0 {
+                    assert_eq!(e.reason, Some(Reason::DoesNotFit), "{engine}");
+                } else {
+                    assert!(e.feasible(), "{engine}: {e:?}");
+                }
+            }
+        };
+
+        let (s, rows) = run(TWO_ENGINES);
+        assert_eq!(s.kv_admission, None);
+        assert_eq!(s.context().kv_admission, None);
         assert_eq!(
-            spec(MINIMAL).unwrap().kv_admission,
-            KvAdmission::WholeRequest
+            s.kv_admission_words(),
+            "engine default (trtllm: whole-request, vllm: on-demand)"
         );
-        let text = MINIMAL.replace(
-            "output_tokens = 256",
-            "output_tokens = 256\nkv_admission = \"on-demand\"",
+        check(&rows, "trtllm", 2048.0);
+        check(&rows, "vllm", 1536.0);
+
+        for (policy, tokens) in [("whole-request", 2048.0), ("on-demand", 1536.0)] {
+            let text = TWO_ENGINES.replace(
+                "output_tokens = 1024",
+                &format!("output_tokens = 1024\nkv_admission = \"{policy}\""),
+            );
+            let (s, rows) = run(&text);
+            assert_eq!(s.kv_admission, KvAdmission::named(policy));
+            assert_eq!(s.context().kv_admission, KvAdmission::named(policy));
+            assert_eq!(s.kv_admission_words(), policy);
+            check(&rows, "trtllm", tokens);
+            check(&rows, "vllm", tokens);
+        }
+
+        // AMD GPUs run vLLM by default (`engine = "auto"`); SGLang holds KV on demand too.
+        let amd = MINIMAL.replace("[\"h100-sxm\", \"b200\"]", "[\"mi300x\", \"h100-sxm\"]");
+        assert_eq!(
+            spec(&amd).unwrap().kv_admission_words(),
+            "engine default (trtllm: whole-request, vllm: on-demand)"
         );
-        let s = spec(&text).unwrap();
-        assert_eq!(s.kv_admission, KvAdmission::OnDemand);
-        assert_eq!(s.context().kv_admission, KvAdmission::OnDemand);
+        let sglang = MINIMAL.replace("[grid]", "[grid]\nengine = [\"sglang\"]");
+        assert_eq!(
+            spec(&sglang).unwrap().kv_admission_words(),
+            "engine default (sglang: on-demand)"
+        );
     }
 
     #[test]

@@ -264,7 +264,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         ));
     }
     let workload = Workload {
-        kv_admission: admission,
+        kv_admission: Some(admission),
         ..Workload::new(isl, osl)
     };
     let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
