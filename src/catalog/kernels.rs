@@ -598,7 +598,11 @@ mod tests {
         assert_eq!(knot_factor(&f, [2, 3], 0.5, 0.5), 2.5);
         assert_eq!(knot_factor(&f, [2, 3], 0.25, 1.5), 1.0 + 0.25 + 3.0);
         assert_eq!(knot_factor(&f, [2, 3], -4.0, 9.0), 5.0);
-        assert_eq!(knot_factor(&f, [3, 3], 0.5, 0.5), 1.0, "wrong size: no factor");
+        assert_eq!(
+            knot_factor(&f, [3, 3], 0.5, 0.5),
+            1.0,
+            "wrong size: no factor"
+        );
         assert_eq!(knot_factor(&[], [2, 3], 0.5, 0.5), 1.0);
     }
 

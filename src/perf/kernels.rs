@@ -417,7 +417,7 @@ impl StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
             experts: experts.map(|m| m.params),
-            experts_skewed: experts.is_some_and(|m| m.distribution != "balanced"),
+            experts_skewed: experts.is_some_and(|m| m.distribution.starts_with("power_law")),
             prefill_attention,
             decode_attention,
             prefill_mla,
@@ -489,8 +489,8 @@ impl StepKernels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::kernels::MoeParams;
     use crate::catalog::Catalog;
+    use crate::catalog::kernels::MoeParams;
 
     /// The GEMM shapes hold exactly the model's linear-layer parameters (the catalog's own count
     /// without the norms), for every model preset.
@@ -592,10 +592,13 @@ mod tests {
         let dsv3 = |e: &MoeParams| {
             StepKernels::experts_s(e, 4096.0, 7168.0, 2048.0, 3.0, 8.0, 256.0, 1.0, 8.0) * 1e3
         };
-        let (skew_ms, flat_ms) = (dsv3(&k.experts.unwrap()), dsv3(&h200_block.experts.unwrap()));
+        let (skew_ms, flat_ms) = (
+            dsv3(&k.experts.unwrap()),
+            dsv3(&h200_block.experts.unwrap()),
+        );
         assert!((skew_ms / 1.168 - 1.0).abs() < 0.25, "{skew_ms}");
         assert!((flat_ms / 0.726 - 1.0).abs() < 0.25, "{flat_ms}");
-        let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &skewed).unwrap();
+        let amd = StepKernels::resolve("mi355x", ServingEngine::Vllm, &skewed).unwrap();
         assert!(amd.experts.is_some() && !amd.experts_skewed);
         // No FP4 KV-cache attention tables.
         let fp4kv = Formats { kv: "nvfp4", ..f };
