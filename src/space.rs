@@ -9,6 +9,7 @@ use crate::catalog::{Catalog, Model};
 use crate::columns::{Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
+use crate::perf::memo::Scope;
 use crate::perf::{self, Context, PlacementCache};
 use crate::spec::{Sweep, TrainingSpec};
 
@@ -26,10 +27,7 @@ pub fn with_space<F: SpaceFn>(sweep: &Sweep, f: F) -> F::Output {
     match sweep {
         Sweep::Inference(spec) => {
             let ctx = spec.context();
-            f.call(&Inference {
-                ctx: &ctx,
-                grid: &spec.grid,
-            })
+            f.call(&Inference::new(&ctx, &spec.grid))
         }
         Sweep::Training(spec) => f.call(&Training::new(spec)),
     }
@@ -41,6 +39,19 @@ use crate::train::{self, Infeasible, Layout, Packing, System};
 pub struct Inference<'a> {
     pub ctx: &'a Context,
     pub grid: &'a Grid,
+    /// Names this space's points in the workers' tables of timed steps (`perf::memo`): the
+    /// context cannot change while the space borrows it.
+    scope: Scope,
+}
+
+impl<'a> Inference<'a> {
+    pub fn new(ctx: &'a Context, grid: &'a Grid) -> Inference<'a> {
+        Inference {
+            ctx,
+            grid,
+            scope: Scope::new(),
+        }
+    }
 }
 
 impl<'a> Space for Inference<'a> {
@@ -59,6 +70,7 @@ impl<'a> Space for Inference<'a> {
         row: &mut Row,
         mut each: impl FnMut(&Row),
     ) {
+        placements.in_scope(self.scope);
         for (config_id, point) in self.grid.range(start, end) {
             row.config_id = config_id;
             row.point = point;

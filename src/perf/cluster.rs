@@ -8,10 +8,12 @@ use crate::grid::Point;
 
 use super::batched::BatchedInstance;
 use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR};
+use super::instance::instance_in;
+use super::memo::Scope;
 use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::steady::{self, Steady};
-use super::{Context, Estimate, Instance, Reason, instance_serving};
+use super::{Context, Estimate, Instance, Reason};
 use crate::vocab::Ownership;
 
 /// `racks` value that asks for automatic sizing.
@@ -27,8 +29,13 @@ pub const MAX_AUTO_RACKS: u32 = crate::limits::MAX_RACKS;
 /// ownership changes only the price. The engine keeps one of these per worker so that each
 /// placement is resolved once and each point's performance, sizing and power once for all
 /// ownership models.
+///
+/// Given the [`Scope`] of the sweep it serves ([`PlacementCache::in_scope`]), its instances also
+/// keep their timed steps in the worker's table ([`super::memo`]), which the points at other
+/// rack counts find there.
 #[derive(Debug, Default)]
 pub struct PlacementCache<'a> {
+    scope: Option<Scope>,
     /// The point with batch and ownership cleared, and the cluster's GPUs.
     key: Option<(Point, u32)>,
     phases: Vec<Result<Instance<'a>, Estimate>>,
@@ -69,6 +76,17 @@ type PhaseState<'s, 'a> = (
 );
 
 impl<'a> PlacementCache<'a> {
+    /// Evaluates the points of the sweep of `scope` from now on (the engine's workers): each
+    /// instance's steps are timed once per worker thread, whatever the cluster's size.
+    pub fn in_scope(&mut self, scope: Scope) {
+        if self.scope != Some(scope) {
+            *self = PlacementCache {
+                scope: Some(scope),
+                ..PlacementCache::default()
+            };
+        }
+    }
+
     /// The instance of every phase for `p`'s placement on `gpus` GPUs, and beside them what
     /// automatic sizing found and where the next search starts.
     #[inline]
@@ -82,11 +100,12 @@ impl<'a> PlacementCache<'a> {
             gpus,
         );
         if self.key != Some(key) {
+            let scope = self.scope;
             self.phases.clear();
             self.phases.extend(
                 ctx.phases
                     .iter()
-                    .map(|ph| instance_serving(ctx, p, gpus, ph.input_tokens, ph.output_tokens)),
+                    .map(|ph| instance_in(ctx, p, gpus, ph.input_tokens, ph.output_tokens, scope)),
             );
             self.key = Some(key);
         }
@@ -728,14 +747,15 @@ ownership = ["cloud", "owned"]
     ];
 
     /// Evaluating the grid in order with one worker's caches (a placement per batch run, the
-    /// unpriced estimate per ownership run) gives every point exactly what a fresh evaluation
-    /// gives: the caches only skip work.
+    /// unpriced estimate per ownership run, the timed steps) gives every point exactly what a
+    /// fresh evaluation gives: the caches only skip work.
     #[test]
     fn cached_evaluation_equals_fresh_evaluation() {
         for (demand, slo) in SIZED_CASES {
             let spec = sweep(demand, slo);
             let ctx = spec.context();
             let mut placements = PlacementCache::default();
+            placements.in_scope(Scope::new());
             let (mut feasible, mut cloud_usd_per_hour, mut repriced) = (0, f64::NAN, 0);
             for (_, p) in spec.grid.range(0, spec.grid.len()) {
                 let cached = evaluate_with(&ctx, &p, &mut placements);
@@ -758,6 +778,52 @@ ownership = ["cloud", "owned"]
                 "{feasible} {repriced}"
             );
         }
+    }
+
+    /// The worker's table of timed steps (`memo`) serves points at other rack counts, pipeline
+    /// placements and batches exactly as fresh evaluations would: deepseek-v3 under measured
+    /// kernel surfaces at 1 to 4 racks. Most steps are found there rather than timed.
+    #[test]
+    fn steps_timed_once_equal_steps_timed_afresh() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "deepseek-v3"
+input_tokens = 2048
+output_tokens = 512
+
+[grid]
+hardware = ["h200-sxm", "b200", "gb200-nvl72"]
+racks = { from = 1, to = 4, step = 1 }
+tp = [4, 8]
+pp = [1, 2, 4]
+ep = [1, 8]
+batch = [1, 64, 2048]
+weight_dtype = ["fp8"]
+kv_dtype = ["bf16", "fp8"]
+ownership = ["cloud", "owned"]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = spec.context();
+        let mut placements = PlacementCache::default();
+        placements.in_scope(Scope::new());
+        let (timed_before, found_before) = crate::perf::memo::counts();
+        let mut feasible = 0;
+        for (_, p) in spec.grid.range(0, spec.grid.len()) {
+            let memoized = evaluate_with(&ctx, &p, &mut placements);
+            let fresh = evaluate(&ctx, &p);
+            assert_eq!(format!("{memoized:?}"), format!("{fresh:?}"), "{p:?}");
+            feasible += usize::from(fresh.feasible());
+        }
+        let (timed, found) = crate::perf::memo::counts();
+        let (timed, found) = (timed - timed_before, found - found_before);
+        assert!(feasible > 20, "{feasible}");
+        assert!(found > 2 * timed, "{timed} timed, {found} found");
     }
 
     /// The decode speeds automatic sizing timed serve the rack count it chose exactly as speeds

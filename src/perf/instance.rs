@@ -4,11 +4,12 @@
 use crate::catalog::ComputeClass;
 use crate::grid::Point;
 
+use super::compute::StepTokens;
 use super::iteration::{Graphs, IterationCost};
 use super::latency::{self, Rates, Speculation};
 use super::layout::{self, Layout};
 use super::memory::{self, StageParams};
-use super::{Context, Estimate, ModelFacts, Reason, comm};
+use super::{Context, Estimate, ModelFacts, Reason, comm, memo};
 
 /// One configuration placed and resolved: its layout, bounding stages and hardware rates. Cheap
 /// to build (no allocation); the serving model evaluates it at many loads.
@@ -42,6 +43,9 @@ pub struct Instance<'a> {
     /// sweep's spread and of exponential lengths). Batch-independent, so resolved once per
     /// placement.
     pub prompts_alone: [(f64, f64); PROMPTS],
+    /// This instance's name in the worker's table of timed steps ([`memo`]), where the engine
+    /// evaluates it; `None` times every step afresh.
+    pub memo: Option<memo::InstanceId>,
 }
 
 /// Prompt lengths whose prefill alone an [`Instance`] keeps.
@@ -78,14 +82,26 @@ impl Instance<'_> {
 
     /// Times the decode step of `shape`.
     pub fn decode_step(&self, shape: &latency::DecodeShape) -> latency::Decode {
-        latency::decode(
+        latency::decode_with(
             &self.ctx.model,
             &self.layout,
             &self.stages,
             &self.rates,
             shape,
             &self.speculation,
+            self.stage_time(&shape.tokens),
         )
+    }
+
+    /// The slower bounding stage's step carrying `t` ([`latency::slowest_stage`]), from the
+    /// worker's table of timed steps where this instance has a name there.
+    fn stage_time(&self, t: &StepTokens) -> latency::StageTime {
+        let time =
+            || latency::slowest_stage(&self.ctx.model, &self.layout, &self.stages, &self.rates, t);
+        match self.memo {
+            Some(id) => memo::stage(id, t, time),
+            None => time(),
+        }
     }
 
     /// Time to first token of one request on an idle instance.
@@ -97,12 +113,13 @@ impl Instance<'_> {
     pub fn prompt_alone_s(&self, tokens: f64) -> f64 {
         match self.prompts_alone.iter().find(|&&(t, _)| t == tokens) {
             Some(&(_, s)) => s,
-            None => latency::prefill_s(
+            None => latency::prefill_s_with(
                 &self.ctx.model,
                 &self.layout,
                 &self.stages,
                 &self.rates,
                 tokens,
+                |t| self.stage_time(t),
             ),
         }
     }
@@ -121,6 +138,7 @@ impl Instance<'_> {
             &self.rates,
             tokens,
             isl,
+            |t| self.stage_time(t),
         );
         f64::from(self.layout.attention_dp) * tokens / isl / step_s
     }
@@ -203,6 +221,19 @@ pub fn instance_serving<'a>(
     input_tokens: f64,
     output_tokens: f64,
 ) -> Result<Instance<'a>, Estimate> {
+    instance_in(ctx, p, gpus, input_tokens, output_tokens, None)
+}
+
+/// [`instance_serving`], its steps kept in the worker's table of timed steps under `scope`
+/// ([`memo`]) when given.
+pub(super) fn instance_in<'a>(
+    ctx: &'a Context,
+    p: &Point,
+    gpus: u32,
+    input_tokens: f64,
+    output_tokens: f64,
+    scope: Option<memo::Scope>,
+) -> Result<Instance<'a>, Estimate> {
     let platform = &ctx.platforms[p.platform as usize];
     let m = &ctx.model;
     let l = layout::place(&m.layout_model, &platform.rack, gpus, p.tp, p.pp, p.ep)
@@ -276,6 +307,7 @@ pub fn instance_serving<'a>(
         stage_bytes: [(0.0, 0.0); 2],
         workspace: memory::Workspace::new(m, &l),
         prompts_alone: [(f64::NAN, f64::NAN); PROMPTS],
+        memo: scope.map(|s| memo::intern(s, p, &l)),
     };
     // The prompts the serving model times (`serving::Serving`): the mean, and the percentiles
     // of the sweep's length spread and of exponential lengths.

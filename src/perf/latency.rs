@@ -490,8 +490,22 @@ pub fn decode(
     shape: &DecodeShape,
     spec: &Speculation,
 ) -> Decode {
+    let stage = slowest_stage(m, l, stages, r, &shape.tokens);
+    decode_with(m, l, stages, r, shape, spec, stage)
+}
+
+/// [`decode`] with its slowest stage's step already timed (`stage`, [`slowest_stage`] of the
+/// shape's tokens).
+pub fn decode_with(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    shape: &DecodeShape,
+    spec: &Speculation,
+    stage: StageTime,
+) -> Decode {
     let t = &shape.tokens;
-    let stage = slowest_stage(m, l, stages, r, t);
     let pp = f64::from(l.pp);
     let hops_s = pipeline_hops_s(
         m,
@@ -542,7 +556,8 @@ pub fn decode(
 }
 
 /// One engine iteration of a prefill-only instance (disaggregated serving): `tokens` prompt
-/// tokens on every attention rank, each prompt `input_tokens` long.
+/// tokens on every attention rank, each prompt `input_tokens` long; `stage_of` times the slowest
+/// stage's step ([`slowest_stage`]).
 pub fn prefill_step_s(
     m: &ModelFacts,
     l: &Layout,
@@ -550,8 +565,19 @@ pub fn prefill_step_s(
     r: &Rates,
     tokens: f64,
     input_tokens: f64,
+    stage_of: impl FnOnce(&StepTokens) -> StageTime,
 ) -> f64 {
-    prefill_iteration_s(m, l, stages, r, tokens, l.attention_dp, input_tokens, true)
+    prefill_iteration_s(
+        m,
+        l,
+        stages,
+        r,
+        tokens,
+        l.attention_dp,
+        input_tokens,
+        true,
+        stage_of,
+    )
 }
 
 /// Time to first token of one request alone on an idle instance (no queueing): the whole prompt
@@ -564,13 +590,38 @@ pub fn prefill_s(
     r: &Rates,
     input_tokens: f64,
 ) -> f64 {
-    prefill_iteration_s(m, l, stages, r, input_tokens, 1, input_tokens, false)
+    prefill_s_with(m, l, stages, r, input_tokens, |t| {
+        slowest_stage(m, l, stages, r, t)
+    })
+}
+
+/// [`prefill_s`] with the slowest stage's step timed by `stage_of` (as [`slowest_stage`]).
+pub fn prefill_s_with(
+    m: &ModelFacts,
+    l: &Layout,
+    stages: &[StageParams; 2],
+    r: &Rates,
+    input_tokens: f64,
+    stage_of: impl FnOnce(&StepTokens) -> StageTime,
+) -> f64 {
+    prefill_iteration_s(
+        m,
+        l,
+        stages,
+        r,
+        input_tokens,
+        1,
+        input_tokens,
+        false,
+        stage_of,
+    )
 }
 
 /// An iteration that prefills `tokens` prompt tokens on each of `busy_ranks` attention ranks
 /// (prompts `input_tokens` long) and decodes nothing: `pp` stage steps in turn, the hops and the
 /// framework overhead. A prefill pool in steady state (`pool`) overlaps its scheduler's CPU work
-/// with the GPU; a prompt alone on an idle instance waits for it.
+/// with the GPU; a prompt alone on an idle instance waits for it. `stage_of` times the slowest
+/// stage's step ([`slowest_stage`]).
 #[expect(
     clippy::too_many_arguments,
     reason = "the model, layout, stage, rates and tokens of one step, as stage_time takes them"
@@ -584,6 +635,7 @@ fn prefill_iteration_s(
     busy_ranks: u32,
     input_tokens: f64,
     pool: bool,
+    stage_of: impl FnOnce(&StepTokens) -> StageTime,
 ) -> f64 {
     let t = StepTokens {
         decode: 0.0,
@@ -594,7 +646,7 @@ fn prefill_iteration_s(
         moe_tokens: tokens * f64::from(busy_ranks),
         logit_rows: tokens / input_tokens,
     };
-    let stage = slowest_stage(m, l, stages, r, &t);
+    let stage = stage_of(&t);
     let pp = f64::from(l.pp);
     let hops_s = pipeline_hops_s(m, l, r, tokens);
     match &r.iteration {

@@ -43,7 +43,7 @@ impl Tier {
 }
 
 /// A valid placement of one (tp, pp, ep) split on a cluster.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
     pub tp: u32,
     pub pp: u32,

@@ -7,8 +7,9 @@
 //! be served), `serving` and `closed` (an instance's occupancy under an open stream or a closed
 //! population of users), `steady` (a pool's steady state and latencies at its load), `queue` and
 //! `sizing` (utilization, SLOs, the fewest instances), `kv_tiers` (cached context off the GPU),
-//! `power`, `cost`, and `cluster`, which puts them together (and sizes servers). Every formula and
-//! its source: docs/model.md.
+//! `power`, `cost`, and `cluster`, which puts them together (and sizes servers); `memo` keeps the
+//! step times a worker has computed for the points at other rack counts. Every formula and its
+//! source: docs/model.md.
 
 #![expect(
     clippy::result_large_err,
@@ -28,6 +29,7 @@ pub mod kernels;
 pub mod kv_tiers;
 pub mod latency;
 pub mod layout;
+pub mod memo;
 pub mod memory;
 pub mod power;
 pub mod queue;

@@ -1,0 +1,384 @@
+//! Stage step times shared between the grid points of one sweep that run the same instance.
+//!
+//! A step's time on the slower bounding stage ([`super::latency::slowest_stage`]) is a pure
+//! function of the model, the layout, the stages, the hardware rates and the step's tokens. The
+//! first four are fixed by the sweep's context, the point's platform, engine and formats, and
+//! the layout; the layout depends on the cluster's size only through its GPU and instance counts
+//! (which no step time reads) and the pipeline hops that cross domains. So points that differ
+//! only in racks (an axis outside tp, pp, ep and batch) time the same steps: bench-10m runs each
+//! placement's steps at 74 rack counts. Each worker thread keeps the steps it has timed, keyed
+//! by the instance and the step's tokens bit for bit, and returns the stored time for a step
+//! seen before: the same numbers, computed once.
+//!
+//! An instance is named by an [`InstanceId`]: its sweep's [`Scope`] (one per design space, which
+//! holds its context immutably while it exists), its point without racks, batch and ownership,
+//! and its layout without GPU and instance counts, interned per thread into a number no other
+//! instance is given. The tables have a fixed size, allocated once per thread (about 4 MB); a
+//! step pushed out is timed again if asked for.
+
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::grid::Point;
+
+use super::compute::StepTokens;
+use super::latency::StageTime;
+use super::layout::Layout;
+
+/// One sweep's evaluation: a number no other scope in the process has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope(u64);
+
+impl Scope {
+    pub fn new() -> Scope {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Scope(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl Default for Scope {
+    fn default() -> Scope {
+        Scope::new()
+    }
+}
+
+/// An instance's name in the step tables: never 0, and never given to another instance in the
+/// process (a table may see an instance interned on another thread, and finds no step of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceId(u64);
+
+/// What fixes an instance's step times besides its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct InstanceKey {
+    scope: u64,
+    point: Point,
+    layout: Layout,
+}
+
+/// Interned instances per thread (direct-mapped): bench-10m visits a few hundred placements
+/// between two rack counts.
+const INSTANCE_SLOTS: usize = 4096;
+/// Steps kept per thread, the newest (a ring): one rack count's points of bench-10m time about
+/// 10,000 distinct steps.
+const STEPS_KEPT: usize = 32768;
+/// Slots of the index from a step's hash to its place in the ring.
+const STEP_INDEX: usize = 65536;
+/// Steps before the cursor searched for a repeat inside the point being evaluated (several
+/// prompt percentiles share a chunk's iteration), which leaves the cursor where it is.
+const REPEAT_DISTANCE: usize = 8;
+
+struct Instances {
+    slots: Vec<Option<(InstanceKey, InstanceId)>>,
+}
+
+/// A timed step: the instance, the tokens' bits, and the stage time.
+#[derive(Clone, Copy)]
+struct Step {
+    id: u64,
+    tokens: [u64; 7],
+    stage: StageTime,
+}
+
+const EMPTY: Step = Step {
+    id: 0,
+    tokens: [0; 7],
+    stage: StageTime {
+        compute_s: 0.0,
+        memory_s: 0.0,
+        kernels_s: 0.0,
+        comm_s: 0.0,
+    },
+};
+
+/// The steps a thread has timed, in the order it timed them. Points at the next rack count ask
+/// for their steps in the same order as the points that timed them, so a lookup first tries the
+/// step after the last one found (memory read in sequence), then the few before it (a repeat
+/// inside one point), and only then the index.
+struct Steps {
+    ring: Vec<Step>,
+    /// Ring position of each hash's newest step (`u32::MAX`: none).
+    index: Vec<u32>,
+    /// Steps ever stored, and the ring position of the last step found or stored.
+    stored: usize,
+    cursor: usize,
+}
+
+impl Steps {
+    const fn new() -> Steps {
+        Steps {
+            ring: Vec::new(),
+            index: Vec::new(),
+            stored: 0,
+            cursor: 0,
+        }
+    }
+
+    fn find(&mut self, id: u64, tokens: &[u64; 7], hash: u64) -> Option<StageTime> {
+        if self.ring.is_empty() {
+            return None;
+        }
+        let next = (self.cursor + 1) & (STEPS_KEPT - 1);
+        if self.ring[next].is(id, tokens) {
+            self.cursor = next;
+            return Some(self.ring[next].stage);
+        }
+        for back in 0..REPEAT_DISTANCE {
+            let step = &self.ring[self.cursor.wrapping_sub(back) & (STEPS_KEPT - 1)];
+            if step.is(id, tokens) {
+                return Some(step.stage);
+            }
+        }
+        let at = self.index[(hash as usize) & (STEP_INDEX - 1)] as usize;
+        let step = self.ring.get(at).filter(|s| s.is(id, tokens))?;
+        self.cursor = at;
+        Some(step.stage)
+    }
+
+    fn store(&mut self, step: Step, hash: u64) {
+        if self.ring.is_empty() {
+            self.ring = vec![EMPTY; STEPS_KEPT];
+            self.index = vec![u32::MAX; STEP_INDEX];
+        }
+        let at = self.stored & (STEPS_KEPT - 1);
+        self.ring[at] = step;
+        self.index[(hash as usize) & (STEP_INDEX - 1)] = at as u32;
+        self.stored += 1;
+        self.cursor = at;
+    }
+}
+
+impl Step {
+    fn is(&self, id: u64, tokens: &[u64; 7]) -> bool {
+        // Word by word: an array comparison calls `memcmp`.
+        self.id == id && (0..7).all(|i| self.tokens[i] == tokens[i])
+    }
+}
+
+thread_local! {
+    static INSTANCES: RefCell<Instances> = const {
+        RefCell::new(Instances { slots: Vec::new() })
+    };
+    static STEPS: RefCell<Steps> = const { RefCell::new(Steps::new()) };
+}
+
+// Steps this thread has timed and found, for tests.
+#[cfg(test)]
+thread_local! {
+    static COUNTS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// `(timed, found)`: steps this thread has timed for a table, and found in it.
+#[cfg(test)]
+pub(crate) fn counts() -> (u64, u64) {
+    COUNTS.with(|c| c.get())
+}
+
+#[cfg(test)]
+fn count(timed: u64, found: u64) {
+    COUNTS.with(|c| {
+        let (t, f) = c.get();
+        c.set((t + timed, f + found));
+    });
+}
+
+#[cfg(not(test))]
+fn count(_: u64, _: u64) {}
+
+/// A multiply-rotate hasher in the style of rustc's FxHasher: a few cycles per word, enough to
+/// spread keys over a direct-mapped table.
+#[derive(Default)]
+struct Mix(u64);
+
+impl Hasher for Mix {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, w: u32) {
+        self.write_u64(u64::from(w));
+    }
+
+    fn write_u64(&mut self, w: u64) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+
+    fn finish(&self) -> u64 {
+        // The product's high bits are the best mixed; fold them into the low bits, which index
+        // the tables.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+/// The id of the instance of `p` (racks, batch and ownership ignored) placed as `l` (GPU and
+/// instance counts ignored) in `scope`.
+pub fn intern(scope: Scope, p: &Point, l: &Layout) -> InstanceId {
+    let key = InstanceKey {
+        scope: scope.0,
+        point: Point {
+            racks: 0,
+            batch: 0,
+            ownership: 0,
+            ..*p
+        },
+        layout: Layout {
+            gpus: 0,
+            instances: 0,
+            ..*l
+        },
+    };
+    let mut h = Mix::default();
+    key.hash(&mut h);
+    let slot = (h.finish() as usize) & (INSTANCE_SLOTS - 1);
+    INSTANCES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.slots.is_empty() {
+            t.slots = vec![None; INSTANCE_SLOTS];
+        }
+        match t.slots[slot] {
+            Some((k, id)) if k == key => id,
+            _ => {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                let id = InstanceId(NEXT.fetch_add(1, Ordering::Relaxed));
+                t.slots[slot] = Some((key, id));
+                id
+            }
+        }
+    })
+}
+
+fn token_bits(t: &StepTokens) -> [u64; 7] {
+    [
+        t.decode.to_bits(),
+        t.sequences.to_bits(),
+        t.decode_context.to_bits(),
+        t.prefill.to_bits(),
+        t.prefill_context.to_bits(),
+        t.moe_tokens.to_bits(),
+        t.logit_rows.to_bits(),
+    ]
+}
+
+/// The stage time of instance `id` for a step carrying `t`: stored if this thread has timed it,
+/// else `time()`, stored.
+pub fn stage(id: InstanceId, t: &StepTokens, time: impl FnOnce() -> StageTime) -> StageTime {
+    let tokens = token_bits(t);
+    let mut h = Mix(id.0);
+    for w in tokens {
+        h.write_u64(w);
+    }
+    let hash = h.finish();
+    if let Some(stage) = STEPS.with(|s| s.borrow_mut().find(id.0, &tokens, hash)) {
+        count(0, 1);
+        return stage;
+    }
+    count(1, 0);
+    let stage = time();
+    STEPS.with(|s| {
+        s.borrow_mut().store(
+            Step {
+                id: id.0,
+                tokens,
+                stage,
+            },
+            hash,
+        );
+    });
+    stage
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(decode: f64) -> StepTokens {
+        StepTokens {
+            decode,
+            sequences: decode,
+            decode_context: 1000.0,
+            prefill: 10.0,
+            prefill_context: 500.0,
+            moe_tokens: 4.0 * decode,
+            logit_rows: decode,
+        }
+    }
+
+    fn layout(gpus: u32, instances: u32, hops: u32) -> Layout {
+        Layout {
+            tp: 4,
+            pp: 2,
+            ep: 8,
+            stage_gpus: 8,
+            attention_dp: 2,
+            gpus,
+            gpus_per_instance: 16,
+            instances,
+            pp_hops_scaleout: hops,
+        }
+    }
+
+    /// Racks, batch and ownership, and the layout's GPU and instance counts, do not name a
+    /// different instance; any other axis, the pipeline hops and another scope do.
+    #[test]
+    fn instances_are_named_by_what_times_their_steps() {
+        let scope = Scope::new();
+        let p = Point {
+            tp: 4,
+            pp: 2,
+            ep: 8,
+            racks: 1,
+            batch: 16,
+            ..Point::default()
+        };
+        let id = intern(scope, &p, &layout(16, 1, 0));
+        let same = Point {
+            racks: 9,
+            batch: 1024,
+            ownership: 1,
+            ..p
+        };
+        assert_eq!(intern(scope, &same, &layout(144, 9, 0)), id);
+        assert_ne!(intern(scope, &p, &layout(144, 9, 1)), id);
+        assert_ne!(
+            intern(scope, &Point { kv_dtype: 1, ..p }, &layout(16, 1, 0)),
+            id
+        );
+        assert_ne!(intern(Scope::new(), &p, &layout(16, 1, 0)), id);
+    }
+
+    /// A step is timed once per instance and tokens; other tokens or another instance are timed
+    /// afresh.
+    #[test]
+    fn steps_are_timed_once() {
+        let scope = Scope::new();
+        let p = Point::default();
+        let (a, b) = (
+            intern(scope, &p, &layout(16, 1, 0)),
+            intern(scope, &p, &layout(16, 1, 1)),
+        );
+        let calls = std::cell::Cell::new(0);
+        let time = |x: f64| {
+            calls.set(calls.get() + 1);
+            StageTime {
+                kernels_s: x,
+                ..StageTime::default()
+            }
+        };
+        assert_eq!(stage(a, &tokens(8.0), || time(1.0)).kernels_s, 1.0);
+        assert_eq!(stage(a, &tokens(8.0), || time(2.0)).kernels_s, 1.0);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(stage(a, &tokens(16.0), || time(3.0)).kernels_s, 3.0);
+        assert_eq!(stage(b, &tokens(8.0), || time(4.0)).kernels_s, 4.0);
+        assert_eq!(calls.get(), 3);
+        // -0.0 and 0.0 are different tokens bit for bit.
+        let mut zero = tokens(8.0);
+        zero.prefill = 0.0;
+        let mut negative = zero;
+        negative.prefill = -0.0;
+        assert_eq!(stage(a, &zero, || time(5.0)).kernels_s, 5.0);
+        assert_eq!(stage(a, &negative, || time(6.0)).kernels_s, 6.0);
+    }
+}
