@@ -70,9 +70,10 @@ pub struct ValidateArgs {
     /// Measurements file (CSV).
     pub measurements: PathBuf,
     /// Write every prediction to this Parquet file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "leave_one_out")]
     pub out: Option<PathBuf>,
-    /// Print only the summary, as JSON, to stdout.
+    /// Print the summary and every prediction (case, source, family, metric, measured,
+    /// predicted, error) as JSON to stdout.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Print the summary and every prediction as Markdown tables (docs/validation.md).
@@ -85,6 +86,15 @@ pub struct ValidateArgs {
     /// Worker threads [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
+    /// Report out-of-sample error: refit the global factors on all rows, then without each
+    /// source family (src/validate/families.toml), and predict each family with the factors
+    /// fitted without it; prints in- and out-of-sample median and p90 per metric, overall and
+    /// per family (docs/validation.md). Writes no factor file. Full grid: about N min.
+    #[arg(long)]
+    pub leave_one_out: bool,
+    /// With --leave-one-out: every other candidate value of each factor (ends kept), a smoke run.
+    #[arg(long, requires = "leave_one_out")]
+    pub quick: bool,
 }
 
 #[derive(Debug, Args)]

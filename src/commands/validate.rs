@@ -1,15 +1,32 @@
-//! `racksweep validate`: predict a measurements file and print the errors.
+//! `racksweep validate`: predict a measurements file and print the errors, or, with
+//! `--leave-one-out`, the in- and out-of-sample errors of the global factors' fit.
 
 use anyhow::Result;
 
 use crate::cli::ValidateArgs;
+use crate::output::table::{Markdown, Text};
 use crate::pipeline;
 use crate::validate;
 
 pub fn run(args: ValidateArgs) -> Result<String> {
     let (cases, catalog) = validate::validate(&args.measurements, args.calibration.as_deref())?;
     let threads = args.threads.map_or(0, |t| t as usize);
-    let results = pipeline::workers(threads)?.install(|| validate::predict_all(&cases, &catalog));
+    let workers = pipeline::workers(threads)?;
+    if args.leave_one_out {
+        let families = validate::loo::Families::builtin();
+        let log = |line: &str| eprintln!("{line}");
+        let loo = workers.install(|| {
+            validate::loo::leave_one_out(&cases, &catalog, &families, args.quick, &log)
+        })?;
+        return Ok(if args.json {
+            serde_json::to_string_pretty(&loo.json())? + "\n"
+        } else if args.markdown {
+            loo.render(&Markdown)
+        } else {
+            loo.render(&Text)
+        });
+    }
+    let results = workers.install(|| validate::predict_all(&cases, &catalog));
     if let Some(path) = &args.out {
         results.write_parquet(path)?;
     }
