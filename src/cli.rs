@@ -66,11 +66,12 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("refit").args(["fit", "leave_one_out"])))]
 pub struct ValidateArgs {
     /// Measurements file (CSV).
     pub measurements: PathBuf,
     /// Write every prediction to this Parquet file.
-    #[arg(long, conflicts_with = "leave_one_out")]
+    #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print the summary and every prediction (case, source, family, metric, measured,
     /// predicted, error) as JSON to stdout.
@@ -86,14 +87,21 @@ pub struct ValidateArgs {
     /// Worker threads [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
-    /// Report out-of-sample error: refit the global factors on all rows, then without each
+    /// Fit the global factors (calibration.toml, training.toml) to every case: coordinate
+    /// descent over each factor's candidate values from the committed ones; prints the
+    /// committed and fitted factors and the objective (docs/validation.md, "Calibration").
+    /// Writes no factor file (scripts/fit-calibration.py does).
+    #[arg(long, conflicts_with_all = ["leave_one_out", "out"])]
+    pub fit: bool,
+    /// Report out-of-sample error: fit the global factors on all rows, then without each
     /// source family (src/validate/families.toml), and predict each family with the factors
     /// fitted without it; prints in- and out-of-sample median and p90 per metric, overall and
-    /// per family (docs/validation.md). Writes no factor file. Full grid: about N min.
-    #[arg(long)]
+    /// per family (docs/validation.md). Writes no factor file.
+    #[arg(long, conflicts_with = "out")]
     pub leave_one_out: bool,
-    /// With --leave-one-out: every other candidate value of each factor (ends kept), a smoke run.
-    #[arg(long, requires = "leave_one_out")]
+    /// With --fit or --leave-one-out: every other candidate value of each factor (ends kept),
+    /// a smoke run.
+    #[arg(long, requires = "refit")]
     pub quick: bool,
 }
 

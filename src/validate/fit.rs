@@ -13,11 +13,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
+use serde::Serialize;
 
 use super::cases::Case;
 use super::predict::Prediction;
 use super::report::{pct_error, percentile};
 use crate::catalog::Catalog;
+use crate::output::table::{Column, Exporter, Table};
 
 /// Which rows read a factor: a training row's prediction depends on the training factors and
 /// the inference factors the training model shares; an inference row's on the inference
@@ -143,6 +145,11 @@ pub struct Grids(pub Vec<Vec<f64>>);
 impl Grids {
     pub fn full() -> Grids {
         Grids(FACTORS.iter().map(|f| f.grid.to_vec()).collect())
+    }
+
+    /// The quick grid if `quick`, else the full one.
+    pub fn choose(quick: bool) -> Grids {
+        if quick { Grids::quick() } else { Grids::full() }
     }
 
     pub fn quick() -> Grids {
@@ -442,6 +449,98 @@ pub fn descend(
         values,
         start_objective,
         objective: score(&values),
+    }
+}
+
+/// The named factors of a vector, for reports.
+pub fn named(values: &Values) -> BTreeMap<&'static str, f64> {
+    FACTORS
+        .iter()
+        .map(|f| f.name)
+        .zip(values.iter().copied())
+        .collect()
+}
+
+/// A fit on all rows (`validate --fit`): from the committed factors at their nearest
+/// candidates to the fitted ones.
+pub struct AllRows {
+    pub quick: bool,
+    pub committed: Values,
+    pub fitted: Fitted,
+    /// Model runs (one model's cases at one factor vector) and wall time.
+    pub runs: usize,
+    pub elapsed_s: f64,
+}
+
+#[derive(Serialize)]
+struct AllRowsJson {
+    grid: &'static str,
+    runs: usize,
+    elapsed_s: f64,
+    committed_factors: BTreeMap<&'static str, f64>,
+    committed_objective: f64,
+    factors: BTreeMap<&'static str, f64>,
+    objective: f64,
+}
+
+/// Fits the factors of `base` to every case.
+pub fn all_rows(cases: &[Case], base: &Catalog, quick: bool) -> AllRows {
+    let start = std::time::Instant::now();
+    let grids = Grids::choose(quick);
+    let eval = Evaluator::new(cases, base);
+    let committed = grids.nearest(base);
+    let fitted = descend(&eval, &|_| true, &committed, &grids);
+    AllRows {
+        quick,
+        committed,
+        fitted,
+        runs: eval.runs(),
+        elapsed_s: start.elapsed().as_secs_f64(),
+    }
+}
+
+impl AllRows {
+    pub fn render(&self, exporter: &dyn Exporter) -> String {
+        let mut out = format!(
+            "Fit on all rows, {} grid: objective {:.4} at the committed factors (nearest \
+             candidates), {:.4} fitted; {} model runs, {:.0} s.\n\n",
+            if self.quick {
+                "reduced (--quick)"
+            } else {
+                "full"
+            },
+            self.fitted.start_objective,
+            self.fitted.objective,
+            self.runs,
+            self.elapsed_s
+        );
+        let rows = FACTORS
+            .iter()
+            .zip(self.committed.iter().zip(&self.fitted.values))
+            .map(|(f, (c, v))| vec![format!("`{}`", f.name), format!("{c}"), format!("{v}")])
+            .collect();
+        out.push_str(&exporter.table(&Table::new(
+            vec![
+                Column::left("factor"),
+                Column::right("committed"),
+                Column::right("fitted"),
+            ],
+            rows,
+        )));
+        out
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(AllRowsJson {
+            grid: if self.quick { "quick" } else { "full" },
+            runs: self.runs,
+            elapsed_s: self.elapsed_s,
+            committed_factors: named(&self.committed),
+            committed_objective: self.fitted.start_objective,
+            factors: named(&self.fitted.values),
+            objective: self.fitted.objective,
+        })
+        .unwrap_or_default()
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::cases::Case;
-use super::fit::{self, Evaluator, FACTORS, Fitted, Grids, Outcomes, UNREACHABLE, Values};
+use super::fit::{self, Evaluator, FACTORS, Fitted, Grids, Outcomes, UNREACHABLE, Values, named};
 use super::predict::Prediction;
 use super::report::pct_error;
 use crate::catalog::Catalog;
@@ -265,14 +265,6 @@ struct Json {
     unreachable_out_of_sample: Vec<String>,
     families: Vec<FoldJson>,
     predictions: Vec<PredictionRow>,
-}
-
-fn named(values: &Values) -> BTreeMap<&'static str, f64> {
-    FACTORS
-        .iter()
-        .map(|f| f.name)
-        .zip(values.iter().copied())
-        .collect()
 }
 
 fn errors(stats: &BTreeMap<String, (usize, f64, f64)>, metric: &str) -> Errors {
@@ -562,5 +554,50 @@ impl LeaveOneOut<'_> {
              fit (blank: unchanged)."
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every source of the calibration file has a family; both versions of TensorRT-LLM's
+    /// perf-overview tables are one, the blog another; MLPerf Training matches anywhere in the
+    /// source, MLPerf Inference by round.
+    #[test]
+    fn every_calibration_source_has_its_family() {
+        let f = Families::builtin();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("reference/measurements-calibration.csv");
+        let cases = super::super::cases::read(&path).unwrap();
+        for c in &cases {
+            assert!(f.of(&c.source).is_some(), "{}", c.source);
+        }
+        let name = |s: &str| f.name_of(s).unwrap_or("none");
+        assert_eq!(
+            name("TensorRT-LLM docs developer-guide/perf-overview.md (trtllm-bench throughput"),
+            "TensorRT-LLM perf-overview tables"
+        );
+        assert_eq!(
+            name("TensorRT-LLM docs performance/perf-overview.md v1.0-era (trtllm-bench"),
+            "TensorRT-LLM perf-overview tables"
+        );
+        assert_eq!(
+            name("TensorRT-LLM blog: How to get best performance on DeepSeek-R1"),
+            "TensorRT-LLM DeepSeek-R1 blog"
+        );
+        assert_eq!(
+            name("EE Times via climateerinvest (June 2023): MLPerf Training v3.0 GPT-3"),
+            "MLPerf Training v3.0 (EE Times)"
+        );
+        assert_eq!(
+            name("MLPerf Inference v5.1 open - NVIDIA B200"),
+            "MLPerf Inference v5.1"
+        );
+        assert_eq!(name("MLPerf Inference v5.10 closed"), "none");
+        assert_eq!(name("TensorRT-LLM docs quick-start"), "none");
+        let families: std::collections::BTreeSet<&str> =
+            cases.iter().filter_map(|c| f.name_of(&c.source)).collect();
+        assert_eq!(families.len(), 14);
     }
 }
