@@ -61,7 +61,9 @@ pub enum Command {
     /// Reads the format of shared/reference/measurements-calibration.csv. Each inference case is
     /// rebuilt and predicted with the same grid and model as `run`, each training case with the
     /// training model; blank configuration columns are swept and the case's scenario picks the
-    /// configuration (docs/validation.md).
+    /// configuration (docs/validation.md). --fit fits the global factors to the file;
+    /// --leave-one-out reports the error out of sample, each source family predicted with the
+    /// factors fitted without it.
     Validate(ValidateArgs),
 }
 

@@ -9,6 +9,10 @@ use crate::output::table::{Markdown, Text};
 use crate::pipeline;
 use crate::validate;
 
+#[expect(
+    clippy::print_stderr,
+    reason = "a fit's progress (each fit's objective, runs and seconds) is a log line, not data"
+)]
 pub fn run(args: ValidateArgs) -> Result<String> {
     let (cases, catalog) = validate::validate(&args.measurements, args.calibration.as_deref())?;
     let threads = args.threads.map_or(0, |t| t as usize);

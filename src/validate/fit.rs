@@ -234,13 +234,16 @@ impl Group {
 /// Every case's outcome at one factor vector, in file order.
 pub type Outcomes = Vec<Arc<Result<Prediction, String>>>;
 
+/// One model's runs, by the factor values its cases read.
+type Memo = HashMap<(Group, Vec<u64>), Arc<Outcomes>>;
+
 /// Predictions of the cases at any factor vector, memoized per group and per the factors the
 /// group reads: a candidate that moves a training factor reuses the inference rows' run.
 pub struct Evaluator<'a> {
     base: Catalog,
     cases: &'a [Case],
     groups: Vec<(Group, Vec<usize>)>,
-    memo: Mutex<HashMap<(Group, Vec<u64>), Arc<Vec<Arc<Result<Prediction, String>>>>>>,
+    memo: Mutex<Memo>,
     runs: Mutex<usize>,
 }
 
@@ -272,7 +275,7 @@ impl<'a> Evaluator<'a> {
         *self.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn memo(&self) -> std::sync::MutexGuard<'_, HashMap<(Group, Vec<u64>), Arc<Outcomes>>> {
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
         self.memo.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -291,7 +294,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
         }
-        let done: Vec<((Group, Vec<u64>), Arc<Outcomes>)> = todo
+        let done: Vec<_> = todo
             .into_par_iter()
             .map(|(g, key, values)| {
                 let catalog = with_values(&self.base, &values);
