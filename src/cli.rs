@@ -61,18 +61,22 @@ pub enum Command {
     /// Reads the format of shared/reference/measurements-calibration.csv. Each inference case is
     /// rebuilt and predicted with the same grid and model as `run`, each training case with the
     /// training model; blank configuration columns are swept and the case's scenario picks the
-    /// configuration (docs/validation.md).
+    /// configuration (docs/validation.md). --fit fits the global factors to the file;
+    /// --leave-one-out reports the error out of sample, each source family predicted with the
+    /// factors fitted without it.
     Validate(ValidateArgs),
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("refit").args(["fit", "leave_one_out"])))]
 pub struct ValidateArgs {
     /// Measurements file (CSV).
     pub measurements: PathBuf,
     /// Write every prediction to this Parquet file.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Print only the summary, as JSON, to stdout.
+    /// Print the summary and every prediction (case, source, family, metric, measured,
+    /// predicted, error) as JSON to stdout.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Print the summary and every prediction as Markdown tables (docs/validation.md).
@@ -85,6 +89,22 @@ pub struct ValidateArgs {
     /// Worker threads [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
+    /// Fit the global factors (calibration.toml, training.toml) to every case: coordinate
+    /// descent over each factor's candidate values from the committed ones; prints the
+    /// committed and fitted factors and the objective (docs/validation.md, "Calibration").
+    /// Writes no factor file (scripts/fit-calibration.py does).
+    #[arg(long, conflicts_with_all = ["leave_one_out", "out"])]
+    pub fit: bool,
+    /// Report out-of-sample error: fit the global factors on all rows, then without each
+    /// source family (src/validate/families.toml), and predict each family with the factors
+    /// fitted without it; prints in- and out-of-sample median and p90 per metric, overall and
+    /// per family (docs/validation.md). Writes no factor file.
+    #[arg(long, conflicts_with = "out")]
+    pub leave_one_out: bool,
+    /// With --fit or --leave-one-out: every other candidate value of each factor (ends kept),
+    /// a smoke run.
+    #[arg(long, requires = "refit")]
+    pub quick: bool,
 }
 
 #[derive(Debug, Args)]

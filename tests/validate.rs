@@ -102,6 +102,22 @@ fn scenarios_skips_and_json_summary() {
             ),
         ]
     );
+    // Every prediction, with its source family where one matches (none for "fixture").
+    let predictions = s["predictions"].as_array().unwrap();
+    assert_eq!(predictions.len(), 8);
+    let p = predictions
+        .iter()
+        .find(|p| p["case_id"] == "server-70b" && p["metric"] == "ttft_p99_ms")
+        .unwrap();
+    assert_eq!(p["measured"], 400.0);
+    assert_eq!(p["source"], "fixture");
+    assert!(p["family"].is_null());
+    let predicted = p["predicted"].as_f64().unwrap();
+    let error = p["pct_error"].as_f64().unwrap();
+    assert!(
+        (error - (predicted / 400.0 - 1.0) * 100.0).abs() < 1e-9,
+        "{error}"
+    );
     // The training case is predicted by the training model.
     assert_eq!(m_n(&s, "model_tflops_per_gpu"), 1);
     let m = &s["metrics"];

@@ -3,6 +3,8 @@
 //! own grid and performance model (`predict`), and summarizes (`report`).
 
 pub mod cases;
+pub mod fit;
+pub mod loo;
 pub mod predict;
 pub mod report;
 pub mod train;

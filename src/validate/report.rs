@@ -49,7 +49,7 @@ pub fn target(metric: &str) -> Option<(f64, Option<f64>)> {
 }
 
 /// Linear-interpolated percentile of sorted values (numpy's default).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -77,12 +77,30 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// One measured metric of one predicted case (`validate --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictionRow {
+    pub case_id: String,
+    pub source: String,
+    /// The case's source family (src/validate/families.toml), if one matches.
+    pub family: Option<String>,
+    pub metric: String,
+    pub measured: f64,
+    pub predicted: f64,
+    /// `predicted / measured - 1`, in percent.
+    pub pct_error: f64,
+    /// An input of the case rather than a prediction (tokens/s/user at a stated interactivity).
+    pub scored: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub cases: usize,
     pub predicted: usize,
     pub skipped: Vec<Skipped>,
     pub metrics: BTreeMap<String, MetricSummary>,
+    /// Every prediction, in file order.
+    pub predictions: Vec<PredictionRow>,
 }
 
 impl Results<'_> {
@@ -90,11 +108,23 @@ impl Results<'_> {
         let mut errors: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
         let mut skipped = Vec::new();
         let mut predicted = 0;
+        let mut predictions = Vec::new();
+        let families = super::loo::Families::builtin();
         for (case, outcome) in &self.outcomes {
             match outcome {
                 Ok(p) => {
                     predicted += 1;
                     for (metric, measured, value, scored) in &p.values {
+                        predictions.push(PredictionRow {
+                            case_id: case.id.clone(),
+                            source: case.source.clone(),
+                            family: families.name_of(&case.source).map(str::to_string),
+                            metric: metric.clone(),
+                            measured: *measured,
+                            predicted: *value,
+                            pct_error: pct_error(*value, *measured),
+                            scored: *scored,
+                        });
                         if *scored {
                             errors
                                 .entry(metric.clone())
@@ -136,6 +166,7 @@ impl Results<'_> {
             predicted,
             skipped,
             metrics,
+            predictions,
         }
     }
 
