@@ -345,7 +345,9 @@ pub struct Moe {
     pub dtype: String,
     pub kernel: String,
     pub default: bool,
-    /// Routing of the measured rows: `balanced` (uniform) where the table has it.
+    /// Routing of the measured rows: `balanced` (uniform), `power_law_<alpha>` (skewed expert
+    /// popularity; one surface per distribution a table measured), or the AMD tuner's random
+    /// router (uniform in expectation).
     pub distribution: String,
     #[serde(flatten)]
     pub params: MoeParams,

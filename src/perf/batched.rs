@@ -40,7 +40,7 @@ impl<'a> BatchedInstance<'a> {
         // cannot fit is rejected before its step is timed.
         let shape = inst.decode_shape(batch);
         let memory = inst.memory_with(batch, &shape);
-        if !memory.fits {
+        if !memory.fits() {
             return Err(Estimate {
                 limit: Some(Limit::Memory),
                 ..Estimate::with_memory(Reason::DoesNotFit, &inst.layout, &memory)

@@ -59,7 +59,14 @@ pub struct Memory {
     pub used_bytes: f64,
     /// What the engine's budget gives the KV cache beside these weights and activations.
     pub kv_capacity_bytes: f64,
-    pub fits: bool,
+}
+
+impl Memory {
+    /// The KV cache fits the engine's budget (negative when weights and activations alone do
+    /// not fit, so that nothing does).
+    pub fn fits(&self) -> bool {
+        self.kv_bytes <= self.kv_capacity_bytes
+    }
 }
 
 impl Instance<'_> {
@@ -188,7 +195,6 @@ impl Instance<'_> {
             kv_bytes,
             used_bytes: weights_bytes + kv_bytes + workspace_bytes,
             kv_capacity_bytes,
-            fits: kv_bytes <= kv_capacity_bytes,
         }
     }
 }

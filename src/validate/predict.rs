@@ -537,7 +537,7 @@ fn choose<'a>(
 /// admission policy holds, activations), if even one sequence does. Memory grows with the batch,
 /// so the first batch that does not fit is found by galloping search.
 fn largest_fitting_batch(inst: &Instance, batch: u32) -> Option<u32> {
-    let too_many = |k: u32| !inst.memory(f64::from(k)).fits;
+    let too_many = |k: u32| !inst.memory(f64::from(k)).fits();
     match perf::sizing::first_passing(1, batch, too_many) {
         None => Some(batch),
         Some(1) => None,
