@@ -20,7 +20,10 @@
 //!   `U / D`. Both chains come from one recurrence: the chain of `N - 1` users has the weights of
 //!   the chain of `N` times `(N - n) / N` (the product of the birth rates telescopes).
 //! - **No think time.** With `Z = 0` every user always holds a request: an instance holds exactly
-//!   its users, `min(N, B)` of them decode and the rest wait.
+//!   its users, `min(N, B)` of them decode and the rest wait. A think time below `f64::EPSILON` of
+//!   the fastest service (`OSL x TPOT(1)`) is that case too: the share of time a user spends
+//!   thinking, `Z / (R + Z)`, is below what a double resolves, and the chain's birth rates
+//!   (`OSL / Z`) would overflow.
 //! - **Arrivals** see the chain of one user fewer (the arrival theorem; Lavenberg and Reiser 1980,
 //!   "Stationary state probabilities at arrival instants for closed queueing networks", J. Appl.
 //!   Prob. 17): an arrival that finds `n >= B` others waits for `n - B + 1` departures at the full
@@ -53,7 +56,7 @@ pub fn occupancy(speeds: &Speeds, users: f64, think_s: f64) -> Option<Occupancy>
     if !(users > 0.0 && users <= MAX_USERS && think_s >= 0.0 && think_s.is_finite()) {
         return None;
     }
-    if think_s == 0.0 {
+    if think_s <= f64::EPSILON * speeds.output_tokens * speeds.tpot_s(1.0) {
         return Some(without_think(speeds, users));
     }
     let chain = Chain::new(speeds, users, think_s);
@@ -605,6 +608,11 @@ mod tests {
                 "{users}: {tiny:?} {none:?}"
             );
             assert_eq!(tiny.running, none.running, "{users}");
+            // Think times a double cannot tell from none are none (the chain would overflow:
+            // found by the sweep fuzzer with think_s = 1e-300).
+            for z in [1e-300, f64::MIN_POSITIVE, 1e-17] {
+                assert_eq!(occupancy(&speeds, users, z), Some(none), "{users} {z}");
+            }
         }
     }
 
