@@ -55,6 +55,9 @@ macro_rules! inference_axes {
     ($($generator:ident)::+ ! { $($args:tt)* }) => {
         $($generator)::+! {
             $($args)*
+            /// Index into `Grid::workload` (and the sweep's `Spec::workloads`): one combination
+            /// of the workload axes (`model`, `input_tokens`, ..., `demand_scale`).
+            workload: Workloads = "[workload]";
             /// Index into `Grid::platform`: a GPU preset in its rack.
             platform: Platforms;
             /// Index into `Grid::engine`: the serving engine (`auto`: each GPU's first).
@@ -90,6 +93,46 @@ inference_axes!(crate::axis::grid! {
     /// updated in place, one field per axis that moved (usually only the fastest one).
     pub struct Points;
 });
+
+/// Combinations of the workload axes, named as `racksweep check` lists them; the point holds
+/// the index. Their values live in `spec::Workload` (one performance context each): this axis
+/// only orders and names them. Without workload axes it has one entry.
+pub struct Workloads;
+
+impl Kind for Workloads {
+    type Values = Vec<String>;
+    /// The name of the single workload.
+    type Default = str;
+
+    fn len(values: &Vec<String>) -> usize {
+        values.len()
+    }
+
+    #[inline]
+    fn held(_: &Vec<String>, digit: u32) -> u32 {
+        digit
+    }
+
+    fn digit(_: &Vec<String>, held: u32) -> Option<u32> {
+        Some(held)
+    }
+
+    fn shown(values: &Vec<String>, _: &Catalog) -> String {
+        match values.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} combinations (workloads, above)", many.len()),
+        }
+    }
+
+    fn single(default: &str, _: &Catalog) -> Vec<String> {
+        vec![default.to_string()]
+    }
+
+    #[cfg(test)]
+    fn sample(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("w{i}")).collect()
+    }
+}
 
 /// Rack counts, or [`AUTO_RACKS`] alone for `racks = "auto"`; the point holds the value.
 pub struct Racks;

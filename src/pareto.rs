@@ -1,7 +1,8 @@
 //! Objectives ("max tokens_per_s_per_gpu"), constraints ("ttft_ms <= 2000") and the exact Pareto
 //! frontier over feasible rows that meet the constraints. The frontier is computed per chunk and
 //! merged, so it works on a stream (and later across shards). Ties are kept; a row with a null or
-//! NaN objective never enters.
+//! NaN objective never enters. Rows of different groups ([`Record::group`]: the workloads of an
+//! inference sweep) are compared only within their group: one frontier per group.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -300,6 +301,8 @@ pub struct Frontier<R> {
 /// `incoming.len()` in the incoming slice, else in the current frontier.
 #[derive(Debug, Clone, Copy)]
 struct Keyed {
+    /// The row's group: candidates of different groups never dominate one another.
+    group: u32,
     keys: [f64; MAX_OBJECTIVES],
     index: usize,
 }
@@ -342,6 +345,7 @@ impl<R: Record> Frontier<R> {
         scratch.clear();
         scratch.extend(incoming.iter().enumerate().filter_map(|(index, r)| {
             Some(Keyed {
+                group: r.group(),
                 keys: self.keys(r)?,
                 index,
             })
@@ -350,6 +354,7 @@ impl<R: Record> Frontier<R> {
             let n = incoming.len();
             scratch.extend(self.rows.iter().enumerate().filter_map(|(j, r)| {
                 Some(Keyed {
+                    group: r.group(),
                     keys: self.keys(r)?,
                     index: n + j,
                 })
@@ -380,6 +385,7 @@ impl<R: Record> Frontier<R> {
         }
         if let Some(keys) = self.keys(row) {
             candidates.0.push(Keyed {
+                group: row.group(),
                 keys,
                 index: row.config_id() as usize,
             });
@@ -398,7 +404,8 @@ impl<R: Record> Frontier<R> {
         self.extend(&other.rows);
     }
 
-    /// Rows sorted by the first objective (best first), then the next ones, then config_id.
+    /// Rows by group, then by the first objective (best first), then the next ones, then
+    /// config_id.
     pub fn rows(&self) -> &[R] {
         &self.rows
     }
@@ -412,6 +419,9 @@ impl<R: Record> Frontier<R> {
     }
 
     fn order(&self, a: &R, b: &R) -> Ordering {
+        if a.group() != b.group() {
+            return a.group().cmp(&b.group());
+        }
         for o in &self.objectives {
             let (ka, kb) = (
                 o.key(a).unwrap_or(f64::NEG_INFINITY),
@@ -443,6 +453,7 @@ pub fn non_dominated_ids<V: AsRef<[f64]>>(
             *k = if o.maximize { v } else { -v };
         }
         candidates.0.push(Keyed {
+            group: 0,
             keys,
             index: id as usize,
         });
@@ -476,9 +487,32 @@ fn dominates(a: &[f64], b: &[f64]) -> bool {
     better
 }
 
-/// Moves the non-dominated candidates to the front of `c` and returns how many there are.
-/// In place and allocation-free (unstable sort; ties broken by position, so deterministic).
+/// Moves the non-dominated candidates of each group to the front of `c` (group by group) and
+/// returns how many there are. In place and allocation-free.
 fn non_dominated(c: &mut [Keyed], n: usize) -> usize {
+    if c.iter().all(|k| k.group == c[0].group) {
+        return non_dominated_in_group(c, n);
+    }
+    c.sort_unstable_by_key(|k| k.group);
+    let (mut kept, mut start) = (0, 0);
+    while start < c.len() {
+        let group = c[start].group;
+        let end = start + c[start..].iter().take_while(|k| k.group == group).count();
+        let k = non_dominated_in_group(&mut c[start..end], n);
+        // kept <= start: moving the group's survivors forward overwrites only rows already
+        // dropped or moved.
+        for i in 0..k {
+            c[kept + i] = c[start + i];
+        }
+        kept += k;
+        start = end;
+    }
+    kept
+}
+
+/// [`non_dominated`] within one group. In place and allocation-free (unstable sort; ties
+/// broken by position, so deterministic).
+fn non_dominated_in_group(c: &mut [Keyed], n: usize) -> usize {
     // Best first by every key in turn: a row can only be dominated by rows before it.
     c.sort_unstable_by(|a, b| {
         for i in 0..n {
@@ -556,6 +590,7 @@ mod tests {
             config_id: id,
             point: Point::default(),
             estimate,
+            ..Row::default()
         }
     }
 
@@ -689,7 +724,7 @@ mod tests {
         /// every admitted row off it is dominated by a row on it.
         #[test]
         fn frontier_matches_brute_force(
-            points in proptest::collection::vec((0u8..6, 0u8..6, 0u8..6), 1..60),
+            points in proptest::collection::vec((0u8..6, 0u8..6, 0u8..6, 0u32..3), 1..60),
             chunk in 1usize..10,
             three in any::<bool>(),
         ) {
@@ -698,9 +733,11 @@ mod tests {
             } else {
                 &["max tokens_per_s_per_gpu", "min tokens_per_s_per_user"]
             };
-            let rows: Vec<Row> = points.iter().enumerate().map(|(i, &(a, b, c))| {
+            // Rows of three workloads: each its own frontier.
+            let rows: Vec<Row> = points.iter().enumerate().map(|(i, &(a, b, c, w))| {
                 let mut r = row(i as u64, f64::from(a), f64::from(b));
                 r.estimate.ttft_ms = f64::from(c);
+                r.workload.id = w;
                 r
             }).collect();
             let objs = objectives(spec);
@@ -724,9 +761,13 @@ mod tests {
             let keys = |r: &Row| -> Vec<f64> { objs.iter().map(|o| o.key(r).unwrap()).collect() };
             let on: std::collections::HashSet<u64> = f.rows().iter().map(|r| r.config_id).collect();
             for r in &rows {
-                let dominated = rows.iter().any(|q| dominates(&keys(q), &keys(r)));
+                let dominated = rows
+                    .iter()
+                    .any(|q| q.workload.id == r.workload.id && dominates(&keys(q), &keys(r)));
                 prop_assert_eq!(on.contains(&r.config_id), !dominated, "row {}", r.config_id);
             }
+            let groups: Vec<u32> = f.rows().iter().map(|r| r.workload.id).collect();
+            prop_assert!(groups.windows(2).all(|w| w[0] <= w[1]), "rows by workload");
         }
     }
 }

@@ -26,8 +26,8 @@ pub trait SpaceFn {
 pub fn with_space<F: SpaceFn>(sweep: &Sweep, f: F) -> F::Output {
     match sweep {
         Sweep::Inference(spec) => {
-            let ctx = spec.context();
-            f.call(&Inference::new(&ctx, &spec.grid))
+            let contexts = spec.contexts();
+            f.call(&Inference::new(&contexts, &spec.grid))
         }
         Sweep::Training(spec) => f.call(&Training::new(spec)),
     }
@@ -37,7 +37,8 @@ use crate::train::{self, Infeasible, Layout, Packing, System};
 
 /// Serving configurations of an inference sweep.
 pub struct Inference<'a> {
-    pub ctx: &'a Context,
+    /// One context per entry of the grid's `workload` axis.
+    pub contexts: &'a [Context],
     pub grid: &'a Grid,
     /// Names this space's points in the workers' tables of timed steps (`perf::memo`): the
     /// context cannot change while the space borrows it.
@@ -45,9 +46,16 @@ pub struct Inference<'a> {
 }
 
 impl<'a> Inference<'a> {
-    pub fn new(ctx: &'a Context, grid: &'a Grid) -> Inference<'a> {
+    /// The space of `grid` with `contexts[w]` for workload `w` (one per entry of its
+    /// `workload` axis).
+    pub fn new(contexts: &'a [Context], grid: &'a Grid) -> Inference<'a> {
+        assert_eq!(
+            contexts.len(),
+            grid.workload.len(),
+            "one context per workload"
+        );
         Inference {
-            ctx,
+            contexts,
             grid,
             scope: Scope::new(),
         }
@@ -72,19 +80,23 @@ impl<'a> Space for Inference<'a> {
     ) {
         placements.in_scope(self.scope);
         for (config_id, point) in self.grid.range(start, end) {
+            let ctx = &self.contexts[point.workload as usize];
             row.config_id = config_id;
             row.point = point;
-            perf::evaluate_into(self.ctx, &point, placements, &mut row.estimate);
+            row.workload = ctx.workload;
+            perf::evaluate_into(ctx, &point, placements, &mut row.estimate);
             each(row);
         }
     }
 
     fn evaluate(&self, config_id: u64) -> Row {
         let point = self.grid.point(config_id);
+        let ctx = &self.contexts[point.workload as usize];
         Row {
             config_id,
             point,
-            estimate: perf::evaluate(self.ctx, &point),
+            workload: ctx.workload,
+            estimate: perf::evaluate(ctx, &point),
         }
     }
 }

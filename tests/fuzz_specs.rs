@@ -725,8 +725,8 @@ fn check(text: &str) {
     };
     match sweep {
         Sweep::Inference(spec) => {
-            let ctx = spec.context();
-            let space = Inference::new(&ctx, &spec.grid);
+            let contexts = spec.contexts();
+            let space = Inference::new(&contexts, &spec.grid);
             for i in sample(space.len()) {
                 let row: Row = space.evaluate(i);
                 let v = metrics_are_sane(&row, text);
@@ -838,8 +838,8 @@ fn ttft_percentiles_are_ordered() {
             .unwrap()
             .into_inference()
             .unwrap();
-        let ctx = spec.context();
-        let space = Inference::new(&ctx, &spec.grid);
+        let contexts = spec.contexts();
+        let space = Inference::new(&contexts, &spec.grid);
         for i in 0..space.len() {
             let e = space.evaluate(i).estimate;
             let (p50, p95, p99) = (e.ttft_p50_ms, e.ttft_p95_ms, e.ttft_p99_ms);

@@ -21,14 +21,18 @@ fn load(rel: &str) -> Spec {
 
 /// Every point of a sweep with its estimate.
 fn rows(spec: &Spec) -> Vec<Row> {
-    let ctx = spec.context();
+    let contexts = spec.contexts();
     let mut placements = perf::PlacementCache::default();
     spec.grid
         .range(0, spec.grid.len())
-        .map(|(config_id, point)| Row {
-            config_id,
-            point,
-            estimate: perf::evaluate_with(&ctx, &point, &mut placements),
+        .map(|(config_id, point)| {
+            let ctx = &contexts[point.workload as usize];
+            Row {
+                config_id,
+                point,
+                workload: ctx.workload,
+                estimate: perf::evaluate_with(ctx, &point, &mut placements),
+            }
         })
         .collect()
 }
@@ -44,7 +48,7 @@ fn sized_sweeps() -> Vec<String> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .map(|p| format!("sweeps/{}", p.file_name().unwrap().to_string_lossy()))
-        .filter(|rel| load_any(rel).is_some_and(|s| s.plan.demand))
+        .filter(|rel| load_any(rel).is_some_and(|s| s.demand()))
         .collect();
     out.sort();
     out
@@ -65,7 +69,7 @@ fn identities_hold_on_every_sized_row() {
     assert!(sweeps.len() >= 4, "{sweeps:?}");
     for rel in sweeps {
         let spec = load(&rel);
-        let slo = spec.plan.settings.slo;
+        let slo = spec.workloads[0].plan.settings.slo;
         let mut checked = 0;
         for row in rows(&spec) {
             let e = row.estimate;
@@ -121,11 +125,14 @@ fn users_are_conserved_on_every_closed_row() {
     let mut checked = 0;
     for rel in sized_sweeps() {
         let spec = load(&rel);
-        let users = spec.phases[0].load.users;
-        if users == 0.0 || spec.phases.len() > 1 || spec.phases[0].load.requests_per_s > 0.0 {
+        let users = spec.workloads[0].phases[0].load.users;
+        if users == 0.0
+            || spec.workloads[0].phases.len() > 1
+            || spec.workloads[0].phases[0].load.requests_per_s > 0.0
+        {
             continue;
         }
-        let think_s = spec.plan.settings.think_s;
+        let think_s = spec.workloads[0].plan.settings.think_s;
         for row in rows(&spec) {
             let e = row.estimate;
             if !e.feasible() || e.prefill_instances > 0 || !e.occupancy_per_instance.is_finite() {

@@ -6,17 +6,19 @@ use super::{
 };
 use crate::format::number;
 use crate::grid::Point;
-use crate::perf::{Estimate, Reason};
+use crate::perf::{Estimate, Reason, WorkloadValues};
 
 /// Utilization bands of the `risk` column (InferenceAtlas's latency risk bands): low up to 50 %,
 /// medium up to 75 %, high above.
 pub const RISK_BANDS: [(&str, f64); 3] = [("low", 0.5), ("medium", 0.75), ("high", f64::INFINITY)];
 
-/// One evaluated configuration: its grid index, its axis values and the model's estimate.
+/// One evaluated configuration: its grid index, its axis values, its workload and the model's
+/// estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Row {
     pub config_id: u64,
     pub point: Point,
+    pub workload: WorkloadValues,
     pub estimate: Estimate,
 }
 
@@ -38,7 +40,7 @@ impl Record for Row {
         match labels {
             Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
             Labels::Rack => Some(values.rack_key[p.platform as usize]),
-            Labels::Model => Some(0),
+            Labels::Model => Some(self.workload.model),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
             Labels::KvDtype => Some(p.kv_dtype as u16),
             Labels::Ownership => Some(p.ownership as u16),
@@ -68,6 +70,10 @@ impl Record for Row {
         Reason::ALL[index].as_str()
     }
 
+    fn group(&self) -> u32 {
+        self.workload.id
+    }
+
     fn admitted(&self) -> bool {
         let e = &self.estimate;
         e.feasible() && e.demand_met != Some(false) && e.meets_slo != Some(false)
@@ -88,6 +94,20 @@ macro_rules! metric {
             kind: Kind::Metric(|r| finite(r.estimate.$field)),
             role: Role::Metric,
             show: $show,
+        }
+    };
+}
+
+/// A workload column read from the row's [`WorkloadValues`] field of the same name.
+macro_rules! workload {
+    ($name:literal, $unit:literal, $doc:literal, $field:ident) => {
+        Column {
+            name: $name,
+            unit: $unit,
+            doc: $doc,
+            kind: Kind::Metric(|r| finite(r.workload.$field)),
+            role: Role::Workload,
+            show: Show::NONE,
         }
     };
 }
@@ -121,11 +141,67 @@ pub static COLUMNS: &[Column<Row>] = &[
     Column {
         name: "model",
         unit: "",
-        doc: "model preset id",
+        doc: "model preset id (grid.model, or [workload] model)",
         kind: Kind::Label(Labels::Model),
-        role: Role::Model,
+        role: Role::Workload,
         show: Show::NONE,
     },
+    Column {
+        name: "workload_id",
+        unit: "",
+        doc: "index of the row's combination of the workload axes (model, input_tokens, output_tokens, think_s, cached_tokens, the demand axis, demand_scale; 0 without them); pareto.parquet holds one frontier per workload_id",
+        kind: Kind::Count(|r| Some(r.workload.id)),
+        role: Role::Workload,
+        show: Show::NONE,
+    },
+    workload!(
+        "input_tokens",
+        "tokens",
+        "mean prompt length (grid.input_tokens, or [workload])",
+        input_tokens
+    ),
+    workload!(
+        "output_tokens",
+        "tokens",
+        "mean output length (grid.output_tokens, or [workload])",
+        output_tokens
+    ),
+    workload!(
+        "think_s",
+        "s",
+        "mean time a user reads between a response and the next request (grid.think_s, or [workload]; 0 without)",
+        think_s
+    ),
+    workload!(
+        "cached_tokens",
+        "tokens",
+        "prompt tokens of a session's earlier turns whose KV is kept between turns (grid.cached_tokens, or [workload]; 0 without)",
+        cached_tokens
+    ),
+    workload!(
+        "given_concurrent_users",
+        "users",
+        "concurrent users of the demand as given (grid.concurrent_users, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
+        given_concurrent_users
+    ),
+    workload!(
+        "given_requests_per_s",
+        "requests/s",
+        "request rate of the demand as given (grid.requests_per_s, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
+        given_requests_per_s
+    ),
+    workload!(
+        "given_tokens_per_day",
+        "tokens",
+        "input plus output tokens per day of the demand as given (grid.tokens_per_day, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
+        given_tokens_per_day
+    ),
+    workload!(
+        "demand_scale",
+        "",
+        "factor on the demand's load in every phase (grid.demand_scale; 1 without)",
+        demand_scale
+    ),
     Column {
         name: "racks",
         unit: "racks",

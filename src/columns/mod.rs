@@ -133,8 +133,9 @@ pub enum Role {
     Id,
     /// What the cluster is built of: the GPU and rack presets.
     Platform,
-    /// The model, the same in every row of a run.
-    Model,
+    /// What is served or trained: the model and, in inference, the workload axes' values (the
+    /// same in every row of one workload).
+    Workload,
     /// The configuration's layout and size: the grid's axes and the sizes they set. Report
     /// tables lead with these (and the id and platform), in file order.
     Layout,
@@ -305,6 +306,12 @@ pub trait Record: Copy + Default + Send + Sync + 'static {
     /// demand and SLOs where the sweep sets them.
     fn admitted(&self) -> bool;
 
+    /// The frontier the row belongs to: rows of different groups (an inference sweep's
+    /// workloads) never dominate one another.
+    fn group(&self) -> u32 {
+        0
+    }
+
     fn feasible(&self) -> bool {
         self.reason().is_none()
     }
@@ -458,7 +465,8 @@ pub struct LabelValues {
     pub hardware_key: Vec<u16>,
     pub rack: Vec<String>,
     pub rack_key: Vec<u16>,
-    pub model: String,
+    /// The sweep's model ids, each once (in workload order).
+    pub models: Vec<String>,
     pub weight_dtype: Vec<String>,
     pub kv_dtype: Vec<String>,
     pub ownership: Vec<String>,
@@ -475,7 +483,7 @@ impl LabelValues {
         match labels {
             Labels::Hardware => self.hardware.clone(),
             Labels::Rack => self.rack.clone(),
-            Labels::Model => vec![self.model.clone()],
+            Labels::Model => self.models.clone(),
             Labels::WeightDtype => self.weight_dtype.clone(),
             Labels::KvDtype => self.kv_dtype.clone(),
             Labels::Ownership => self.ownership.clone(),
@@ -551,6 +559,11 @@ mod tests {
             "_per_gpu",
             "mwh_",
             "_min",
+            // Mean lengths in tokens, and a demand per day.
+            "_tokens",
+            "_per_day",
+            // A dimensionless factor.
+            "_scale",
         ];
         for mode in Mode::ALL {
             for c in Schema::get(mode)

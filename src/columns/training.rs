@@ -146,7 +146,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         unit: "",
         doc: "model preset id",
         kind: Kind::Label(Labels::Model),
-        role: Role::Model,
+        role: Role::Workload,
         show: Show::NONE,
     },
     count!(

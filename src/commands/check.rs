@@ -25,14 +25,27 @@ fn render_inference(spec: &Spec) -> String {
 
     let mut out = String::new();
     let _ = writeln!(out, "sweep: {} ({})", h.name, h.path.display());
-    let _ = writeln!(
-        out,
-        "workload: {}, {} input / {} output tokens, KV admission {}",
-        c.models[h.model].id,
-        tokens(spec.input_tokens),
-        tokens(spec.output_tokens),
-        spec.kv_admission_words()
-    );
+    if let [w] = spec.workloads.as_slice() {
+        let _ = writeln!(
+            out,
+            "workload: {}, {} input / {} output tokens, KV admission {}",
+            c.models[w.model].id,
+            tokens(w.input_tokens),
+            tokens(w.output_tokens),
+            spec.kv_admission_words()
+        );
+    } else {
+        // Every combination, by workload_id: each has its own frontier.
+        let _ = writeln!(
+            out,
+            "workloads: {} combinations, one frontier each; KV admission {}",
+            spec.workloads.len(),
+            spec.kv_admission_words()
+        );
+        for (i, w) in spec.workloads.iter().enumerate() {
+            let _ = writeln!(out, "  {i}: {}", w.label);
+        }
+    }
     let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
     let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
     if g.speculates() {

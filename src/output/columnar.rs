@@ -403,7 +403,7 @@ mod tests {
             hardware_key: vec![0],
             rack: vec!["r".into()],
             rack_key: vec![0],
-            model: "m".into(),
+            models: vec!["m".into()],
             weight_dtype: vec!["bf16".into()],
             kv_dtype: vec!["bf16".into()],
             ownership: vec!["cloud".into()],

@@ -20,6 +20,10 @@ pub struct Manifest {
     /// parameters of an inference sweep; sequence length, global batch and tokens to train of
     /// a training sweep.
     pub workload: BTreeMap<String, f64>,
+    /// The workloads of an inference sweep with workload axes, by `workload_id` (absent
+    /// without them; `model` and `workload` are then the first one's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<String>,
     /// How the engine admits requests against its KV cache (`[workload] kv_admission`) in an
     /// inference sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]

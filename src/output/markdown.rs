@@ -36,12 +36,21 @@ pub fn render<R: Record>(
             .find(|(k, _)| *k == key)
             .map_or(f64::NAN, |&(_, v)| v)
     };
-    let _ = writeln!(
-        out,
-        "- model: {}, {}",
-        h.model_id(),
-        (Schema::get(R::MODE).review.workload_line)(&w)
-    );
+    let groups = spec.workload_labels();
+    if groups.len() > 1 {
+        let _ = writeln!(
+            out,
+            "- {} workloads, one frontier each (below, by workload_id)",
+            groups.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "- model: {}, {}",
+            h.model_id(),
+            (Schema::get(R::MODE).review.workload_line)(&w)
+        );
+    }
     let _ = writeln!(
         out,
         "- objectives: {}",
@@ -89,13 +98,32 @@ pub fn render<R: Record>(
             ));
         }
     }
-    let rows = frontier
-        .rows()
-        .iter()
-        .map(|row| shown.iter().map(|&(i, _)| cell(i, row, labels)).collect())
-        .collect();
-    let columns = shown.into_iter().map(|(_, c)| c).collect();
-    out.push_str(&Markdown.table(&Table::new(columns, rows)));
+    let table = |rows: &mut dyn Iterator<Item = &R>| {
+        let rows = rows
+            .map(|row| shown.iter().map(|&(i, _)| cell(i, row, labels)).collect())
+            .collect();
+        let columns = shown.iter().map(|(_, c)| c.clone()).collect();
+        Markdown.table(&Table::new(columns, rows))
+    };
+    if groups.len() <= 1 {
+        out.push_str(&table(&mut frontier.rows().iter()));
+        return out;
+    }
+    // One frontier per workload: rows of different workloads are not comparable.
+    for (k, name) in groups.iter().enumerate() {
+        let _ = writeln!(out, "## Workload {k}: {name}\n");
+        let mut rows = frontier
+            .rows()
+            .iter()
+            .filter(|r| r.group() as usize == k)
+            .peekable();
+        if rows.peek().is_none() {
+            let _ = writeln!(out, "No feasible configuration meets the constraints.\n");
+        } else {
+            out.push_str(&table(&mut rows));
+            out.push('\n');
+        }
+    }
     out
 }
 

@@ -51,6 +51,45 @@ pub struct Workload {
     pub kv_admission: Option<memory::KvAdmission>,
 }
 
+/// What an inference row's workload columns show (`columns::Row::workload`): the values of the workload axes (or of `[workload]`)
+/// for the row's entry of the grid's `workload` axis. A number that does not apply is NaN
+/// (null in the files).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct WorkloadValues {
+    /// The entry of the grid's `workload` axis (`Point::workload`).
+    pub id: u32,
+    /// Label key of the model (index into the sweep's models, `columns::LabelValues::models`).
+    pub model: u16,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub think_s: f64,
+    pub cached_tokens: f64,
+    /// The demand as given (`[workload.demand]` or the grid's demand axis), before
+    /// `demand_scale`; NaN where the demand is given otherwise.
+    pub given_concurrent_users: f64,
+    pub given_requests_per_s: f64,
+    pub given_tokens_per_day: f64,
+    pub demand_scale: f64,
+}
+
+impl WorkloadValues {
+    /// A workload of these mean lengths, without think time, cached tokens or demand.
+    pub fn lengths(input_tokens: f64, output_tokens: f64) -> WorkloadValues {
+        WorkloadValues {
+            id: 0,
+            model: 0,
+            input_tokens,
+            output_tokens,
+            think_s: 0.0,
+            cached_tokens: 0.0,
+            given_concurrent_users: f64::NAN,
+            given_requests_per_s: f64::NAN,
+            given_tokens_per_day: f64::NAN,
+            demand_scale: 1.0,
+        }
+    }
+}
+
 /// Acceptance probability of a draft token when the sweep gives none: DeepSeek-V3's MTP module
 /// predicts the second token with an 85-90 % acceptance rate (DeepSeek-V3 report,
 /// arXiv:2412.19437, section 5.4.3); we take the low end.
@@ -93,6 +132,9 @@ pub struct Context {
     /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
     pub phases: Vec<Phase>,
     pub plan: Plan,
+    /// The workload's columns, copied into each of its rows (`spec::Spec::context_of` sets
+    /// them; here: the lengths, no demand).
+    pub workload: WorkloadValues,
 }
 
 /// One phase of the schedule: its share of time, its load and its request lengths.
@@ -271,6 +313,7 @@ impl Context {
                 output_tokens: workload.output_tokens,
             }],
             plan: Plan::without_demand(catalog.economics),
+            workload: WorkloadValues::lengths(workload.input_tokens, workload.output_tokens),
         })
     }
 }

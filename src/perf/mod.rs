@@ -44,6 +44,7 @@ mod instance;
 
 pub use context::{
     Context, DEFAULT_SPEC_ACCEPTANCE, DEFAULT_SPEC_DRAFT_LAYERS, Phase, Plan, Workload,
+    WorkloadValues,
 };
 pub use estimate::{Estimate, Limit, Reason};
 pub use facts::ModelFacts;

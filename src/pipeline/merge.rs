@@ -241,6 +241,10 @@ pub(super) fn manifest(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        workloads: match sweep.workload_labels() {
+            w if w.len() > 1 => w,
+            _ => Vec::new(),
+        },
         kv_admission: sweep.kv_admission(),
         configurations,
         axes,

@@ -53,6 +53,10 @@ macro_rules! load_grid {
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Named<$vocab:ty> = $default:ident) => {
         $l.words(&$g.$field, concat!("grid.", stringify!($field)), <$vocab>::$default)?
     };
+    // The combinations need the [workload] table: `Loader::spec` sets them (`spec::workloads`).
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Workloads = $default:tt) => {
+        <$crate::grid::Workloads as $crate::axis::Kind>::single($default, $c)
+    };
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Sizes = $default:tt) => {
         $l.sizes($g, &$default)?
     };

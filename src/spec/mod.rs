@@ -6,6 +6,7 @@ mod grid;
 mod plan;
 mod raw;
 mod training;
+mod workloads;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use crate::suggest;
 use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
 
 pub use training::{DEFAULT_TRAINING_OBJECTIVES, TrainingSpec};
+pub use workloads::Workload;
 
 /// Grid size `check` and `run` accept without `--max-configs` (documented in docs/sweep-format.md).
 pub const DEFAULT_MAX_CONFIGS: u64 = 1_000_000_000;
@@ -51,7 +53,8 @@ pub struct Header {
     pub description: String,
     pub objectives: Vec<Objective>,
     pub constraints: Vec<Constraint>,
-    /// Index into `catalog.models`.
+    /// Index into `catalog.models`: the `[workload]` table's model (an inference sweep's
+    /// `grid.model` axis may add others, `Spec::workloads`).
     pub model: usize,
     /// The built-in catalog with the sweep's inline presets and `[cost]` applied.
     pub catalog: Catalog,
@@ -68,8 +71,9 @@ impl Header {
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub header: Header,
-    pub input_tokens: f64,
-    pub output_tokens: f64,
+    /// Every combination of the workload axes, in the order of the grid's `workload` axis
+    /// (one, the `[workload]` table, without them).
+    pub workloads: Vec<Workload>,
     /// Probability that a draft token is accepted (where the grid proposes drafts,
     /// `Grid::speculates`).
     pub spec_acceptance: f64,
@@ -79,9 +83,6 @@ pub struct Spec {
     /// (`perf::memory::KvAdmission::of_engine`).
     pub kv_admission: Option<crate::perf::memory::KvAdmission>,
     pub grid: Grid,
-    /// Sizing, SLO and cost settings, and the schedule.
-    pub plan: crate::perf::Plan,
-    pub phases: Vec<crate::perf::Phase>,
 }
 
 impl Spec {
@@ -115,25 +116,60 @@ impl Spec {
         format!("engine default ({})", each.join(", "))
     }
 
-    /// The performance model's precomputed context for this sweep's grid and workload.
-    pub fn context(&self) -> crate::perf::Context {
+    /// The performance model's precomputed context of workload `w` over this sweep's grid.
+    pub fn context_of(&self, w: usize) -> crate::perf::Context {
         let h = &self.header;
-        let model = &h.catalog.models[h.model];
+        let one = &self.workloads[w];
+        let model = &h.catalog.models[one.model];
         let workload = crate::perf::Workload {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
+            input_tokens: one.input_tokens,
+            output_tokens: one.output_tokens,
             spec_acceptance: self.spec_acceptance,
             spec_draft_layers: self.spec_draft_layers,
             kv_admission: self.kv_admission,
         };
         let mut ctx = crate::perf::Context::new(&h.catalog, model, &self.grid, workload)
             .expect("spec validation guarantees the model has a vocabulary");
-        ctx.phases = self.phases.clone();
+        ctx.phases = one.phases.clone();
         ctx.plan = crate::perf::Plan {
             ownership: self.grid.ownership.clone(),
-            ..self.plan.clone()
+            ..one.plan.clone()
         };
+        ctx.workload = one.columns(w as u32, self.model_key(one.model));
         ctx
+    }
+
+    /// The contexts of every workload, in the grid's `workload` order.
+    pub fn contexts(&self) -> Vec<crate::perf::Context> {
+        (0..self.workloads.len())
+            .map(|w| self.context_of(w))
+            .collect()
+    }
+
+    /// The context of the first workload (the only one of a sweep without workload axes).
+    pub fn context(&self) -> crate::perf::Context {
+        self.context_of(0)
+    }
+
+    /// The sweep's models (ids), each once, in workload order: the `model` column's labels.
+    pub fn models(&self) -> Vec<usize> {
+        let mut models: Vec<usize> = Vec::new();
+        for w in &self.workloads {
+            if !models.contains(&w.model) {
+                models.push(w.model);
+            }
+        }
+        models
+    }
+
+    /// The `model` column's label key of catalog model `model`.
+    fn model_key(&self, model: usize) -> u16 {
+        self.models().iter().position(|&m| m == model).unwrap_or(0) as u16
+    }
+
+    /// Whether `[workload.demand]` is set (for every workload alike).
+    pub fn demand(&self) -> bool {
+        self.workloads[0].plan.demand
     }
 }
 
@@ -236,8 +272,8 @@ impl Sweep {
     pub fn workload(&self) -> Vec<(&'static str, f64)> {
         match self {
             Sweep::Inference(s) => vec![
-                ("input_tokens", s.input_tokens),
-                ("output_tokens", s.output_tokens),
+                ("input_tokens", s.workloads[0].input_tokens),
+                ("output_tokens", s.workloads[0].output_tokens),
                 ("spec_acceptance", s.spec_acceptance),
                 ("spec_draft_layers", s.spec_draft_layers),
             ],
@@ -252,6 +288,14 @@ impl Sweep {
                 ("restart_minutes", s.factors.restart_minutes),
                 ("failures_per_gpu_hour", s.factors.failures_per_gpu_hour),
             ],
+        }
+    }
+
+    /// The names of an inference sweep's workloads, by `workload_id` (empty for training).
+    pub fn workload_labels(&self) -> Vec<String> {
+        match self {
+            Sweep::Inference(s) => s.workloads.iter().map(|w| w.label.clone()).collect(),
+            Sweep::Training(_) => Vec::new(),
         }
     }
 
@@ -313,7 +357,10 @@ impl Sweep {
             hardware_key,
             rack,
             rack_key,
-            model: self.header().model_id().to_string(),
+            models: match self {
+                Sweep::Inference(s) => s.models().iter().map(|&m| c.models[m].id.clone()).collect(),
+                Sweep::Training(_) => vec![self.header().model_id().to_string()],
+            },
             weight_dtype,
             kv_dtype,
             ownership: ownership.iter().map(|o| o.as_str().to_string()).collect(),
@@ -422,11 +469,7 @@ impl Loader<'_> {
             &DEFAULT_OBJECTIVES,
         )?;
 
-        // Pass 3: the [workload] table.
-        let model_id = workload.model.get_ref();
-        let model = self.model(&catalog, &workload.model)?;
-        let input_tokens = self.tokens(&workload.input_tokens, "workload.input_tokens")?;
-        let output_tokens = self.tokens(&workload.output_tokens, "workload.output_tokens")?;
+        // Pass 3: the [workload] keys every workload shares.
         let spec_acceptance = match &workload.spec_acceptance {
             None => crate::perf::DEFAULT_SPEC_ACCEPTANCE,
             Some(v) if (0.0..1.0).contains(v.get_ref()) => *v.get_ref(),
@@ -474,34 +517,22 @@ impl Loader<'_> {
                 })?,
             ),
         };
-        let max_context = f64::from(catalog.models[model].max_context);
-        if input_tokens + output_tokens > max_context {
-            return Err(self
-                .at(workload.input_tokens.span(), format!("workload: input_tokens + output_tokens = {} exceeds the context of {model_id} ({max_context})", input_tokens + output_tokens))
-                .with_hint("shorten the workload or pick a model with a longer max_context"));
-        }
 
-        // Pass 4: demand, schedule, SLOs and [cost].
+        // Pass 4: each workload (the combinations of the grid's workload axes): its model,
+        // lengths, demand, schedule, SLOs and [cost].
         let slo = self.slo(
             &sweep.ttft_p99_ms,
             &sweep.tpot_p99_ms,
             &sweep.tokens_per_s_per_user,
         )?;
-        let shape = plan::WorkloadShape {
-            input_tokens,
-            output_tokens,
-            max_context,
-            cached_tokens: &workload.cached_tokens,
-            think_s: &workload.think_s,
-            input_tokens_cv: &workload.input_tokens_cv,
-            output_tokens_cv: &workload.output_tokens_cv,
-            demand: &workload.demand,
-            phases: &workload.phase,
-        };
-        let (plan, phases) = self.plan(&shape, slo, &mut catalog, &cost)?;
+        let mut grid = grid;
+        let axes = self.workload_axes(&mut grid)?;
+        let workloads = self.workloads(&mut catalog, &workload, &axes, slo, &cost)?;
+        let model = workloads[0].model;
 
         // Pass 5: the [grid] axes.
-        let grid = self.grid(&catalog, grid, plan.demand)?;
+        let mut grid = self.grid(&catalog, grid, workloads[0].plan.demand)?;
+        grid.workload = workloads.iter().map(|w| w.label.clone()).collect();
         self.within_cap(grid.checked_len(), max_configs)?;
 
         Ok(Spec {
@@ -513,14 +544,11 @@ impl Loader<'_> {
                 model,
                 catalog,
             ),
-            input_tokens,
-            output_tokens,
+            workloads,
             spec_acceptance,
             spec_draft_layers,
             kv_admission,
             grid,
-            plan,
-            phases,
         })
     }
 
@@ -649,7 +677,12 @@ impl Loader<'_> {
     }
 
     /// `workload.model`: a catalog model with a vocabulary (its embeddings must be sized).
-    fn model(&self, catalog: &Catalog, name: &Spanned<String>) -> Result<usize, UserError> {
+    fn model(
+        &self,
+        catalog: &Catalog,
+        name: &Spanned<String>,
+        key: &str,
+    ) -> Result<usize, UserError> {
         let model_id = name.get_ref();
         let model = catalog
             .models
@@ -657,17 +690,11 @@ impl Loader<'_> {
             .position(|m| &m.id == model_id)
             .ok_or_else(|| {
                 let ids = catalog.models.iter().map(|m| m.id.as_str());
-                self.unknown(
-                    name,
-                    "workload.model",
-                    "model",
-                    ids,
-                    "racksweep catalog models",
-                )
+                self.unknown(name, key, "model", ids, "racksweep catalog models")
             })?;
         if catalog.models[model].vocab.is_none() {
             return Err(self
-                .at(name.span(), format!("workload.model: \"{}\" has no vocabulary size in the catalog, so its embeddings cannot be sized", quoted(model_id)))
+                .at(name.span(), format!("{key}: \"{}\" has no vocabulary size in the catalog, so its embeddings cannot be sized", quoted(model_id)))
                 .with_hint("define the model inline with a [[model]] table that sets vocab (and a new id)"));
         }
         Ok(model)

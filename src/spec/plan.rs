@@ -26,6 +26,8 @@ pub struct WorkloadShape<'a> {
     pub input_tokens: f64,
     pub output_tokens: f64,
     pub max_context: f64,
+    /// Multiplies the demand's load in every phase (`grid.demand_scale`; 1 without it).
+    pub demand_scale: f64,
     pub cached_tokens: &'a Option<Spanned<f64>>,
     pub think_s: &'a Option<Spanned<f64>>,
     pub input_tokens_cv: &'a Option<Spanned<f64>>,
@@ -212,14 +214,15 @@ impl Loader<'_> {
         Ok((demand, target))
     }
 
-    /// The plan and the schedule. `demand` is `None` when `[workload.demand]` is absent.
+    /// The plan, the schedule and the demand as given (`None` when `[workload.demand]` is
+    /// absent).
     pub(super) fn plan(
         &self,
         w: &WorkloadShape,
         slo: Slo,
         catalog: &mut Catalog,
         cost: &Option<RawCost>,
-    ) -> Result<(Plan, Vec<Phase>), UserError> {
+    ) -> Result<(Plan, Vec<Phase>, Option<Demand>), UserError> {
         let (demand, target_utilization) = match w.demand {
             Some(d) => {
                 let (demand, target) = self.demand(d)?;
@@ -288,14 +291,14 @@ impl Loader<'_> {
             ownership: Vec::new(),
             api_usd_per_mtok,
         };
-        Ok((plan, phases))
+        Ok((plan, phases, demand))
     }
 
     fn phases(&self, w: &WorkloadShape, demand: &Demand) -> Result<Vec<Phase>, UserError> {
         if w.phases.is_empty() {
             return Ok(vec![Phase {
                 weight: 1.0,
-                load: demand.load(1.0, w.input_tokens + w.output_tokens),
+                load: demand.load(w.demand_scale, w.input_tokens + w.output_tokens),
                 input_tokens: w.input_tokens,
                 output_tokens: w.output_tokens,
             }]);
@@ -391,7 +394,7 @@ impl Loader<'_> {
             }
             phases.push(Phase {
                 weight: share,
-                load: demand.load(scale, isl + osl),
+                load: demand.load(w.demand_scale * scale, isl + osl),
                 input_tokens: isl,
                 output_tokens: osl,
             });

@@ -42,7 +42,7 @@ pub struct RawSweep {
     pub tokens_per_s_per_user: Option<Spanned<f64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     pub model: Spanned<String>,
@@ -62,7 +62,7 @@ pub struct RawWorkload {
     pub phase: Vec<Spanned<RawPhase>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDemand {
     pub concurrent_users: Option<Spanned<f64>>,
@@ -76,13 +76,13 @@ pub struct RawDemand {
 }
 
 /// A named traffic pattern or `{ active_ratio, burst_factor }`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum RawTraffic {
     Named(String),
     Custom(RawCustomTraffic),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCustomTraffic {
     pub active_ratio: Spanned<f64>,
@@ -116,7 +116,7 @@ impl<'de> Deserialize<'de> for RawTraffic {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPhase {
     pub name: Spanned<String>,
@@ -184,6 +184,9 @@ impl RawCost {
 
 pub type Names = Spanned<Vec<Spanned<String>>>;
 
+/// A list of numbers (a workload axis: `input_tokens = [1024, 8192]`).
+pub type Floats = Spanned<Vec<Spanned<f64>>>;
+
 /// Builds a `[grid]` table's mirror from an axis table's rows (`crate::grid::inference_axes!`,
 /// `crate::train::grid::training_axes!`): the platform's keys `hardware` and `rack`, then every
 /// numeric axis's key, then every named axis's, each group in table order (the order in which
@@ -197,6 +200,15 @@ macro_rules! raw_grid {
         $(#[$doc:meta])* $field:ident : Platforms; $($rest:tt)*) => {
         raw_grid!(@sort $name [$($platform)* pub hardware: Names, pub rack: Option<Names>,]
             [$($numeric)*] [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Workloads = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
+            [$($named)* pub model: Option<Names>, pub input_tokens: Option<Floats>,
+                pub output_tokens: Option<Floats>, pub think_s: Option<Floats>,
+                pub cached_tokens: Option<Floats>, pub concurrent_users: Option<Floats>,
+                pub requests_per_s: Option<Floats>, pub tokens_per_day: Option<Floats>,
+                pub demand_scale: Option<Floats>,]; $($rest)*);
     };
     (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
         $(#[$doc:meta])* $field:ident : Sizes = $default:tt; $($rest:tt)*) => {

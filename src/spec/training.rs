@@ -66,7 +66,7 @@ impl Loader<'_> {
             &DEFAULT_TRAINING_OBJECTIVES,
         )?;
 
-        let model = self.model(&catalog, &workload.model)?;
+        let model = self.model(&catalog, &workload.model, "workload.model")?;
         let m = &catalog.models[model];
         let seq_len = self.in_bounds(&workload.seq_len, "workload.seq_len", COUNT)?;
         if seq_len > m.max_context {
