@@ -101,6 +101,7 @@ fn the_reports_answers_are_those_of_brute_force() {
         constraints: &constraints,
         rankings: &rankings,
         trades: &trades,
+        curves: &[],
         shown: &["config_id", "hardware"],
         extra_ids: &[],
     };
@@ -420,6 +421,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
         constraints: &constraints,
         rankings: &rankings,
         trades: &trades,
+        curves: &[],
         shown: &["config_id", "hardware", "precision"],
         extra_ids: &[],
     };

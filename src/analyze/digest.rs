@@ -69,6 +69,21 @@ pub struct Traded {
     pub sample: Vec<(String, f64, f64)>,
 }
 
+/// The best `y` per value of column `x`, per hardware, per combination of the `groups`
+/// columns: how the answer moves with the demand (x) for each workload (groups) and hardware.
+#[derive(Debug, Clone)]
+pub struct Curve {
+    /// Index into the run's [`Schema`] columns of the numeric column along the curve.
+    pub x: usize,
+    pub y: Objective,
+    /// Columns whose values split the curves (a workload's other axes).
+    pub groups: Vec<usize>,
+}
+
+/// A curve's answer: per combination of the group columns (their values, in order), each
+/// hardware's best point per x (ascending x; `ties` counts the rows at the best y).
+pub type Curved = Vec<(Vec<String>, Vec<(String, Vec<TradePoint>)>)>;
+
 /// Rows counted by why they were or were not admitted.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Admission {
@@ -87,6 +102,7 @@ pub struct Digest {
     pub admission: Admission,
     pub ranked: Vec<Ranked>,
     pub traded: Vec<Traded>,
+    pub curved: Vec<Curved>,
     /// Column names of `rows`.
     pub header: Vec<String>,
     /// config_id -> formatted cells, for every row named above and every `extra_ids`.
@@ -111,6 +127,7 @@ pub struct Ask<'a> {
     pub constraints: &'a [Constraint],
     pub rankings: &'a [Ranking],
     pub trades: &'a [Trade],
+    pub curves: &'a [Curve],
     pub shown: &'a [&'static str],
     pub extra_ids: &'a [u64],
 }
@@ -173,6 +190,7 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         constraints,
         rankings,
         trades,
+        curves,
         shown,
         extra_ids,
     } = *ask;
@@ -193,6 +211,10 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     for t in trades {
         needed.extend([t.x.column, t.y.column]);
     }
+    for c in curves {
+        needed.extend([c.x, c.y.column]);
+        needed.extend(c.groups.iter().copied());
+    }
     let needed: Vec<usize> = needed.into_iter().collect();
 
     let total_rows = super::row_count(run)?;
@@ -202,6 +224,10 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let mut best: Vec<Best> = vec![Vec::new(); rankings.len()];
     let mut fronts: Vec<Fronts> = vec![BTreeMap::new(); trades.len()];
     let mut samples: Vec<Vec<(String, f64, f64)>> = vec![Vec::new(); trades.len()];
+    // Per curve: (group values, hardware, x) -> (oriented best y, lowest config_id at it,
+    // rows at it). Grows with the distinct points only.
+    type CurveKey = (Vec<GroupKey>, String, u64);
+    let mut best_at: Vec<BTreeMap<CurveKey, (f64, u64, u64)>> = vec![BTreeMap::new(); curves.len()];
 
     for_each_slice(run, &lf, slice_rows, |slice| {
         // Why rows were turned away: counted over the feasible rows of the slice.
@@ -283,6 +309,37 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
             }
             for (_, list) in best.iter_mut() {
                 keep_best(list, r.n);
+            }
+        }
+
+        for (c, best) in curves.iter().zip(&mut best_at) {
+            let (x, y) = (&values[&c.x], &values[&c.y.column]);
+            let sign = if c.y.maximize { 1.0 } else { -1.0 };
+            'rows: for i in 0..df.height() {
+                let (Some(id), Some(h), Some(xv), Some(yv)) =
+                    (ids.get(i), hw.get(i), x.number(i), y.number(i))
+                else {
+                    continue;
+                };
+                let mut g = Vec::with_capacity(c.groups.len());
+                for col in &c.groups {
+                    match values[col].group(i) {
+                        Some(v) => g.push(GroupKey(v)),
+                        None => continue 'rows,
+                    }
+                }
+                let v = sign * yv;
+                let e = best
+                    .entry((g, h.to_string(), xv.to_bits()))
+                    .or_insert((v, id, 0));
+                match v.total_cmp(&e.0) {
+                    std::cmp::Ordering::Greater => *e = (v, id, 1),
+                    std::cmp::Ordering::Equal => {
+                        e.1 = e.1.min(id);
+                        e.2 += 1;
+                    }
+                    std::cmp::Ordering::Less => {}
+                }
             }
         }
 
@@ -386,7 +443,46 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         })
         .collect();
 
+    let curved: Vec<Curved> = curves
+        .iter()
+        .zip(best_at)
+        .map(|(c, best)| {
+            let sign = if c.y.maximize { 1.0 } else { -1.0 };
+            let mut out: Curved = Vec::new();
+            // Keys come sorted by group values, hardware, then x's bits (x >= 0: ascending x).
+            for ((g, h, x), (v, id, ties)) in best {
+                let g: Vec<String> = g.iter().map(|k| k.0.text()).collect();
+                if out.last().is_none_or(|(last, _)| *last != g) {
+                    out.push((g, Vec::new()));
+                }
+                let lines = &mut out.last_mut().expect("just pushed").1;
+                if lines.last().is_none_or(|(last, _)| *last != h) {
+                    lines.push((h, Vec::new()));
+                }
+                let point = TradePoint {
+                    id,
+                    x: f64::from_bits(x),
+                    y: sign * v,
+                    ties,
+                };
+                lines.last_mut().expect("just pushed").1.push(point);
+            }
+            for (_, lines) in &mut out {
+                for (_, points) in lines.iter_mut() {
+                    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+                }
+            }
+            out
+        })
+        .collect();
+
     let mut ids: BTreeSet<u64> = extra_ids.iter().copied().collect();
+    for c in &curved {
+        ids.extend(
+            c.iter()
+                .flat_map(|(_, lines)| lines.iter().flat_map(|(_, p)| p.iter().map(|q| q.id))),
+        );
+    }
     for groups in &ranked {
         ids.extend(groups.iter().flat_map(|(_, list)| list.iter().map(|p| p.0)));
     }
@@ -417,9 +513,33 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         admission,
         ranked,
         traded,
+        curved,
         header: t.columns.into_iter().map(|c| c.header).collect(),
         rows,
     })
+}
+
+/// A group value as a map key: numbers in numeric order, then labels alphabetically.
+#[derive(Debug, Clone, PartialEq)]
+struct GroupKey(GroupValue);
+
+impl Eq for GroupKey {}
+
+impl PartialOrd for GroupKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for GroupKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            (GroupValue::Number(a), GroupValue::Number(b)) => a.total_cmp(b),
+            (GroupValue::Number(_), GroupValue::Label(_)) => std::cmp::Ordering::Less,
+            (GroupValue::Label(_), GroupValue::Number(_)) => std::cmp::Ordering::Greater,
+            (GroupValue::Label(a), GroupValue::Label(b)) => a.cmp(b),
+        }
+    }
 }
 
 /// A config_id scrambled (splitmix64's finalizer), so that every `k`-th value is a sample
@@ -466,6 +586,11 @@ mod tests {
             constraints: &constraints,
             rankings: &rankings,
             trades: &trades,
+            curves: &[Curve {
+                x: column("batch"),
+                y: objective("min usd_per_mtok"),
+                groups: vec![column("weight_dtype")],
+            }],
             shown: &shown,
             extra_ids: &[],
         };
@@ -476,6 +601,18 @@ mod tests {
         assert_eq!(whole.ranked[0].len(), 11, "one group per batch size");
         assert_eq!(whole.traded[0].per_hardware, sliced.traded[0].per_hardware);
         assert_eq!(whole.traded[0].global, sliced.traded[0].global);
+        assert_eq!(whole.curved, sliced.curved);
+        // One curve per weight format, each hardware's cheapest row per batch.
+        assert!(!whole.curved[0].is_empty());
+        for (g, lines) in &whole.curved[0] {
+            assert_eq!(g.len(), 1);
+            for (_, points) in lines {
+                assert!(
+                    points.windows(2).all(|w| w[0].x < w[1].x),
+                    "ascending batch"
+                );
+            }
+        }
         assert_eq!(whole.rows, sliced.rows);
     }
 }

@@ -348,9 +348,13 @@ impl Info {
         }
     }
 
-    /// Whether the column says which configuration a row is: its id, platform or layout.
+    /// Whether the column says which configuration a row is: its id, workload, platform or
+    /// layout.
     pub fn identifies(&self) -> bool {
-        matches!(self.role, Role::Id | Role::Platform | Role::Layout)
+        matches!(
+            self.role,
+            Role::Id | Role::Workload | Role::Platform | Role::Layout
+        )
     }
 
     pub fn is_numeric(&self) -> bool {

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::analyze::digest::{self, Digest, Ranking, Trade, TradePoint, Traded};
+use crate::analyze::digest::{self, Curve, Digest, Ranking, Trade, TradePoint, Traded};
 use crate::columns::{Info, Schema};
 use crate::error::UserError;
 use crate::format::number;
@@ -60,6 +60,12 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
     let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
 
     let q = Questions::new(&objectives, top, schema);
+    // How the answer moves with the workload: the workload columns the sweep varies.
+    let varying_workload = match crate::spec::parse(&dir.sweep(), &sweep_text, u64::MAX) {
+        Ok(crate::spec::Sweep::Inference(s)) => s.varying_workload_columns(),
+        _ => Vec::new(),
+    };
+    let curves = workload_curves(&varying_workload, schema);
     let shown = shown_columns(&objectives, &constraints, schema);
     let digest = digest::digest(
         &run,
@@ -68,6 +74,7 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
             constraints: &constraints,
             rankings: &q.rankings,
             trades: &q.trades,
+            curves: &curves,
             shown: &shown,
             extra_ids: &frontier_ids,
         },
@@ -79,6 +86,7 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
             sweep_text: &sweep_text,
             objectives: &objectives,
             constraints: &constraints,
+            curves: &curves,
         },
         &q,
         &digest,
@@ -286,6 +294,36 @@ struct Context<'a> {
     sweep_text: &'a str,
     objectives: &'a [Objective],
     constraints: &'a [Constraint],
+    /// The workload questions ([`workload_curves`]), answered in `Digest::curved`.
+    curves: &'a [Curve],
+}
+
+/// What the report asks when the sweep varies workload columns (`varying`): the cheapest
+/// USD/month and the fewest racks per hardware along the demand column (or the workload_id
+/// when no demand varies), one curve per combination of the other varying columns.
+fn workload_curves(varying: &[&str], schema: &Schema) -> Vec<Curve> {
+    if varying.is_empty() {
+        return Vec::new();
+    }
+    let column = |n: &str| schema.find(n).expect("a workload column");
+    let x = varying
+        .iter()
+        .find(|n| n.starts_with("given_"))
+        .copied()
+        .unwrap_or("workload_id");
+    let groups: Vec<usize> = varying
+        .iter()
+        .filter(|&&n| n != x)
+        .map(|n| column(n))
+        .collect();
+    ["min usd_per_month", "min racks"]
+        .into_iter()
+        .map(|y| Curve {
+            x: column(x),
+            y: Objective::parse(y, schema).expect("a valid objective"),
+            groups: groups.clone(),
+        })
+        .collect()
 }
 
 fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Document {
@@ -295,6 +333,7 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         sweep_text,
         objectives,
         constraints,
+        curves,
     } = *c;
     let (kept, fixed) = varying(d);
     let t = Tables {
@@ -306,6 +345,7 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
     let mut blocks = Vec::new();
 
     blocks.extend(summary(c, d, rule, &fixed));
+    blocks.extend(workload_blocks(curves, d, &t));
     blocks.extend(frontier_charts(c, d, &t));
 
     let primary = objectives[0];
@@ -523,6 +563,113 @@ fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
         )));
     }
 
+    blocks
+}
+
+/// One section per combination of the varying workload columns other than the demand: the
+/// cheapest USD/month and the fewest racks per hardware against the demand (charts when the
+/// demand takes several values), and the cheapest configuration per hardware at each demand.
+fn workload_blocks(curves: &[Curve], d: &Digest, t: &Tables) -> Vec<Block> {
+    let [cost, racks] = curves else {
+        return Vec::new();
+    };
+    let schema = t.schema;
+    let x = &schema.columns[cost.x];
+    let names: Vec<&str> = cost
+        .groups
+        .iter()
+        .map(|&g| schema.columns[g].name)
+        .collect();
+    let mut blocks = vec![
+        Block::Section {
+            id: "workloads",
+            title: "By workload".into(),
+        },
+        Block::Paragraph(format!(
+            "Each workload is answered on its own (its own frontier in pareto.md). Per hardware, \
+             among the admitted configurations: the cheapest by usd_per_month and the fewest \
+             racks at each value of {}.",
+            x.name
+        )),
+    ];
+    let styles: BTreeMap<String, Style> = d.curved[0]
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().map(|(h, _)| h.clone()))
+        .collect::<std::collections::BTreeSet<String>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| (h, Style::nth(i)))
+        .collect();
+    let racks_of = |g: &Vec<String>| {
+        d.curved[1]
+            .iter()
+            .find(|(k, _)| k == g)
+            .map(|(_, lines)| lines.clone())
+            .unwrap_or_default()
+    };
+    for (g, lines) in &d.curved[0] {
+        let title = if names.is_empty() {
+            "All workloads".to_string()
+        } else {
+            names
+                .iter()
+                .zip(g)
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        blocks.push(Block::Subheading(title.clone()));
+        let several = lines.iter().any(|(_, p)| p.len() > 1);
+        if several && x.name != "workload_id" {
+            for (y, lines, what) in [
+                (cost.y, lines.clone(), "usd"),
+                (racks.y, racks_of(g), "racks"),
+            ] {
+                let series = lines
+                    .iter()
+                    .map(|(h, points)| Series {
+                        name: h.clone(),
+                        style: styles.get(h).copied().unwrap_or(Style::nth(0)),
+                        frontier: points
+                            .iter()
+                            .map(|p| Point {
+                                x: p.x,
+                                y: p.y,
+                                tip: format!(
+                                    "{}: {} = {}, {} = {}",
+                                    t.describe(p.id),
+                                    x.name,
+                                    number(p.x),
+                                    y.name,
+                                    number(p.y)
+                                ),
+                            })
+                            .collect(),
+                        cloud: Vec::new(),
+                    })
+                    .collect();
+                let chart_title = format!("{} against {}: {title}", y.name, x.name);
+                blocks.push(Block::Figure {
+                    file: format!("report-{}-{}.svg", what, slug(&title)),
+                    chart: Chart {
+                        title: chart_title,
+                        x_label: format!("{} ({})", x.name, x.unit),
+                        y_label: axis_label(y, schema),
+                        series,
+                        global: Vec::new(),
+                    },
+                    caption: format!(
+                        "Each line is one hardware: its {} {} among the admitted \
+             configurations at each {}.",
+                        if y.maximize { "largest" } else { "smallest" },
+                        y.name,
+                        x.name
+                    ),
+                });
+            }
+        }
+        blocks.push(t.table(lines.iter().flat_map(|(_, p)| p.iter().map(|q| q.id))));
+    }
     blocks
 }
 

@@ -167,6 +167,40 @@ impl Spec {
         self.models().iter().position(|&m| m == model).unwrap_or(0) as u16
     }
 
+    /// The workload columns whose values differ between the sweep's workloads, in column order
+    /// (none without workload axes).
+    pub fn varying_workload_columns(&self) -> Vec<&'static str> {
+        let values: Vec<_> = (0..self.workloads.len())
+            .map(|w| self.workloads[w].columns(w as u32, self.model_key(self.workloads[w].model)))
+            .collect();
+        let differs = |f: fn(&crate::perf::WorkloadValues) -> f64| {
+            values
+                .iter()
+                .any(|v| f(v).to_bits() != f(&values[0]).to_bits())
+        };
+        let mut names = Vec::new();
+        if values.iter().any(|v| v.model != values[0].model) {
+            names.push("model");
+        }
+        let numbers: [(&'static str, fn(&crate::perf::WorkloadValues) -> f64); 8] = [
+            ("input_tokens", |v| v.input_tokens),
+            ("output_tokens", |v| v.output_tokens),
+            ("think_s", |v| v.think_s),
+            ("cached_tokens", |v| v.cached_tokens),
+            ("given_concurrent_users", |v| v.given_concurrent_users),
+            ("given_requests_per_s", |v| v.given_requests_per_s),
+            ("given_tokens_per_day", |v| v.given_tokens_per_day),
+            ("demand_scale", |v| v.demand_scale),
+        ];
+        names.extend(
+            numbers
+                .into_iter()
+                .filter(|&(_, f)| differs(f))
+                .map(|(n, _)| n),
+        );
+        names
+    }
+
     /// Whether `[workload.demand]` is set (for every workload alike).
     pub fn demand(&self) -> bool {
         self.workloads[0].plan.demand
