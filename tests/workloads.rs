@@ -126,7 +126,9 @@ fn workload_axes_answer_what_single_sweeps_answer() {
 fn sized_racks_never_decrease_with_users() {
     let m = multi();
     let (rows, _) = evaluate(&m);
-    let mut by_layout: BTreeMap<(u32, u32, [u32; 4]), Vec<(f64, &Row)>> = BTreeMap::new();
+    /// Model, prompt length, and the layout: platform, tp, batch, ownership.
+    type Layout = (u32, u32, [u32; 4]);
+    let mut by_layout: BTreeMap<Layout, Vec<(f64, &Row)>> = BTreeMap::new();
     for r in &rows {
         let p = r.point;
         let key = (

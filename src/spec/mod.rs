@@ -167,38 +167,29 @@ impl Spec {
         self.models().iter().position(|&m| m == model).unwrap_or(0) as u16
     }
 
-    /// The workload columns whose values differ between the sweep's workloads, in column order
-    /// (none without workload axes).
+    /// The workload columns whose values differ between the sweep's workloads (besides
+    /// `workload_id`), in column order; none without workload axes.
     pub fn varying_workload_columns(&self) -> Vec<&'static str> {
-        let values: Vec<_> = (0..self.workloads.len())
-            .map(|w| self.workloads[w].columns(w as u32, self.model_key(self.workloads[w].model)))
+        use crate::columns::{COLUMNS, Kind, Role, Row};
+        let rows: Vec<Row> = (0..self.workloads.len())
+            .map(|w| Row {
+                workload: self.context_of(w).workload,
+                ..Row::default()
+            })
             .collect();
-        let differs = |f: fn(&crate::perf::WorkloadValues) -> f64| {
-            values
-                .iter()
-                .any(|v| f(v).to_bits() != f(&values[0]).to_bits())
-        };
-        let mut names = Vec::new();
-        if values.iter().any(|v| v.model != values[0].model) {
-            names.push("model");
-        }
-        let numbers: [(&'static str, fn(&crate::perf::WorkloadValues) -> f64); 8] = [
-            ("input_tokens", |v| v.input_tokens),
-            ("output_tokens", |v| v.output_tokens),
-            ("think_s", |v| v.think_s),
-            ("cached_tokens", |v| v.cached_tokens),
-            ("given_concurrent_users", |v| v.given_concurrent_users),
-            ("given_requests_per_s", |v| v.given_requests_per_s),
-            ("given_tokens_per_day", |v| v.given_tokens_per_day),
-            ("demand_scale", |v| v.demand_scale),
-        ];
-        names.extend(
-            numbers
-                .into_iter()
-                .filter(|&(_, f)| differs(f))
-                .map(|(n, _)| n),
-        );
-        names
+        COLUMNS
+            .iter()
+            .filter(|c| c.role == Role::Workload && c.name != "workload_id")
+            .filter(|c| {
+                let value = |r: &Row| match c.kind {
+                    Kind::Label(_) => Some(f64::from(r.workload.model)),
+                    _ => c.number(r),
+                };
+                rows.iter()
+                    .any(|r| value(r).map(f64::to_bits) != value(&rows[0]).map(f64::to_bits))
+            })
+            .map(|c| c.name)
+            .collect()
     }
 
     /// Whether `[workload.demand]` is set (for every workload alike).
