@@ -443,8 +443,17 @@ pub fn non_dominated_ids<V: AsRef<[f64]>>(
     objectives: &[Objective],
     points: impl IntoIterator<Item = (u64, V)>,
 ) -> Vec<u64> {
+    non_dominated_ids_by_group(objectives, points.into_iter().map(|(id, v)| (id, 0, v)))
+}
+
+/// [`non_dominated_ids`] of points `(id, group, values)`, one frontier per group (an inference
+/// run's `workload_id`).
+pub fn non_dominated_ids_by_group<V: AsRef<[f64]>>(
+    objectives: &[Objective],
+    points: impl IntoIterator<Item = (u64, u32, V)>,
+) -> Vec<u64> {
     let mut candidates = Candidates::default();
-    'points: for (id, values) in points {
+    'points: for (id, group, values) in points {
         let mut keys = [0.0; MAX_OBJECTIVES];
         for ((k, o), &v) in keys.iter_mut().zip(objectives).zip(values.as_ref()) {
             if !v.is_finite() {
@@ -453,7 +462,7 @@ pub fn non_dominated_ids<V: AsRef<[f64]>>(
             *k = if o.maximize { v } else { -v };
         }
         candidates.0.push(Keyed {
-            group: 0,
+            group,
             keys,
             index: id as usize,
         });

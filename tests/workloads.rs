@@ -12,6 +12,8 @@ use racksweep::pareto::Frontier;
 use racksweep::space::Inference;
 use racksweep::spec::{self, Spec};
 
+mod common;
+
 const MODELS: [&str; 2] = ["llama-3.1-8b", "llama-3.1-70b"];
 const INPUTS: [u32; 2] = [1024, 4096];
 const USERS: [u32; 4] = [5000, 10000, 20000, 40000];
@@ -254,4 +256,56 @@ fn demand_scale_scales_the_load() {
     assert!((b.utilization / a.utilization - 1.2).abs() < 1e-9);
     assert_eq!(rows[1].workload.demand_scale, 1.2);
     assert_eq!(rows[1].workload.given_requests_per_s, 50.0);
+}
+
+/// Through `racksweep run`: pareto.parquet is the engine's per-workload frontier (the one
+/// computed above from every row), pareto.md has one section per workload, and `racksweep
+/// pareto` over the part files recomputes the same rows, workload by workload.
+#[test]
+fn a_run_writes_one_frontier_per_workload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("w.toml");
+    let m = multi();
+    std::fs::write(&sweep, &m.header.text).unwrap();
+    let out = tmp.path().join("out");
+    let o = common::run(&[
+        "run",
+        sweep.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let run = out.join("w");
+    let (batches, _) = common::read_parquet(&run.join("pareto.parquet"));
+    let ids = common::column_u64(&batches, "config_id");
+    let (_, frontier) = evaluate(&m);
+    let expected: Vec<u64> = frontier.iter().map(|r| r.config_id).collect();
+    assert_eq!(ids, expected);
+    let workload = common::column_u32(&batches, "workload_id");
+    assert!(workload.windows(2).all(|w| w[0] <= w[1]), "by workload");
+    let md = std::fs::read_to_string(run.join("pareto.md")).unwrap();
+    assert_eq!(md.matches("\n## Workload ").count(), 16);
+    assert!(
+        md.contains("## Workload 15: llama-3.1-70b, 4096 in / 256 out, concurrent_users 40000")
+    );
+    let o = common::run(&[
+        "pareto",
+        run.to_str().unwrap(),
+        "--objective",
+        "min usd_per_month",
+        "--objective",
+        "max tokens_per_s_per_user_at_load",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let mut listed: Vec<u64> = common::stdout(&o)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.ends_with(" rows"))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    listed.sort_unstable();
+    let mut expected = expected;
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
 }

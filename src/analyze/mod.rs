@@ -13,7 +13,7 @@ use polars::prelude::*;
 use crate::columns::{Schema, Type};
 use crate::format::number;
 use crate::output::table::Table;
-use crate::pareto::{Constraint, Objective, Op, non_dominated_ids};
+use crate::pareto::{Constraint, Objective, Op, non_dominated_ids_by_group};
 use filter::Where;
 
 pub mod digest;
@@ -247,8 +247,12 @@ fn top_sliced(
     fetch(lf, ids, &names, schema, vec![column], vec![by.maximize])
 }
 
-/// The Pareto frontier of the admitted rows under `objectives`, best first by the first
-/// objective. Each slice is reduced to its own frontier from config_id and the objective
+/// The column whose values split an inference run into its workloads, each with its own
+/// frontier.
+const WORKLOAD: &str = "workload_id";
+
+/// The Pareto frontier of the admitted rows under `objectives` (one per workload in an
+/// inference run), by workload, then best first by the first objective. Each slice is reduced to its own frontier from config_id and the objective
 /// columns alone (the frontier of a union is the frontier of the parts' frontiers); the shown
 /// columns are read for the frontier's rows.
 pub fn frontier(run: &Finished, objectives: &[Objective], wheres: &[Where]) -> Result<Table> {
@@ -264,9 +268,12 @@ fn frontier_sliced(
 ) -> Result<Table> {
     let lf = scan(run)?;
     let schema = schema(run);
-    let mut survivors: Vec<(u64, Vec<f64>)> = Vec::new();
+    // An inference run holds one frontier per workload.
+    let group = schema.find(WORKLOAD).map(|_| WORKLOAD);
+    let mut survivors: Vec<(u64, u32, Vec<f64>)> = Vec::new();
     for_each_slice(run, &lf, slice_rows, |slice| {
         let mut keys = vec![col("config_id")];
+        keys.extend(group.map(|g| col(g).cast(DataType::UInt32)));
         keys.extend(
             objectives
                 .iter()
@@ -278,16 +285,21 @@ fn frontier_sliced(
             .iter()
             .map(|o| Ok(df.column(o.name)?.f64()?.clone()))
             .collect::<Result<_>>()?;
+        let groups = match group {
+            Some(g) => Some(df.column(g)?.u32()?.clone()),
+            None => None,
+        };
         let points = (0..df.height()).filter_map(|i| {
             let v: Option<Vec<f64>> = values.iter().map(|c| c.get(i)).collect();
-            Some((ids.get(i)?, v?))
+            let g = groups.as_ref().map_or(Some(0), |g| g.get(i));
+            Some((ids.get(i)?, g?, v?))
         });
-        let mut all: Vec<(u64, Vec<f64>)> = std::mem::take(&mut survivors);
+        let mut all: Vec<(u64, u32, Vec<f64>)> = std::mem::take(&mut survivors);
         all.extend(points);
-        let on = non_dominated_ids(objectives, all.iter().cloned());
+        let on = non_dominated_ids_by_group(objectives, all.iter().cloned());
         survivors = all
             .into_iter()
-            .filter(|(id, _)| on.binary_search(id).is_ok())
+            .filter(|(id, _, _)| on.binary_search(id).is_ok())
             .collect();
         Ok(())
     })?;
@@ -298,14 +310,21 @@ fn frontier_sliced(
             .map(|o| o.name)
             .chain(wheres.iter().map(Where::name)),
     );
-    let ids = survivors.into_iter().map(|(id, _)| id).collect();
+    let ids = survivors.into_iter().map(|(id, _, _)| id).collect();
     fetch(
         lf,
         ids,
         &names,
         schema,
-        objectives.iter().map(|o| o.name).collect(),
-        objectives.iter().map(|o| o.maximize).collect(),
+        group
+            .into_iter()
+            .chain(objectives.iter().map(|o| o.name))
+            .collect(),
+        group
+            .map(|_| false)
+            .into_iter()
+            .chain(objectives.iter().map(|o| o.maximize))
+            .collect(),
     )
 }
 
