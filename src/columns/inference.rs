@@ -221,6 +221,42 @@ pub static COLUMNS: &[Column<Row>] = &[
             .frontier_when(12, When::Nonzero("disagg_prefill_pct")),
     },
     Column {
+        name: "prefill_tp",
+        unit: "GPUs",
+        doc: "tensor-parallel degree of the prefill pool's instances: the `prefill_tp` axis, or tp where it is 0 (null when aggregated)",
+        kind: Kind::Count(|r| {
+            let p = &r.point;
+            (p.disagg_prefill_pct > 0).then_some(if p.prefill_tp == 0 {
+                p.tp
+            } else {
+                p.prefill_tp
+            })
+        }),
+        role: Role::Layout,
+        show: Show::NONE.header("prefill tp"),
+    },
+    Column {
+        name: "prefill_gpus",
+        unit: "GPUs",
+        doc: "GPUs of the prefill pool's instances (0 when aggregated; null when the layout is invalid)",
+        kind: Kind::Count(|r| {
+            (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_gpus)
+        }),
+        role: Role::Detail,
+        show: Show::NONE,
+    },
+    Column {
+        name: "decode_gpus",
+        unit: "GPUs",
+        doc: "GPUs of the cluster outside the prefill pool: the decode instances' and any idle ones, gpus - prefill_gpus (null when the layout is invalid)",
+        kind: Kind::Count(|r| {
+            let e = &r.estimate;
+            (e.gpus_per_instance > 0).then_some(e.gpus.saturating_sub(e.prefill_gpus))
+        }),
+        role: Role::Detail,
+        show: Show::NONE,
+    },
+    Column {
         name: "spec_tokens",
         unit: "tokens",
         doc: "draft tokens proposed per decode step (speculative decoding / MTP; 0 = off)",
@@ -314,6 +350,12 @@ pub static COLUMNS: &[Column<Row>] = &[
         "ms",
         "time to first token of one request on an idle instance (no queueing, no batch; plus the KV transfer when disaggregated)",
         ttft_idle_ms
+    ),
+    metric!(
+        "kv_transfer_ms",
+        "ms",
+        "time to move one request's KV cache from its prefill instance to its decode instance over the scale-out network, part of ttft_idle_ms (null when aggregated); docs/model.md §12",
+        kv_transfer_ms
     ),
     metric!(
         "tpot_ms",
