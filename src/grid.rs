@@ -73,6 +73,9 @@ macro_rules! inference_axes {
             ep: Numbers = [1], DEGREE;
             /// Percent of instances in the prefill pool of disaggregated serving; 0 = aggregated.
             disagg_prefill_pct: Numbers = [0], PERCENT;
+            /// Tensor-parallel degree of the prefill pool's instances when disaggregated; 0 =
+            /// the same as `tp`.
+            prefill_tp: Numbers = [0], DEGREE_OR_SAME;
             /// Draft tokens proposed per decode step (speculative decoding / MTP); 0 = off.
             spec_tokens: Numbers = [0], DRAFT_TOKENS;
             /// Maximum concurrent sequences per model instance.

@@ -60,6 +60,12 @@ pub const DEGREE: Bounds = Bounds {
     max: MAX_DEGREE,
     why: Some(MAX_DEGREE_WHY),
 };
+/// A parallel degree where 0 means "the same as the layout's" (`prefill_tp`).
+pub const DEGREE_OR_SAME: Bounds = Bounds {
+    min: 0,
+    max: MAX_DEGREE,
+    why: Some(MAX_DEGREE_WHY),
+};
 /// Sequences of a batch or microbatch.
 pub const BATCH: Bounds = Bounds {
     min: 1,

@@ -449,6 +449,7 @@ fn inference_grid(w: Wild) -> BoxedStrategy<String> {
             line("weight_dtype", 0.3, ids(w, &dtypes())),
             line("kv_dtype", 0.2, ids(w, &dtypes())),
             line("ownership", 0.3, ids(w, &["cloud", "owned"])),
+            line("prefill_tp", 0.15, axis(w, &["0", "1", "4", "1024"])),
         ],
     )
 }

@@ -297,6 +297,44 @@ pub static COLUMNS: &[Column<Row>] = &[
             .frontier_when(12, When::Nonzero("disagg_prefill_pct")),
     },
     Column {
+        name: "prefill_tp",
+        unit: "GPUs",
+        doc: "tensor-parallel degree of the prefill pool's instances: the `prefill_tp` axis, or tp where it is 0 (null when aggregated)",
+        kind: Kind::Count(|r| {
+            let p = &r.point;
+            (p.disagg_prefill_pct > 0).then_some(if p.prefill_tp == 0 {
+                p.tp
+            } else {
+                p.prefill_tp
+            })
+        }),
+        role: Role::Layout,
+        show: Show::NONE
+            .header("prefill tp")
+            .frontier_when(13, When::Nonzero("prefill_tp")),
+    },
+    Column {
+        name: "prefill_gpus",
+        unit: "GPUs",
+        doc: "GPUs of the prefill pool's instances (0 when aggregated; null when the layout is invalid)",
+        kind: Kind::Count(|r| {
+            (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_gpus)
+        }),
+        role: Role::Detail,
+        show: Show::NONE,
+    },
+    Column {
+        name: "decode_gpus",
+        unit: "GPUs",
+        doc: "GPUs of the cluster outside the prefill pool: the decode instances' and any idle ones, gpus - prefill_gpus (null when the layout is invalid)",
+        kind: Kind::Count(|r| {
+            let e = &r.estimate;
+            (e.gpus_per_instance > 0).then_some(e.gpus.saturating_sub(e.prefill_gpus))
+        }),
+        role: Role::Detail,
+        show: Show::NONE,
+    },
+    Column {
         name: "spec_tokens",
         unit: "tokens",
         doc: "draft tokens proposed per decode step (speculative decoding / MTP; 0 = off)",
@@ -331,7 +369,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("weights")
-            .frontier(14)
+            .frontier(15)
             .follow("weight format"),
     },
     Column {
@@ -343,7 +381,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("KV")
-            .frontier(15)
+            .frontier(16)
             .follow("KV-cache format"),
     },
     Column {
@@ -352,7 +390,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "how the hardware is paid for: cloud (GPU-hours at list price) or owned (capex amortized plus opex)",
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
-        show: Show::NONE.frontier_when(13, When::Varies("ownership")),
+        show: Show::NONE.frontier_when(14, When::Varies("ownership")),
     },
     Column {
         name: "feasible",
@@ -376,20 +414,26 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
         kind: Kind::Label(Labels::Limit),
         role: Role::Status,
-        show: Show::NONE.frontier(22),
+        show: Show::NONE.frontier(23),
     },
     metric!(
         "ttft_ms",
         "ms",
         "mean time to first token of a mean-length prompt at the operating load (without demand: arriving at an instance that runs its full batch, as a benchmark at that concurrency measures); docs/model.md §13, §15",
         ttft_ms,
-        Show::NONE.header("TTFT (ms)").frontier(18)
+        Show::NONE.header("TTFT (ms)").frontier(19)
     ),
     metric!(
         "ttft_idle_ms",
         "ms",
         "time to first token of one request on an idle instance (no queueing, no batch; plus the KV transfer when disaggregated)",
         ttft_idle_ms
+    ),
+    metric!(
+        "kv_transfer_ms",
+        "ms",
+        "time to move one request's KV cache from its prefill instance to its decode instance over the scale-out network, part of ttft_idle_ms (null when aggregated); docs/model.md §12",
+        kv_transfer_ms
     ),
     metric!(
         "tpot_ms",
@@ -414,21 +458,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens/s",
         "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
         tokens_per_s_per_gpu,
-        Show::NONE.header("tokens/s/GPU").frontier(16).report(1)
+        Show::NONE.header("tokens/s/GPU").frontier(17).report(1)
     ),
     metric!(
         "output_tokens_per_s",
         "tokens/s",
         "output tokens per second of the whole cluster at full batch (its capacity)",
         output_tokens_per_s,
-        Show::NONE.header("cluster tokens/s").frontier(20)
+        Show::NONE.header("cluster tokens/s").frontier(21)
     ),
     metric!(
         "hbm_used_gb_per_gpu",
         "GB",
         "HBM the configuration needs per GPU: weights + KV cache + activations (also when it does not fit)",
         hbm_used_gb_per_gpu,
-        Show::NONE.header("HBM/GPU (GB)").frontier(21)
+        Show::NONE.header("HBM/GPU (GB)").frontier(22)
     ),
     metric!(
         "hbm_weights_gb_per_gpu",
@@ -471,7 +515,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
         utilization,
-        Show::NONE.frontier_when(24, When::Answered("demand_met"))
+        Show::NONE.frontier_when(25, When::Answered("demand_met"))
     ),
     Column {
         name: "headroom",
@@ -537,7 +581,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         ttft_p99_ms,
         Show::NONE
             .header("TTFT p99 (ms)")
-            .frontier_when(25, When::Answered("demand_met"))
+            .frontier_when(26, When::Answered("demand_met"))
             .report(3)
     ),
     metric!(
@@ -553,7 +597,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         tpot_p99_ms,
         Show::NONE
             .header("TPOT p99 (ms)")
-            .frontier_when(26, When::Answered("demand_met"))
+            .frontier_when(27, When::Answered("demand_met"))
             .report(4)
     ),
     metric!(
@@ -563,21 +607,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         occupancy_per_instance,
         Show::NONE
             .header("requests/instance")
-            .frontier_when(23, When::Answered("demand_met"))
+            .frontier_when(24, When::Answered("demand_met"))
     ),
     metric!(
         "tpot_at_load_ms",
         "ms",
         "mean time per output token a sequence sees at the operating load (Little's law over the running sequences; the step at the mean occupancy; without demand: tpot_ms)",
         tpot_at_load_ms,
-        Show::NONE.header("TPOT (ms)").frontier(19)
+        Show::NONE.header("TPOT (ms)").frontier(20)
     ),
     metric!(
         "tokens_per_s_per_user_at_load",
         "tokens/s",
         "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
         tokens_per_s_per_user_at_load,
-        Show::NONE.header("tokens/s/user").frontier(17).report(2)
+        Show::NONE.header("tokens/s/user").frontier(18).report(2)
     ),
     metric!(
         "e2e_p50_ms",
@@ -634,7 +678,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         power_kw,
         Show::NONE
             .header("IT power (kW)")
-            .frontier_when(27, When::Answered("demand_met"))
+            .frontier_when(28, When::Answered("demand_met"))
             .report(7)
     ),
     metric!(
@@ -704,7 +748,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_month,
         Show::NONE
             .header("USD/month")
-            .frontier_when(28, When::Answered("demand_met"))
+            .frontier_when(29, When::Answered("demand_met"))
     ),
     metric!(
         "usd_per_mtok",
@@ -713,7 +757,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_mtok,
         Show::NONE
             .header("USD/Mtok")
-            .frontier_when(29, When::Answered("demand_met"))
+            .frontier_when(30, When::Answered("demand_met"))
             .report(5)
     ),
     metric!(

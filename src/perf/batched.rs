@@ -85,6 +85,15 @@ impl<'a> BatchedInstance<'a> {
         }
     }
 
+    /// GPUs of the decode pool's and of the prefill pool's instances.
+    pub fn pool_gpus(&self, pools: Pools) -> (u32, u32) {
+        let inst = self.inst;
+        (
+            pools.decode * inst.layout.gpus_per_instance,
+            pools.prefill * inst.prefill_layout.gpus_per_instance,
+        )
+    }
+
     /// Requests per second the pools complete at full batch: the slower pool's rate.
     pub fn capacity_requests_per_s(&self, pools: Pools) -> f64 {
         let decode = f64::from(pools.decode) * self.decode_requests_per_s;
@@ -130,6 +139,8 @@ impl<'a> BatchedInstance<'a> {
             gpus,
             instances,
             prefill_instances: pools.prefill,
+            prefill_gpus: self.pool_gpus(pools).1,
+            kv_transfer_ms: self.inst.kv_transfer_s * 1e3,
             ttft_ms: self.ttft_idle_s * 1e3,
             ttft_idle_ms: self.ttft_idle_s * 1e3,
             tpot_ms: tpot_s * 1e3,

@@ -187,6 +187,46 @@ pub fn units_for(rack: &Rack, stage_gpus: u32, pp: u32, instances: u32) -> u64 {
         .max(1)
 }
 
+/// Sizing units that hold `instances` instances of `batched`'s configuration: packed together
+/// ([`units_for`]) when both pools share a layout; with a prefill tp of its own, each pool on
+/// units of its own, `round(instances x pct / 100)` (at least one) prefill instances and the
+/// rest decode (docs/model.md §12).
+pub fn units_of(rack: &Rack, batched: &BatchedInstance, instances: u32) -> u64 {
+    let (d, f) = (&batched.inst.layout, &batched.inst.prefill_layout);
+    match batched.pools(instances) {
+        Ok(pools) if batched.inst.heterogeneous() => {
+            units_for(rack, d.stage_gpus, d.pp, pools.decode)
+                + units_for(rack, f.stage_gpus, f.pp, pools.prefill)
+        }
+        _ => units_for(rack, d.stage_gpus, d.pp, instances),
+    }
+}
+
+/// The instances a cluster of `gpus` GPUs holds: the placement's when both pools share a
+/// layout; with a prefill tp of its own, the most whose pools' units fit in the cluster
+/// ([`units_of`] rises with the count, so a bisection finds it).
+fn instances_on(rack: &Rack, batched: &BatchedInstance, gpus: u32) -> u32 {
+    let inst = batched.inst;
+    if !inst.heterogeneous() {
+        return inst.layout.instances;
+    }
+    let units = u64::from(gpus / rack.unit_gpus());
+    let narrowest = inst
+        .layout
+        .gpus_per_instance
+        .min(inst.prefill_layout.gpus_per_instance);
+    let (mut fits, mut over) = (0u32, gpus / narrowest + 1);
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        if units_of(rack, batched, mid) <= units {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    fits
+}
+
 /// Racks that hold `gpus` GPUs, and their servers.
 fn racks_of(rack: &Rack, gpus: u32) -> (u32, u32) {
     let servers = gpus / rack.gpus_per_server;
@@ -225,10 +265,12 @@ fn auto_gpus<'a>(
             let inst = inst.as_ref().map_err(|e| *e)?;
             let batched = BatchedInstance::new(inst, p.batch)?;
             let l = inst.layout;
-            layout = Some(l);
+            layout = Some((l, inst.prefill_layout));
+            let narrowest = l
+                .gpus_per_instance
+                .min(inst.prefill_layout.gpus_per_instance);
             let max_instances =
-                u32::try_from(max_units * unit_gpus / u64::from(l.gpus_per_instance))
-                    .unwrap_or(u32::MAX);
+                u32::try_from(max_units * unit_gpus / u64::from(narrowest)).unwrap_or(u32::MAX);
             let s = &ctx.plan.settings;
             timed.speeds.push(sizing::speeds(&batched));
             let speeds = timed.speeds.last().expect("just pushed");
@@ -243,14 +285,15 @@ fn auto_gpus<'a>(
                 .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
             *hint = Some(instances);
             timed.fewest.push(Some(instances));
-            needed = needed.max(units_for(rack, l.stage_gpus, l.pp, instances));
+            needed = needed.max(units_of(rack, &batched, instances));
         }
         let needed = gpus_of(needed)
             .ok_or_else(|| Estimate::infeasible(Reason::DemandExceedsMaxRacks, 0))?;
-        let same_speed = layout.is_some_and(|l| {
-            super::layout::place(&ctx.model.layout_model, rack, needed, p.tp, p.pp, p.ep)
+        let same_hops = |l: &super::layout::Layout| {
+            super::layout::place(&ctx.model.layout_model, rack, needed, l.tp, l.pp, l.ep)
                 .is_ok_and(|big| big.pp_hops_scaleout == l.pp_hops_scaleout)
-        });
+        };
+        let same_speed = layout.is_some_and(|(l, f)| same_hops(&l) && (f == l || same_hops(&f)));
         if same_speed || needed == gpus {
             // The instances on `needed` GPUs decode at the speeds just timed.
             timed.point = Some((Point { ownership: 0, ..*p }, needed));
@@ -266,6 +309,7 @@ fn auto_gpus<'a>(
 struct Sums {
     ttft_ms: f64,
     ttft_idle_ms: f64,
+    kv_transfer_ms: f64,
     tpot_ms: f64,
     tokens_per_s_per_user: f64,
     tokens_per_s_per_instance: f64,
@@ -299,6 +343,7 @@ impl Sums {
     fn add(&mut self, w: f64, e: &Estimate, st: &Steady) {
         self.ttft_ms += w * st.ttft_mean_s * 1e3;
         self.ttft_idle_ms += w * e.ttft_idle_ms;
+        self.kv_transfer_ms += w * e.kv_transfer_ms;
         self.tpot_ms += w * e.tpot_ms;
         self.tokens_per_s_per_user += w * e.tokens_per_s_per_user;
         self.tokens_per_s_per_instance += w * e.tokens_per_s_per_instance;
@@ -413,12 +458,19 @@ fn at_cluster<'a>(
             )));
         }
         let batched = BatchedInstance::new(inst, p.batch).map_err(sized)?;
-        let e = batched.estimate(l.instances, l.gpus);
+        let instances = instances_on(rack, &batched, gpus);
+        if instances == 0 {
+            return Err(sized(Estimate::with_layout(
+                Reason::InstanceExceedsCluster,
+                &l,
+            )));
+        }
+        let e = batched.estimate(instances, l.gpus);
         if !e.feasible() {
             return Err(sized(e));
         }
         let pools = batched
-            .pools(l.instances)
+            .pools(instances)
             .map_err(|r| sized(Estimate::with_layout(r, &l)))?;
         let w = phase.weight;
         let s = &plan.settings;
@@ -477,7 +529,10 @@ fn at_cluster<'a>(
         }
         if autoscale {
             let fewest = fewest.unwrap_or_else(|| {
-                let max_instances = u32::MAX / l.gpus_per_instance;
+                let narrowest = l
+                    .gpus_per_instance
+                    .min(inst.prefill_layout.gpus_per_instance);
+                let max_instances = u32::MAX / narrowest;
                 let (tiers, guess) = (&platform.tiers, *hint);
                 let at = |slo| {
                     let load = &phase.load;
@@ -498,7 +553,7 @@ fn at_cluster<'a>(
             });
             sums.autoscaled_gpus += match fewest {
                 Some(n) => {
-                    let units = units_for(rack, l.stage_gpus, l.pp, n);
+                    let units = units_of(rack, &batched, n);
                     w * phase.load.active_ratio * (units * u64::from(rack.unit_gpus())) as f64
                 }
                 None => f64::NAN,
@@ -507,7 +562,8 @@ fn at_cluster<'a>(
         meets_slo &= s.slo.met(steady.ttft_s[2], steady.tpot_p99_s);
         sums.add(w, &e, &steady);
         sums.served_tokens_per_s += w * served_tokens_per_s;
-        let active_gpus = f64::from(l.instances * l.gpus_per_instance);
+        let (decode_gpus, prefill_gpus) = batched.pool_gpus(pools);
+        let active_gpus = f64::from(decode_gpus + prefill_gpus);
         sums.it_kw += w * power.cluster_kw(f64::from(servers), active_gpus, activity);
         first = Some(match first {
             // Memory columns report the most demanding phase.
@@ -535,6 +591,7 @@ fn at_cluster<'a>(
         servers,
         ttft_ms: sums.ttft_ms,
         ttft_idle_ms: sums.ttft_idle_ms,
+        kv_transfer_ms: sums.kv_transfer_ms,
         tpot_ms: sums.tpot_ms,
         tokens_per_s_per_user: sums.tokens_per_s_per_user,
         tokens_per_s_per_instance: sums.tokens_per_s_per_instance,
@@ -1056,6 +1113,145 @@ batch = [64]
         assert!(
             aggregated > 0 && disaggregated > 0,
             "{aggregated} {disaggregated}"
+        );
+    }
+
+    /// docs/model.md §12's heterogeneous row, by hand: llama-3.1-70b bf16, 1k in / 1k out, on
+    /// one DGX H100 rack (4 servers of 8), decode at tp 8 and batch 64, a quarter of the
+    /// instances prefilling at tp 4, no demand, cloud. Four instances fit: one prefill
+    /// instance on a server of its own (4 of its 8 GPUs busy) and three decode servers; five
+    /// would need a fifth server. Each prefill GPU holds 2 of the 8 KV heads: 80 layers x 1024
+    /// tokens x 2 x 2 x 128 x 2 B = 83.9 MB per request over 50 GB/s x 0.80, plus 2.7 us and a
+    /// 6.6 us launch: 2.1065 ms (a decode GPU receives half that). Rent is 32 GPUs x $2.99;
+    /// power is 4 hosts x (10.2 - 8 x 0.7) kW, the rack's 2.4 kW of switches, 28 busy GPUs at
+    /// 700 W and 4 idle at 85 W: 40.74 kW.
+    #[test]
+    fn heterogeneous_pools_by_hand() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (ctx, p) = crate::perf::tests::point_on(&c, "h100-sxm", 8, 64);
+        let het = Point {
+            disagg_prefill_pct: 25,
+            prefill_tp: 4,
+            ..p
+        };
+        let e = evaluate(&ctx, &het);
+        assert!(e.feasible(), "{e:?}");
+        assert_eq!((e.racks, e.servers, e.gpus), (1, 4, 32));
+        assert_eq!((e.instances, e.prefill_instances), (4, 1));
+        assert_eq!((e.prefill_gpus, e.gpus - e.prefill_gpus), (4, 28));
+        let shard_bytes = 80.0 * 1024.0 * 2.0 * 2.0 * 128.0 * 2.0;
+        let kv_transfer_ms = (6.6e-6 + 2.7e-6 + shard_bytes / (50e9 * 0.80)) * 1e3;
+        assert!((e.kv_transfer_ms - kv_transfer_ms).abs() < 1e-12, "{e:?}");
+        assert!((kv_transfer_ms - 2.1065).abs() < 1e-4);
+        // The prefill pool runs the tp-4 instance: its prompt alone, and its rate.
+        let prefill = super::super::instance(&ctx, &Point { tp: 4, ..p }).unwrap();
+        let ttft_idle_ms = prefill.prefill_s() * 1e3 + kv_transfer_ms;
+        assert!((e.ttft_idle_ms - ttft_idle_ms).abs() < 1e-9, "{e:?}");
+        // Tokens: the slower pool's requests, times the answer's 1024 tokens.
+        let decode_rate = 3.0 * 64.0 / (e.tpot_ms / 1e3 * 1024.0);
+        let prefill_rate = prefill.prefill_requests_per_s();
+        let tokens = decode_rate.min(prefill_rate) * 1024.0;
+        assert!(
+            (e.output_tokens_per_s - tokens).abs() < 1e-9 * tokens,
+            "{e:?}"
+        );
+        assert!(
+            (e.output_tokens_per_month - tokens * 730.0 * 3600.0).abs() < 1e-6 * tokens,
+            "{e:?}"
+        );
+        // Both pools are priced: every GPU of the four servers.
+        assert!((e.usd_per_hour - 32.0 * 2.99).abs() < 1e-9, "{e:?}");
+        assert_eq!(e.usd_per_hour, e.usd_per_hour_gpus + e.usd_per_hour_storage);
+        let power_kw = 4.0 * (10.2 - 8.0 * 0.7) + 2.4 + 28.0 * 0.7 + 4.0 * 0.085;
+        assert!(
+            (e.power_kw - power_kw).abs() < 1e-9,
+            "{} {power_kw}",
+            e.power_kw
+        );
+        assert!((power_kw - 40.74).abs() < 1e-9);
+    }
+
+    /// On every row of a sized sweep with prefill pools of their own tp: the GPUs are the two
+    /// pools' (the prefill instances' and the rest), the servers hold both pools' units, the
+    /// demand's tokens are served, the cost parts sum to the cost, and aggregated rows that
+    /// name a prefill tp say there is no pool.
+    #[test]
+    fn heterogeneous_rows_conserve_gpus_tokens_and_cost() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-8b"
+input_tokens = 4096
+output_tokens = 256
+
+[workload.demand]
+requests_per_s = 40
+
+[grid]
+hardware = ["h100-sxm"]
+racks = "auto"
+tp = [1, 2, 8]
+disagg_prefill_pct = [0, 25, 50]
+prefill_tp = [0, 1, 2, 4]
+batch = [32, 256]
+ownership = ["cloud", "owned"]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = spec.context();
+        let rack = &ctx.platforms[0].rack;
+        let (mut heterogeneous, mut refused) = (0, 0);
+        for (_, p) in spec.grid.range(0, spec.grid.len()) {
+            let e = evaluate(&ctx, &p);
+            if p.disagg_prefill_pct == 0 && p.prefill_tp != 0 {
+                assert_eq!(e.reason, Some(Reason::PrefillPoolNeedsDisagg));
+                refused += 1;
+                continue;
+            }
+            if !e.feasible() {
+                continue;
+            }
+            let prefill_tp = if p.prefill_tp == 0 {
+                p.tp
+            } else {
+                p.prefill_tp
+            };
+            let decode_instances = e.instances - e.prefill_instances;
+            assert_eq!(e.prefill_gpus, e.prefill_instances * prefill_tp, "{p:?}");
+            assert!(
+                e.gpus - e.prefill_gpus >= decode_instances * p.tp,
+                "{p:?} {e:?}"
+            );
+            if p.disagg_prefill_pct > 0 && prefill_tp != p.tp {
+                heterogeneous += 1;
+                let units = units_for(rack, p.tp, 1, decode_instances)
+                    + units_for(rack, prefill_tp, 1, e.prefill_instances);
+                assert_eq!(u64::from(e.servers), units, "{p:?} {e:?}");
+                assert!(e.kv_transfer_ms > 0.0 && e.ttft_idle_ms > e.kv_transfer_ms);
+            }
+            let parts = e.usd_per_hour_gpus
+                + e.usd_per_hour_energy
+                + e.usd_per_hour_facility
+                + e.usd_per_hour_maintenance
+                + e.usd_per_hour_network
+                + e.usd_per_hour_storage;
+            assert!(
+                (parts - e.usd_per_hour).abs() <= 1e-12 * e.usd_per_hour,
+                "{e:?}"
+            );
+            if e.demand_met == Some(true) {
+                let tokens = 40.0 * 256.0 * 730.0 * 3600.0;
+                let served = e.output_tokens_per_month;
+                assert!((served - tokens).abs() <= 1e-9 * tokens, "{p:?} {e:?}");
+            }
+        }
+        assert!(
+            heterogeneous > 20 && refused > 0,
+            "{heterogeneous} {refused}"
         );
     }
 

@@ -33,6 +33,10 @@ crate::names::names! {
             "no serving engine runs the weight format (natively or weight-only) or keeps the KV cache in its format on this GPU (docs/model.md §3)";
         EngineUnsupported => "engine_unsupported",
             "the serving engine does not run on this GPU (TensorRT-LLM runs on NVIDIA GPUs only; catalog gpus.toml engines)";
+        PrefillPoolNeedsDisagg => "prefill_pool_needs_disagg",
+            "prefill_tp is set on an aggregated row (disagg_prefill_pct = 0: there is no prefill pool)";
+        PrefillDoesNotFit => "prefill_does_not_fit",
+            "a prefill-pool instance at its own tp cannot hold its weights, one iteration's prompts' KV cache and activations in usable HBM";
         DoesNotFit => "does_not_fit",
             "weights, KV cache and activations exceed usable HBM";
         DisaggNeedsTwoPools => "disagg_needs_two_pools",
@@ -75,6 +79,12 @@ pub struct Estimate {
     pub instances: u32,
     /// Instances in the prefill pool (disaggregated serving); 0 when aggregated.
     pub prefill_instances: u32,
+    /// GPUs of the prefill pool: its instances' GPUs, or with a tp of its own the GPUs of its
+    /// own servers; 0 when aggregated. The decode pool has the rest of `gpus`.
+    pub prefill_gpus: u32,
+    /// Time to move one request's KV cache from its prefill to its decode instance, ms (NaN
+    /// when aggregated).
+    pub kv_transfer_ms: f64,
     pub attention_dp: u32,
     pub hbm_used_gb_per_gpu: f64,
     pub hbm_weights_gb_per_gpu: f64,
@@ -164,6 +174,8 @@ impl Estimate {
         gpus_per_instance: 0,
         instances: 0,
         prefill_instances: 0,
+        prefill_gpus: 0,
+        kv_transfer_ms: f64::NAN,
         attention_dp: 0,
         hbm_used_gb_per_gpu: f64::NAN,
         hbm_weights_gb_per_gpu: f64::NAN,

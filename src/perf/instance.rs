@@ -22,6 +22,13 @@ pub struct Instance<'a> {
     pub speculation: Speculation,
     /// Percent of instances in the prefill pool; 0 = aggregated serving.
     pub disagg_prefill_pct: u32,
+    /// The prefill pool's layout when disaggregated: `layout` itself, or the layout of the
+    /// pool's own tp (`prefill_tp`), placed on the same cluster. Equal to `layout` when
+    /// aggregated.
+    pub prefill_layout: Layout,
+    /// Seconds to ship one request's KV cache from its prefill to its decode instance
+    /// (disaggregated; NaN otherwise).
+    pub kv_transfer_s: f64,
     /// Mean prompt and output lengths served (the workload's, or a schedule phase's).
     pub input_tokens: f64,
     pub output_tokens: f64,
@@ -150,20 +157,57 @@ impl Instance<'_> {
         f64::from(self.layout.attention_dp) * tokens / isl / step_s
     }
 
-    /// Seconds to ship one request's KV cache from a prefill to a decode instance: each GPU sends
-    /// its shard over its scale-out NIC (DistServe, Zhong et al. 2024; Splitwise, Patel et al.
-    /// 2024), all GPUs in parallel.
-    pub fn kv_transfer_s(&self) -> f64 {
-        let (c, l) = (self.ctx, &self.layout);
+    /// Whether the prefill pool has a layout of its own (`prefill_tp` other than `tp`): its
+    /// instances then occupy servers of their own (docs/model.md §12).
+    pub fn heterogeneous(&self) -> bool {
+        self.prefill_layout != self.layout
+    }
+
+    /// Seconds for one GPU of this instance to send or receive its shard of one request's KV
+    /// cache, at the full prompt context, over its scale-out NIC: the larger bounding stage's
+    /// layers, the KV heads of this instance's tp.
+    fn kv_shard_s(&self) -> f64 {
         let layers = self.stages[0].layers.max(self.stages[1].layers);
         let bytes = memory::kv_bytes_per_sequence(
-            &c.model,
-            l.tp,
+            &self.ctx.model,
+            self.layout.tp,
             layers,
             self.rates.kv_bytes_per_element,
             self.input_tokens,
         );
         comm::point_to_point_s(bytes, self.rates.scaleout)
+    }
+
+    /// The prefill pool's memory per GPU: the heavier bounding stage's weights, the KV cache
+    /// of the prompts one iteration's token budget holds (`max(MAX_NUM_TOKENS, ISL)` per
+    /// attention rank, whole prompts), and that iteration's activations.
+    fn prefill_memory(&self) -> Memory {
+        let (m, isl) = (&self.ctx.model, self.input_tokens);
+        let tokens = memory::MAX_NUM_TOKENS.max(isl);
+        let prompts = (tokens / isl).ceil();
+        let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
+        for (&(w, _), s) in self.stage_bytes.iter().zip(&self.stages) {
+            let kv = prompts
+                * memory::kv_bytes_per_sequence(
+                    m,
+                    self.layout.tp,
+                    s.layers,
+                    self.rates.kv_bytes_per_element,
+                    isl,
+                );
+            if w + kv > weights_bytes + kv_bytes {
+                (weights_bytes, kv_bytes) = (w, kv);
+            }
+        }
+        let workspace_bytes = self.workspace.bytes(tokens, prompts);
+        Memory {
+            weights_bytes,
+            kv_bytes,
+            used_bytes: weights_bytes + kv_bytes + workspace_bytes,
+            kv_capacity_bytes: self
+                .memory_budget
+                .kv_capacity_bytes(weights_bytes, workspace_bytes),
+        }
     }
 
     /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
@@ -259,6 +303,9 @@ pub(super) fn instance_in<'a>(
     let Some(engine) = platform.engines[p.engine as usize] else {
         return Err(Estimate::with_layout(Reason::EngineUnsupported, &l));
     };
+    if p.disagg_prefill_pct == 0 && p.prefill_tp != 0 {
+        return Err(Estimate::with_layout(Reason::PrefillPoolNeedsDisagg, &l));
+    }
     let cal = &ctx.calibration;
     let weight_dtypes = platform.linear_flops_per_s.len();
     let kernels = platform.kernels[(p.engine as usize * weight_dtypes + p.weight_dtype as usize)
@@ -305,6 +352,8 @@ pub(super) fn instance_in<'a>(
         rates,
         speculation,
         disagg_prefill_pct: p.disagg_prefill_pct,
+        prefill_layout: l,
+        kv_transfer_s: f64::NAN,
         input_tokens,
         output_tokens,
         memory_budget: memory::MemoryBudget::new(engine, platform.device_bytes),
@@ -337,11 +386,45 @@ pub(super) fn instance_in<'a>(
             memory::kv_bytes_per_sequence(m, l.tp, s.layers, rates.kv_bytes_per_element, context),
         );
     }
-    if inst.disagg_prefill_pct > 0 {
-        inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s();
+    let prefill_tp = match p.prefill_tp {
+        0 => p.tp,
+        tp => tp,
+    };
+    if inst.disagg_prefill_pct == 0 {
+        inst.ttft_idle_s = inst.prefill_s();
+    } else if prefill_tp == p.tp {
+        // Both pools share the layout: each GPU sends its shard to its decode counterpart.
+        inst.kv_transfer_s = inst.kv_shard_s();
+        inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s;
         inst.prefill_pool_requests_per_s = inst.prefill_requests_per_s();
     } else {
-        inst.ttft_idle_s = inst.prefill_s();
+        // The prefill pool's own instance: the point at the pool's tp, aggregated (so it
+        // resolves no pool of its own), on the same cluster and workload.
+        let prefill_point = Point {
+            tp: prefill_tp,
+            disagg_prefill_pct: 0,
+            prefill_tp: 0,
+            ..*p
+        };
+        let prefill = instance_in(
+            ctx,
+            &prefill_point,
+            gpus,
+            input_tokens,
+            output_tokens,
+            scope,
+        )?;
+        if !prefill.prefill_memory().fits() {
+            return Err(Estimate::with_layout(Reason::PrefillDoesNotFit, &l));
+        }
+        inst.prefill_layout = prefill.layout;
+        // The prompt's KV leaves the prefill GPUs' memory and lands in the decode GPUs'
+        // (NVIDIA Dynamo, "Disaggregated serving": NIXL, VRAM to VRAM, with a smaller prefill
+        // tp than decode tp as its example), each side over its own NICs in parallel; the
+        // side with the larger shard per GPU sets the time.
+        inst.kv_transfer_s = prefill.kv_shard_s().max(inst.kv_shard_s());
+        inst.ttft_idle_s = prefill.prefill_s() + inst.kv_transfer_s;
+        inst.prefill_pool_requests_per_s = prefill.prefill_requests_per_s();
     }
     Ok(inst)
 }
@@ -391,6 +474,7 @@ mod tests {
             batch in 1u32..5000, racks in 1u32..4, model in 0..builtin().models.len(),
             w in 0..builtin().dtypes.len(), kv in 0..builtin().dtypes.len(),
             pct in proptest::sample::select(vec![0u32, 25, 50]), spec in 0u32..4,
+            prefill_tp in proptest::sample::select(vec![0u32, 1, 2, 8]),
         ) {
             let c = builtin();
             let m = &c.models[model];
@@ -404,6 +488,7 @@ mod tests {
                 pp: vec![1 << pp_log],
                 ep: vec![1 << ep_log],
                 disagg_prefill_pct: vec![pct],
+                prefill_tp: vec![prefill_tp],
                 spec_tokens: vec![spec],
                 batch: vec![batch],
                 ..Grid::single(&c, platform)

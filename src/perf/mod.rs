@@ -277,7 +277,7 @@ pub(crate) mod tests {
             },
         )
         .unwrap();
-        assert!((dis.ttft_idle_ms - (inst.prefill_s() + inst.kv_transfer_s()) * 1e3).abs() < 1e-9);
+        assert!((dis.ttft_idle_ms - (inst.prefill_s() + inst.kv_transfer_s) * 1e3).abs() < 1e-9);
         let decode_rate = 2.0 * 64.0 / (dis.tpot_ms / 1e3 * 1024.0);
         let prefill_rate = 2.0 * inst.prefill_requests_per_s();
         assert!((dis.output_tokens_per_s - decode_rate.min(prefill_rate) * 1024.0).abs() < 1e-6);

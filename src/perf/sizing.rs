@@ -161,8 +161,8 @@ pub fn serve(
     };
     let served_requests_per_s = mean_requests_per_s * (capacity / lambda).min(1.0);
 
-    let instances = f64::from(pools.decode + pools.prefill);
-    let gpi = f64::from(inst.layout.gpus_per_instance);
+    let (decode_gpus, prefill_gpus) = batched.pool_gpus(pools);
+    let gpus = f64::from(decode_gpus + prefill_gpus);
     let offload = if s.cached_tokens > 0.0 && s.think_s > 0.0 {
         let session_bytes = super::memory::kv_bytes_per_sequence(
             &inst.ctx.model,
@@ -171,15 +171,14 @@ pub fn serve(
             inst.rates.kv_bytes_per_element,
             s.cached_tokens,
         );
-        let hbm_free =
-            instances * gpi * (batched.memory.kv_capacity_bytes - batched.memory.kv_bytes).max(0.0);
+        let hbm_free = gpus * (batched.memory.kv_capacity_bytes - batched.memory.kv_bytes).max(0.0);
         offload(
             lambda * s.think_s,
             session_bytes,
             hbm_free,
-            instances * gpi * tiers.host_bytes_per_gpu,
+            gpus * tiers.host_bytes_per_gpu,
             lambda,
-            gpi,
+            f64::from(inst.layout.gpus_per_instance),
             tiers,
         )
     } else {

@@ -77,8 +77,9 @@ pub fn steady(
         return aggregated(batched, speeds, decode, occ, spread, p99_only);
     }
     let inst = batched.inst;
-    let ranks = f64::from(pools.prefill) * f64::from(inst.layout.attention_dp);
-    let service_s = f64::from(inst.layout.attention_dp) / batched.prefill_requests_per_s;
+    let prefill_ranks = f64::from(inst.prefill_layout.attention_dp);
+    let ranks = f64::from(pools.prefill) * prefill_ranks;
+    let service_s = prefill_ranks / batched.prefill_requests_per_s;
     let queue = |lambda: f64, spread: Spread| {
         Queue::new(
             ranks,

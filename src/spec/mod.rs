@@ -271,6 +271,7 @@ impl Sweep {
                     "pp" => &g.pp,
                     "ep" => &g.ep,
                     "disagg_prefill_pct" => &g.disagg_prefill_pct,
+                    "prefill_tp" => &g.prefill_tp,
                     "spec_tokens" => &g.spec_tokens,
                     "batch" => &g.batch,
                     _ => return None,
