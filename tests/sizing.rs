@@ -69,6 +69,7 @@ fn identities_hold_on_every_sized_row() {
     assert!(sweeps.len() >= 4, "{sweeps:?}");
     for rel in sweeps {
         let spec = load(&rel);
+        // The SLOs are the sweep's, the same for every workload.
         let slo = spec.workloads[0].plan.settings.slo;
         let mut checked = 0;
         for row in rows(&spec) {
@@ -125,15 +126,14 @@ fn users_are_conserved_on_every_closed_row() {
     let mut checked = 0;
     for rel in sized_sweeps() {
         let spec = load(&rel);
-        let users = spec.workloads[0].phases[0].load.users;
-        if users == 0.0
-            || spec.workloads[0].phases.len() > 1
-            || spec.workloads[0].phases[0].load.requests_per_s > 0.0
-        {
-            continue;
-        }
-        let think_s = spec.workloads[0].plan.settings.think_s;
         for row in rows(&spec) {
+            // Each workload its own population.
+            let w = &spec.workloads[row.point.workload as usize];
+            let users = w.phases[0].load.users;
+            if users == 0.0 || w.phases.len() > 1 || w.phases[0].load.requests_per_s > 0.0 {
+                continue;
+            }
+            let think_s = w.plan.settings.think_s;
             let e = row.estimate;
             if !e.feasible() || e.prefill_instances > 0 || !e.occupancy_per_instance.is_finite() {
                 continue;
