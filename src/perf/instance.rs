@@ -9,7 +9,7 @@ use super::iteration::{Graphs, IterationCost};
 use super::latency::{self, Rates, Speculation};
 use super::layout::{self, Layout};
 use super::memory::{self, StageParams};
-use super::{Context, Estimate, ModelFacts, Reason, comm, memo};
+use super::{Context, Estimate, ModelFacts, Reason, comm, memo, network};
 
 /// One configuration placed and resolved: its layout, bounding stages and hardware rates. Cheap
 /// to build (no allocation); the serving model evaluates it at many loads.
@@ -211,6 +211,15 @@ pub(super) fn dispatch_bytes(m: &ModelFacts, expert_activations: ComputeClass) -
     }
 }
 
+/// The spine oversubscription `p` runs at: the grid's, or its rack's own.
+pub fn spine_ratio(rack: &crate::catalog::Rack, p: &Point) -> u32 {
+    if p.scaleout_oversubscription == crate::grid::RACK_SPINE {
+        rack.scaleout_oversubscription
+    } else {
+        p.scaleout_oversubscription
+    }
+}
+
 /// Places and resolves a configuration on its racks, or returns the estimate that says why it
 /// cannot run.
 pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
@@ -276,6 +285,8 @@ pub(super) fn instance_in<'a>(
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
+        spine: network::Spine::new(&platform.rack, spine_ratio(&platform.rack, p))
+            .tiers(platform.scaleout, &l),
         expert_exchange: comm::ExpertExchange::new(
             &m.routing(),
             l.ep,
