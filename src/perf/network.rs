@@ -433,6 +433,67 @@ kv_dtype = ["fp8"]
         assert!(e.scaleout_gb_per_s_per_gpu >= got);
     }
 
+    /// A sized row's load is at the demand it serves: over every aggregated row of a sized
+    /// sweep (closed users with cached context, `racks = "auto"`), the bytes per served output
+    /// token (`output_tokens_per_month` over 730 h) are the full-batch iteration's bytes over
+    /// its tokens, and the KV reloads are the served requests' off-GPU share of their sessions
+    /// (positive where context spills to host memory or storage, at most every session whole).
+    #[test]
+    fn sized_rows_load_the_network_at_the_demand() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-8b"
+input_tokens = 1024
+output_tokens = 256
+think_s = 30
+cached_tokens = 8192
+
+[workload.demand]
+concurrent_users = 20000
+
+[grid]
+hardware = ["h100-sxm"]
+racks = "auto"
+tp = [1, 2, 8]
+batch = [4, 32, 256]
+"#;
+        let s = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = s.context();
+        let session_bytes = memory::kv_bytes_per_sequence(&ctx.model, 1, 32.0, 2.0, 8192.0);
+        let (mut checked, mut spilled) = (0, 0);
+        for (p, e) in rows(&s) {
+            if !e.feasible() {
+                continue;
+            }
+            let inst = instance_serving(&ctx, &p, e.gpus, 1024.0, 256.0).unwrap();
+            let batch = f64::from(p.batch);
+            let step = decode_iteration(&inst, &inst.decode_shape(batch), batch);
+            let served_tokens_per_s = e.output_tokens_per_month / (730.0 * 3600.0);
+            let gpus = f64::from(e.instances * e.gpus_per_instance);
+            let per_token = e.scaleup_gb_per_s_per_gpu * 1e9 * gpus / served_tokens_per_s;
+            let want = step.scaleup_bytes / batch;
+            assert!(
+                (per_token - want).abs() <= 1e-9 * want,
+                "{p:?}: {per_token} vs {want}"
+            );
+            let reload = e.kv_reload_gb_per_s_per_gpu * 1e9 * gpus;
+            let requests_per_s = served_tokens_per_s / 256.0;
+            assert!(reload >= 0.0 && reload <= requests_per_s * session_bytes * (1.0 + 1e-12));
+            if e.kv_host_gb + e.kv_storage_gb > 0.0 {
+                assert!(reload > 0.0, "{p:?}");
+                spilled += 1;
+            }
+            checked += 1;
+        }
+        assert!(checked > 3 && spilled > 0, "{checked} {spilled}");
+    }
+
     /// bytes/s = bytes per iteration x iterations per second, where the iterations are the
     /// ones the row's tokens/s come from: for every full-batch row of a grid of tp, pp, ep and
     /// draft tokens, the instance's bytes per second on each tier are its decode iteration's
