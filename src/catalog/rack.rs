@@ -29,6 +29,7 @@ pub struct Rack {
     /// serving one rack have `1/r` of the rack's NIC bandwidth as uplinks to the spine, so
     /// traffic between racks gets at most `1/r` of it when every GPU sends at once (Al-Fares et
     /// al. 2008, section 2.2; docs/model.md, "Network load"). 1 (non-blocking) when omitted.
+    /// Inference only: training step times do not read it yet.
     #[serde(default = "non_blocking")]
     pub scaleout_oversubscription: u32,
     /// Maximum power of one server (GPUs, CPUs, NICs, fans), kW.
