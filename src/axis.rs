@@ -23,8 +23,9 @@
 //! | [`Named<T>`] | an index into the grid's words of `T` | a list of `T`'s words | a variant of `T` |
 //! | [`Numbers`] | the value | an integer axis (list or range) | a list, `[1, 2, 4, 8]` |
 //!
-//! and the kinds one mode alone has: `Racks` (numbers or `"auto"`, `crate::grid`) and `Sizes`
-//! (`racks`, `gpus` or `dp`, `crate::train::grid`). `BOUNDS` (numeric kinds only) names the
+//! and the kinds one mode alone has: `Racks` (numbers or `"auto"`, `crate::grid`), `Spine`
+//! (numbers, or each rack's own when omitted, `crate::grid`) and `Sizes` (`racks`, `gpus` or
+//! `dp`, `crate::train::grid`). `BOUNDS` (numeric kinds only) names the
 //! [`crate::limits::Bounds`] the spec checks each value against.
 
 use std::marker::PhantomData;

@@ -68,6 +68,9 @@ macro_rules! inference_axes {
             kv_dtype: Dtypes = "bf16";
             /// Racks of the cluster; `AUTO_RACKS` (0) sizes it to the demand.
             racks: Racks = [1], RACKS;
+            /// Oversubscription `r` of the scale-out spine (`r:1`); `RACK_SPINE` (0) takes the
+            /// rack's own (`[[rack]] scaleout_oversubscription`).
+            scaleout_oversubscription: Spine = [0], OVERSUBSCRIPTION;
             tp: Numbers = [1, 2, 4, 8], DEGREE;
             pp: Numbers = [1], DEGREE;
             ep: Numbers = [1], DEGREE;
@@ -160,6 +163,48 @@ impl Kind for Racks {
     fn shown(values: &Vec<u32>, catalog: &Catalog) -> String {
         if values == &[AUTO_RACKS] {
             "auto (fewest that meet the demand and the SLOs)".to_string()
+        } else {
+            Numbers::shown(values, catalog)
+        }
+    }
+
+    fn single(default: &[u32], catalog: &Catalog) -> Vec<u32> {
+        Numbers::single(default, catalog)
+    }
+
+    #[cfg(test)]
+    fn sample(n: usize) -> Vec<u32> {
+        Numbers::sample(n)
+    }
+}
+
+/// `scaleout_oversubscription` value that takes each rack's own.
+pub const RACK_SPINE: u32 = 0;
+
+/// Spine oversubscription ratios, or [`RACK_SPINE`] alone when the sweep does not name them;
+/// the point holds the value.
+pub struct Spine;
+
+impl Kind for Spine {
+    type Values = Vec<u32>;
+    type Default = [u32];
+
+    fn len(values: &Vec<u32>) -> usize {
+        Numbers::len(values)
+    }
+
+    #[inline]
+    fn held(values: &Vec<u32>, digit: u32) -> u32 {
+        Numbers::held(values, digit)
+    }
+
+    fn digit(values: &Vec<u32>, held: u32) -> Option<u32> {
+        Numbers::digit(values, held)
+    }
+
+    fn shown(values: &Vec<u32>, catalog: &Catalog) -> String {
+        if values == &[RACK_SPINE] {
+            "each rack's own (1:1 unless its [[rack]] says otherwise)".to_string()
         } else {
             Numbers::shown(values, catalog)
         }

@@ -91,6 +91,16 @@ pub const DRAFT_TOKENS: Bounds = Bounds {
     max: 16,
     why: None,
 };
+/// Oversubscription of the scale-out spine, `r` for `r:1`: GPU clusters are built 1:1 to 4:1;
+/// at 16:1 traffic between racks gets a sixteenth of the NICs' bandwidth, no longer a fabric for
+/// collectives.
+pub const OVERSUBSCRIPTION: Bounds = Bounds {
+    min: 1,
+    max: 16,
+    why: Some(
+        "GPU clusters are built 1:1 to 4:1; at 16:1 traffic between racks gets a sixteenth of the NICs' bandwidth",
+    ),
+};
 /// ZeRO stages 0 to 3.
 pub const ZERO_STAGES: Bounds = Bounds {
     min: 0,

@@ -394,6 +394,14 @@ impl Catalog {
         ] {
             positive(key, value)?;
         }
+        let spine = limits::OVERSUBSCRIPTION;
+        if !(spine.min..=spine.max).contains(&rack.scaleout_oversubscription) {
+            return Err(Error::OutOfRange {
+                key: "scaleout_oversubscription",
+                value: f64::from(rack.scaleout_oversubscription),
+                bound: Bound::Between(f64::from(spine.min), f64::from(spine.max)),
+            });
+        }
         for (key, value) in [
             ("host_memory_gb_per_gpu", rack.host_memory_gb_per_gpu),
             ("switch_power_kw", rack.switch_power_kw),
@@ -787,6 +795,8 @@ mod tests {
             Box::new(|r| r.scaleup_latency_us = -0.5),
             Box::new(|r| r.scaleout_latency_us = 4e13),
             Box::new(|r| r.collective_launch_us = f64::MAX),
+            Box::new(|r| r.scaleout_oversubscription = 0),
+            Box::new(|r| r.scaleout_oversubscription = 17),
         ];
         for case in &rack_cases {
             let mut r = dgx.clone();
@@ -923,7 +933,7 @@ mod tests {
 
     /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
     /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
-    const CHECK_MESSAGES: [&str; 94] = [
+    const CHECK_MESSAGES: [&str; 96] = [
         "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
         "bf16_tflops: 0 must be positive",
         "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
@@ -966,6 +976,8 @@ mod tests {
         "scaleup_latency_us: -0.5 must be zero or positive",
         "scaleout_latency_us: 40000000000000 µs is more than a year (31536000000000 µs)",
         "collective_launch_us: 1.7976931348623157e308 µs is more than a year (31536000000000 µs)",
+        "scaleout_oversubscription: 0 must be between 1 and 16",
+        "scaleout_oversubscription: 17 must be between 1 and 16",
         "id: \"Llama\" must be lowercase letters, digits, '-', '_' or '.'",
         "layers: must be at least 1",
         "max_context: must be at least 1",

@@ -25,6 +25,13 @@ pub struct Rack {
     pub scaleout_gbps_per_gpu: f64,
     /// Per-hop latency (alpha) of a collective step over the scale-out network, microseconds.
     pub scaleout_latency_us: f64,
+    /// Oversubscription of the scale-out network's spine, `r` for `r:1`: the leaf switches
+    /// serving one rack have `1/r` of the rack's NIC bandwidth as uplinks to the spine, so
+    /// traffic between racks gets at most `1/r` of it when every GPU sends at once (Al-Fares et
+    /// al. 2008, section 2.2; docs/model.md, "Network load"). 1 (non-blocking) when omitted.
+    /// Inference only: training step times do not read it yet.
+    #[serde(default = "non_blocking")]
+    pub scaleout_oversubscription: u32,
     /// Maximum power of one server (GPUs, CPUs, NICs, fans), kW.
     pub server_power_kw: f64,
     /// Power budget of the rack as deployed, kW.
@@ -38,6 +45,11 @@ pub struct Rack {
     /// Network switch power attributable to one rack (housed outside its power budget), kW.
     pub switch_power_kw: f64,
     pub source: String,
+}
+
+/// A non-blocking (1:1) spine.
+fn non_blocking() -> u32 {
+    1
 }
 
 impl Rack {

@@ -393,6 +393,16 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE.frontier_when(14, When::Varies("ownership")),
     },
     Column {
+        name: "scaleout_oversubscription",
+        unit: "ratio",
+        doc: "oversubscription r of the scale-out spine (r:1): the scaleout_oversubscription axis, or the rack's own; traffic between racks gets at most 1/r of the NICs' bandwidth (docs/model.md, \"Network load\")",
+        kind: Kind::Count(|r| nonzero(r.estimate.scaleout_oversubscription)),
+        role: Role::Layout,
+        show: Show::NONE
+            .header("spine r:1")
+            .frontier_when(30, When::Varies("scaleout_oversubscription")),
+    },
+    Column {
         name: "feasible",
         unit: "",
         doc: "whether the configuration can run",
@@ -670,6 +680,54 @@ pub static COLUMNS: &[Column<Row>] = &[
         "servers",
         "KV-offload storage servers needed for capacity and reload bandwidth (null without demand)",
         storage_servers
+    ),
+    metric!(
+        "scaleup_gb_per_s_per_gpu",
+        "GB/s",
+        "bytes each GPU of the instances sends per second on the scale-up tier (NVLink, Infinity Fabric) at the operating load: tensor-parallel all-reduces, expert all-to-alls and pipeline hops inside the domain (without demand: at full batch)",
+        scaleup_gb_per_s_per_gpu
+    ),
+    metric!(
+        "scaleup_messages_per_s_per_gpu",
+        "messages/s",
+        "messages (one per peer per collective step) each GPU of the instances sends per second on the scale-up tier at the operating load",
+        scaleup_messages_per_s_per_gpu
+    ),
+    metric!(
+        "scaleup_util",
+        "fraction",
+        "scaleup_gb_per_s_per_gpu over the GPU's scale-up link peak per direction",
+        scaleup_util
+    ),
+    metric!(
+        "scaleout_gb_per_s_per_gpu",
+        "GB/s",
+        "bytes each GPU of the instances sends per second on the scale-out tier (NICs) at the operating load: collectives across scale-up domains, pipeline hops between domains and the KV transfers of disaggregated serving (without demand: at full batch)",
+        scaleout_gb_per_s_per_gpu
+    ),
+    metric!(
+        "scaleout_messages_per_s_per_gpu",
+        "messages/s",
+        "messages each GPU of the instances sends per second on the scale-out tier at the operating load",
+        scaleout_messages_per_s_per_gpu
+    ),
+    metric!(
+        "scaleout_util",
+        "fraction",
+        "scaleout_gb_per_s_per_gpu over the GPU's NIC peak per direction",
+        scaleout_util
+    ),
+    metric!(
+        "kv_transfer_gb_per_s_per_gpu",
+        "GB/s",
+        "KV cache shipped from the prefill to the decode pool per second, per GPU of the instances (part of scaleout_gb_per_s_per_gpu; 0 when aggregated)",
+        kv_transfer_gb_per_s_per_gpu
+    ),
+    metric!(
+        "kv_reload_gb_per_s_per_gpu",
+        "GB/s",
+        "cached session context reloaded per second from host memory and storage, per GPU of the instances (over the host and storage links, not the scale-out tier; null without demand)",
+        kv_reload_gb_per_s_per_gpu
     ),
     metric!(
         "power_kw",

@@ -551,6 +551,8 @@ mod tests {
             "_per_s",
             "_per_month",
             "utilization",
+            // A fraction of a link's bandwidth (scaleup_util, scaleout_util).
+            "_util",
             "headroom",
             "users",
             "servers",

@@ -8,8 +8,9 @@ use crate::grid::Point;
 
 use super::batched::BatchedInstance;
 use super::cost::{self, Breakdown, Footprint, HOURS_PER_MONTH, HOURS_PER_YEAR};
-use super::instance::instance_in;
+use super::instance::{instance_in, spine_ratio};
 use super::memo::Scope;
+use super::network;
 use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::steady::{self, Steady};
@@ -168,6 +169,7 @@ pub fn evaluate_into<'a>(
         }
         Err(e) => *out = e,
     }
+    out.scaleout_oversubscription = spine_ratio(&ctx.platforms[p.platform as usize].rack, p);
 }
 
 /// Sizing units (servers, or whole scale-up domains when a domain spans servers) that hold
@@ -331,6 +333,7 @@ struct Sums {
     kv_host_gb: f64,
     kv_storage_gb: f64,
     kv_reload_ms: f64,
+    network: network::Load,
     demand_requests_per_s: f64,
     api_usd_per_hour: f64,
     /// GPUs each phase needs at fewest, times its share of time and of active hours.
@@ -559,6 +562,20 @@ fn at_cluster<'a>(
                 None => f64::NAN,
             };
         }
+        let requests_per_s = match &served {
+            Some(sv) => sv.served_requests_per_s,
+            None => batched.capacity_requests_per_s(pools),
+        };
+        let load = network::load(
+            inst,
+            &inst.decode_shape(batched.batch),
+            batched.batch,
+            pools.decode + pools.prefill,
+            pools.prefill,
+            requests_per_s,
+            &served.map(|sv| sv.offload).unwrap_or_default(),
+        );
+        sums.network = sums.network.plus(load.times(w));
         meets_slo &= s.slo.met(steady.ttft_s[2], steady.tpot_p99_s);
         sums.add(w, &e, &steady);
         sums.served_tokens_per_s += w * served_tokens_per_s;
@@ -586,6 +603,7 @@ fn at_cluster<'a>(
     let tokens = sums.served_tokens_per_s;
     let facility_kw = it_kw * econ.pue;
     let demand = |v: f64| if plan.demand { v } else { f64::NAN };
+    let net = &sums.network;
     let estimate = Estimate {
         racks,
         servers,
@@ -621,6 +639,14 @@ fn at_cluster<'a>(
         kv_storage_gb: demand(sums.kv_storage_gb),
         kv_reload_ms: demand(sums.kv_reload_ms),
         storage_servers: demand(storage_servers),
+        scaleup_gb_per_s_per_gpu: net.per_s.scaleup_bytes / 1e9,
+        scaleup_messages_per_s_per_gpu: net.per_s.scaleup_messages,
+        scaleup_util: net.per_s.scaleup_bytes / (rack.scaleup_gbps_per_gpu * 1e9),
+        scaleout_gb_per_s_per_gpu: net.per_s.scaleout_bytes / 1e9,
+        scaleout_messages_per_s_per_gpu: net.per_s.scaleout_messages,
+        scaleout_util: net.per_s.scaleout_bytes / (rack.scaleout_gbps_per_gpu * 1e9),
+        kv_transfer_gb_per_s_per_gpu: net.kv_transfer_bytes_per_s / 1e9,
+        kv_reload_gb_per_s_per_gpu: demand(net.kv_reload_bytes_per_s / 1e9),
         power_kw: it_kw,
         facility_power_kw: facility_kw,
         rack_power_kw: power.rack_kw(1.0),

@@ -9,10 +9,123 @@
 //! bandwidth). Small messages on NVSwitch/xGMI use a one-shot all-reduce in which every GPU reads
 //! the other `n-1` buffers in a single step (TensorRT-LLM `customAllReduce` one-shot kernel); the
 //! engine takes whichever is faster, and so do we.
+//!
+//! Beside each cost, the [`Traffic`] the same collective puts on each tier (bytes and messages
+//! one GPU sends), for the network load of `super::network`; and the bandwidth a collective gets
+//! through an oversubscribed spine ([`through_spine`]).
 
 use crate::catalog::Model;
 
 use super::layout::Tier;
+
+/// What one GPU sends on each tier: bytes, and messages (one per peer per step of the
+/// collective's algorithm: a ring step, a one-shot write to each peer, a send to each peer of an
+/// all-to-all, a pipeline hop).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Traffic {
+    pub scaleup_bytes: f64,
+    pub scaleup_messages: f64,
+    pub scaleout_bytes: f64,
+    pub scaleout_messages: f64,
+}
+
+impl Traffic {
+    /// `bytes` in `messages` on the scale-up tier.
+    pub fn scaleup(bytes: f64, messages: f64) -> Traffic {
+        Traffic {
+            scaleup_bytes: bytes,
+            scaleup_messages: messages,
+            ..Traffic::default()
+        }
+    }
+
+    /// `bytes` in `messages` on the scale-out tier.
+    pub fn scaleout(bytes: f64, messages: f64) -> Traffic {
+        Traffic {
+            scaleout_bytes: bytes,
+            scaleout_messages: messages,
+            ..Traffic::default()
+        }
+    }
+
+    /// This traffic `k` times.
+    pub fn times(self, k: f64) -> Traffic {
+        Traffic {
+            scaleup_bytes: k * self.scaleup_bytes,
+            scaleup_messages: k * self.scaleup_messages,
+            scaleout_bytes: k * self.scaleout_bytes,
+            scaleout_messages: k * self.scaleout_messages,
+        }
+    }
+}
+
+impl std::ops::Add for Traffic {
+    type Output = Traffic;
+
+    fn add(self, o: Traffic) -> Traffic {
+        Traffic {
+            scaleup_bytes: self.scaleup_bytes + o.scaleup_bytes,
+            scaleup_messages: self.scaleup_messages + o.scaleup_messages,
+            scaleout_bytes: self.scaleout_bytes + o.scaleout_bytes,
+            scaleout_messages: self.scaleout_messages + o.scaleout_messages,
+        }
+    }
+}
+
+/// The scale-out tier `out` as a collective sees it when a `share` of the bytes each GPU sends
+/// over it leaves its rack through a spine oversubscribed `ratio:1`. A leaf's uplinks carry
+/// `1/ratio` of its servers' NIC bandwidth (VMware Validated Design 4.0, "Oversubscription in
+/// the Leaf Layer": oversubscription = servers' bandwidth / uplink bandwidth), so when every
+/// GPU sends at once the rack-leaving share gets at most `1/ratio` of each NIC (Al-Fares,
+/// Loukissas and Vahdat 2008, "A Scalable, Commodity Data Center Network Architecture",
+/// section 2.2: at `r:1` some patterns get only `1/r` of host bandwidth). The NIC sends both
+/// shares, so the collective's scale-out leg takes `max(1, share x ratio)` times as long:
+/// bandwidth `bytes_per_s / max(1, share x ratio)`. A non-blocking spine (`ratio` 1) leaves
+/// the tier as it is, bit for bit.
+pub fn through_spine(out: Tier, share: f64, ratio: f64) -> Tier {
+    Tier {
+        bytes_per_s: out.bytes_per_s / (share * ratio).max(1.0),
+        ..out
+    }
+}
+
+/// Whether [`all_reduce_s`] takes the one-shot algorithm for `bytes` over `n` GPUs on `tier`.
+fn one_shot_wins(n: f64, bytes: f64, tier: Tier, one_shot: bool) -> bool {
+    one_shot
+        && tier.alpha_s + (n - 1.0) * bytes / tier.bytes_per_s
+            < 2.0 * (n - 1.0) * tier.alpha_s + 2.0 * (n - 1.0) / n * bytes / tier.bytes_per_s
+}
+
+/// What [`group_all_reduce_s`] sends per GPU: inside one domain, the ring's `2 (n-1)/n` of the
+/// message in `2 (n-1)` steps or the one-shot's `n - 1` copies to its peers, whichever the
+/// cost model takes; across domains, the ring reduce-scatter and all-gather inside the domain
+/// and the ring all-reduce of the `1/domain` slice across domains.
+pub fn group_all_reduce_traffic(
+    n: u32,
+    domain: u32,
+    bytes: f64,
+    up: Tier,
+    one_shot: bool,
+) -> Traffic {
+    if n <= 1 {
+        return Traffic::default();
+    }
+    if n <= domain {
+        let n = f64::from(n);
+        return if one_shot_wins(n, bytes, up, one_shot) {
+            Traffic::scaleup((n - 1.0) * bytes, n - 1.0)
+        } else {
+            Traffic::scaleup(2.0 * (n - 1.0) / n * bytes, 2.0 * (n - 1.0))
+        };
+    }
+    let d = f64::from(domain);
+    let domains = f64::from(n / domain);
+    Traffic::scaleup(2.0 * (d - 1.0) / d * bytes, 2.0 * (d - 1.0))
+        + Traffic::scaleout(
+            2.0 * (domains - 1.0) / domains * bytes / d,
+            2.0 * (domains - 1.0),
+        )
+}
 
 /// Seconds to all-reduce `bytes` (the message each GPU holds) across `n` GPUs on `tier`.
 pub fn all_reduce_s(n: u32, bytes: f64, tier: Tier, one_shot: bool) -> f64 {
@@ -204,6 +317,28 @@ impl ExpertExchange {
         // or from the one that received it, except the share already on that GPU.
         let inside = copies * (local - 1.0) / local / up.bytes_per_s;
         out.launch_s + out.alpha_s + inside.max(outside)
+    }
+}
+
+impl ExpertExchange {
+    /// What one GPU sends in [`ExpertExchange::time_s`]: without a routing limit, the share of
+    /// its copies bound for the other GPUs of its domain on the scale-up tier (one message per
+    /// peer) and the rest on the scale-out tier (one per remote peer); with one, a copy per
+    /// remote domain a token reaches on the scale-out tier (one message per remote domain's
+    /// peer GPU) and the forwarding inside the domain on the scale-up tier.
+    pub fn traffic(&self, tokens: f64, token_bytes: f64) -> Traffic {
+        let n = f64::from(self.ep);
+        let local = f64::from(self.local.min(self.ep));
+        if self.ep <= 1 {
+            return Traffic::default();
+        }
+        let copies = tokens * f64::from(self.experts_per_token) * token_bytes;
+        let Some(remote_domains) = self.remote_domains else {
+            return Traffic::scaleup((local - 1.0) / n * copies, local - 1.0)
+                + Traffic::scaleout((n - local) / n * copies, n - local);
+        };
+        Traffic::scaleup(copies * (local - 1.0) / local, local - 1.0)
+            + Traffic::scaleout(tokens * remote_domains * token_bytes, n / local - 1.0)
     }
 }
 

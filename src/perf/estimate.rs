@@ -134,6 +134,21 @@ pub struct Estimate {
     pub kv_storage_gb: f64,
     pub kv_reload_ms: f64,
     pub storage_servers: f64,
+    /// The scale-out spine's oversubscription `r` (`r:1`) the row runs at; 0 for no platform.
+    pub scaleout_oversubscription: u32,
+    /// Network load per GPU of the instances at the operating load (docs/model.md, "Network
+    /// load"): bytes (GB) and messages per second each GPU sends on the scale-up and scale-out
+    /// tiers, and the share of its link's peak bandwidth per direction they use; the KV
+    /// transfers between disaggregated pools (part of the scale-out load) and the KV reloads
+    /// from host memory and storage (on their own links), GB/s.
+    pub scaleup_gb_per_s_per_gpu: f64,
+    pub scaleup_messages_per_s_per_gpu: f64,
+    pub scaleup_util: f64,
+    pub scaleout_gb_per_s_per_gpu: f64,
+    pub scaleout_messages_per_s_per_gpu: f64,
+    pub scaleout_util: f64,
+    pub kv_transfer_gb_per_s_per_gpu: f64,
+    pub kv_reload_gb_per_s_per_gpu: f64,
     /// Power at the operating load: IT (GPUs, hosts, switches, storage), facility (x PUE), the
     /// busiest rack's, and IT energy per output token.
     pub power_kw: f64,
@@ -211,6 +226,15 @@ impl Estimate {
         kv_storage_gb: f64::NAN,
         kv_reload_ms: f64::NAN,
         storage_servers: f64::NAN,
+        scaleout_oversubscription: 0,
+        scaleup_gb_per_s_per_gpu: f64::NAN,
+        scaleup_messages_per_s_per_gpu: f64::NAN,
+        scaleup_util: f64::NAN,
+        scaleout_gb_per_s_per_gpu: f64::NAN,
+        scaleout_messages_per_s_per_gpu: f64::NAN,
+        scaleout_util: f64::NAN,
+        kv_transfer_gb_per_s_per_gpu: f64::NAN,
+        kv_reload_gb_per_s_per_gpu: f64::NAN,
         power_kw: f64::NAN,
         facility_power_kw: f64::NAN,
         rack_power_kw: f64::NAN,

@@ -9,7 +9,7 @@ use super::iteration::{Graphs, IterationCost};
 use super::latency::{self, Rates, Speculation};
 use super::layout::{self, Layout};
 use super::memory::{self, StageParams};
-use super::{Context, Estimate, ModelFacts, Reason, comm, memo};
+use super::{Context, Estimate, ModelFacts, Reason, comm, memo, network};
 
 /// One configuration placed and resolved: its layout, bounding stages and hardware rates. Cheap
 /// to build (no allocation); the serving model evaluates it at many loads.
@@ -26,6 +26,11 @@ pub struct Instance<'a> {
     /// pool's own tp (`prefill_tp`), placed on the same cluster. Equal to `layout` when
     /// aggregated.
     pub prefill_layout: Layout,
+    /// What the prefill pool's instance sends per request it prefills, and the bytes of one
+    /// request's KV cache it ships to the decode pool (`network::prefill_request`,
+    /// `network::kv_transfer_bytes`; zero when aggregated).
+    pub prefill_traffic: crate::perf::comm::Traffic,
+    pub kv_transfer_bytes: f64,
     /// Seconds to ship one request's KV cache from its prefill to its decode instance
     /// (disaggregated; NaN otherwise).
     pub kv_transfer_s: f64,
@@ -255,6 +260,15 @@ pub(super) fn dispatch_bytes(m: &ModelFacts, expert_activations: ComputeClass) -
     }
 }
 
+/// The spine oversubscription `p` runs at: the grid's, or its rack's own.
+pub fn spine_ratio(rack: &crate::catalog::Rack, p: &Point) -> u32 {
+    if p.scaleout_oversubscription == crate::grid::RACK_SPINE {
+        rack.scaleout_oversubscription
+    } else {
+        p.scaleout_oversubscription
+    }
+}
+
 /// Places and resolves a configuration on its racks, or returns the estimate that says why it
 /// cannot run.
 pub fn instance<'a>(ctx: &'a Context, p: &Point) -> Result<Instance<'a>, Estimate> {
@@ -323,6 +337,8 @@ pub(super) fn instance_in<'a>(
         kv_bytes_per_element,
         scaleup: platform.scaleup,
         scaleout: platform.scaleout,
+        spine: network::Spine::new(&platform.rack, spine_ratio(&platform.rack, p))
+            .tiers(platform.scaleout, &l),
         expert_exchange: comm::ExpertExchange::new(
             &m.routing(),
             l.ep,
@@ -353,6 +369,8 @@ pub(super) fn instance_in<'a>(
         speculation,
         disagg_prefill_pct: p.disagg_prefill_pct,
         prefill_layout: l,
+        prefill_traffic: crate::perf::comm::Traffic::default(),
+        kv_transfer_bytes: 0.0,
         kv_transfer_s: f64::NAN,
         input_tokens,
         output_tokens,
@@ -397,6 +415,8 @@ pub(super) fn instance_in<'a>(
         inst.kv_transfer_s = inst.kv_shard_s();
         inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s;
         inst.prefill_pool_requests_per_s = inst.prefill_requests_per_s();
+        inst.prefill_traffic = network::prefill_request(&inst);
+        inst.kv_transfer_bytes = network::kv_transfer_bytes(&inst);
     } else {
         // The prefill pool's own instance: the point at the pool's tp, aggregated (so it
         // resolves no pool of its own), on the same cluster and workload.
@@ -425,6 +445,8 @@ pub(super) fn instance_in<'a>(
         inst.kv_transfer_s = prefill.kv_shard_s().max(inst.kv_shard_s());
         inst.ttft_idle_s = prefill.prefill_s() + inst.kv_transfer_s;
         inst.prefill_pool_requests_per_s = prefill.prefill_requests_per_s();
+        inst.prefill_traffic = network::prefill_request(&prefill);
+        inst.kv_transfer_bytes = network::kv_transfer_bytes(&prefill);
     }
     Ok(inst)
 }

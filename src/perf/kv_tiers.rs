@@ -23,6 +23,8 @@ pub struct Offload {
     /// Reload time of one session from host memory and from storage, seconds.
     pub host_reload_s: f64,
     pub storage_reload_s: f64,
+    /// Bytes of one session's cached context.
+    pub session_bytes: f64,
 }
 
 /// Spreads `sessions` idle sessions of `session_bytes` each over the tiers, largest-first into
@@ -57,6 +59,7 @@ pub fn offload(
         storage_servers,
         host_reload_s: session_bytes / (gpus_per_instance * t.host_link_bytes_per_s_per_gpu),
         storage_reload_s: session_bytes / (gpus_per_instance * t.storage_bytes_per_s_per_gpu),
+        session_bytes,
     }
 }
 
@@ -72,6 +75,16 @@ impl Offload {
             return 0.0;
         }
         (self.host_bytes * self.host_reload_s + self.storage_bytes * self.storage_reload_s) / total
+    }
+
+    /// Mean bytes a resumed session reloads: its context, from host memory or storage in the
+    /// share of sessions kept there (none from HBM).
+    pub fn reload_bytes_mean(&self) -> f64 {
+        let total = self.total();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        self.session_bytes * (self.host_bytes + self.storage_bytes) / total
     }
 
     /// `p`-quantile of the reload time: 0 for sessions in HBM, then host, then storage.
@@ -113,6 +126,8 @@ mod tests {
         assert!((o.host_reload_s - 1.0 / 512.0).abs() < 1e-15);
         assert!((o.storage_reload_s - 1.0 / 40.0).abs() < 1e-15);
         assert!((o.reload_mean_s() - (0.5 / 512.0 + 0.3 / 40.0)).abs() < 1e-15);
+        // 80 % of sessions come back from host memory or storage: 0.8 GB each on average.
+        assert!((o.reload_bytes_mean() - 0.8e9).abs() < 1e-3);
         assert_eq!(o.reload_quantile_s(0.5), 1.0 / 512.0);
         assert_eq!(o.reload_quantile_s(0.99), 1.0 / 40.0);
         assert_eq!(o.reload_quantile_s(0.1), 0.0);

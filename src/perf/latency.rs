@@ -19,6 +19,7 @@ use super::iteration::{GpuIteration, IterationCost, launches};
 use super::kernels::StepKernels;
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
+use super::network::SpineTiers;
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,6 +43,8 @@ pub struct Rates {
     pub kv_bytes_per_element: f64,
     pub scaleup: Tier,
     pub scaleout: Tier,
+    /// The scale-out tier as each collective of the layout sees it through the spine.
+    pub spine: SpineTiers,
     /// The layout's expert all-to-all over its ep group.
     pub expert_exchange: ExpertExchange,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
@@ -305,7 +308,7 @@ fn layer_comm_s(
             r.domain_gpus,
             message,
             r.scaleup,
-            r.scaleout,
+            r.spine.all_reduce,
             r.one_shot_all_reduce,
         )
     });
@@ -336,7 +339,7 @@ fn layer_comm_s(
             r.expert_exchange.time_s(
                 rank_tokens / f64::from(l.tp),
                 m.hidden * bytes_per_element,
-                [r.scaleup, r.scaleup, r.scaleout],
+                [r.scaleup, r.scaleup, r.spine.all_to_all],
             )
         };
         s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES) + shared)
@@ -352,7 +355,7 @@ pub fn pipeline_hops_s(m: &ModelFacts, l: &Layout, r: &Rates, tokens: f64) -> f6
     let bytes = tokens * m.hidden * ACTIVATION_BYTES;
     let out = f64::from(l.pp_hops_scaleout);
     let up = f64::from(l.pp - 1) - out;
-    up * point_to_point_s(bytes, r.scaleup) + out * point_to_point_s(bytes, r.scaleout)
+    up * point_to_point_s(bytes, r.scaleup) + out * point_to_point_s(bytes, r.spine.pipeline)
 }
 
 /// Kernels a step of the heavier bounding stage launches.

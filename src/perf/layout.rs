@@ -180,6 +180,7 @@ mod tests {
             collective_launch_us: 5.0,
             scaleout_gbps_per_gpu: 50.0,
             scaleout_latency_us: 5.0,
+            scaleout_oversubscription: 1,
             server_power_kw: 10.0,
             rack_power_budget_kw: 40.0,
             host_memory_gb_per_gpu: 256.0,

@@ -31,6 +31,7 @@ pub mod latency;
 pub mod layout;
 pub mod memo;
 pub mod memory;
+pub mod network;
 pub mod power;
 pub mod queue;
 pub mod serving;

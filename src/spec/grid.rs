@@ -60,7 +60,7 @@ macro_rules! load_grid {
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Sizes = $default:tt) => {
         $l.sizes($g, &$default)?
     };
-    // Numbers and Racks ("auto" is read by `int_axis`).
+    // Numbers, Racks ("auto" is read by `int_axis`) and Spine.
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; $kind:ident = $default:tt, $bounds:ident) => {
         $l.int_axis(
             &$g.$field,

@@ -223,6 +223,11 @@ macro_rules! raw_grid {
             [$($named)*]; $($rest)*);
     };
     (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Spine = $default:tt, $bounds:ident; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)* pub $field: Option<Spanned<IntAxis>>,]
+            [$($named)*]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
         $(#[$doc:meta])* $field:ident : Racks = $default:tt, $bounds:ident; $($rest:tt)*) => {
         raw_grid!(@sort $name [$($platform)*] [$($numeric)* pub $field: Option<Spanned<IntAxis>>,]
             [$($named)*]; $($rest)*);
