@@ -242,6 +242,7 @@ pub(super) fn manifest(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         kv_admission: sweep.kv_admission(),
+        own_numbers: h.catalog.own_numbers(),
         configurations,
         axes,
         parts: plan.parts,

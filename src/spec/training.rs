@@ -42,9 +42,11 @@ impl Loader<'_> {
             rack,
             model,
             cost,
+            calibration,
         } = raw;
         let mut catalog =
             Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
+        self.calibration(&mut catalog, calibration)?;
         self.add_presets(&mut catalog, gpu, rack, model)?;
 
         let name = self.sweep_name(&sweep.name)?;
