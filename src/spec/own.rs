@@ -369,4 +369,30 @@ mod tests {
             ["gpu h800-sxm: extends h800-sxm, sets efficiency.hbm"]
         );
     }
+
+    /// A training sweep takes `[calibration.training]` as its factors, and the workload's
+    /// restart time over both; `check`'s line names each factor with its built-in value.
+    #[test]
+    fn a_training_sweep_takes_its_calibration() {
+        let base = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/specs/training-small.toml"),
+        )
+        .unwrap();
+        let load = |text: &str| match parse(Path::new("t.toml"), text, DEFAULT_MAX_CONFIGS) {
+            Ok(crate::spec::Sweep::Training(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let built_in = load(&base);
+        let text = format!("{base}\n[calibration.training]\ngemm_efficiency = 0.5\n");
+        let s = load(&text);
+        assert_eq!(s.factors.gemm_efficiency, 0.5);
+        assert_eq!(s.factors.tp_comm_overlap, built_in.factors.tp_comm_overlap);
+        assert_eq!(
+            s.header.catalog.own_numbers(),
+            [format!(
+                "calibration: training.gemm_efficiency = 0.5 (built-in {})",
+                built_in.factors.gemm_efficiency
+            )]
+        );
+    }
 }

@@ -133,7 +133,7 @@ impl Loader<'_> {
             |x| x > 0.0,
             "must be a positive number of tokens",
         )?;
-        let mut factors = train::Factors::builtin();
+        let mut factors = catalog.training;
         if let Some(v) = &workload.restart_minutes {
             factors.restart_minutes = self.number(
                 v,
