@@ -21,6 +21,7 @@
 //! | [`Platforms`] | an index into the grid's platforms | `hardware` (required), `rack` | none |
 //! | [`Dtypes`] | an index into the grid's catalog formats | a list of format ids | an id, `"bf16"` |
 //! | [`Named<T>`] | an index into the grid's words of `T` | a list of `T`'s words | a variant of `T` |
+//! | [`Payments`] | an index into the grid's payments | `ownership`, `pricing` | a `Payment` |
 //! | [`Numbers`] | the value | an integer axis (list or range) | a list, `[1, 2, 4, 8]` |
 //!
 //! and the kinds one mode alone has: `Racks` (numbers or `"auto"`, `crate::grid`), `Spine`
@@ -31,7 +32,7 @@
 use std::marker::PhantomData;
 
 use crate::catalog::Catalog;
-use crate::vocab::{Platform, Vocabulary};
+use crate::vocab::{Payment, Platform, Pricing, Vocabulary};
 
 /// How a point holds one axis, how the grid keeps its values and how `check` shows them.
 /// Implemented by the kind named in a table row; the generated grid calls it per axis.
@@ -219,6 +220,53 @@ impl<T: Vocabulary> Kind for Named<T> {
     #[cfg(test)]
     fn sample(n: usize) -> Vec<T> {
         T::ALL[..n].to_vec()
+    }
+}
+
+/// How configurations pay for their hardware (from `ownership` and `pricing`: each cloud
+/// pricing, and owned once); the point holds the index. Named `ownership` in `check` and the
+/// manifest, whose values it shows as ownership words while every cloud value is on-demand (as
+/// before the pricing axis), else as `cloud <pricing>` and `owned`.
+pub struct Payments;
+
+impl Kind for Payments {
+    type Values = Vec<Payment>;
+    type Default = Payment;
+
+    fn len(values: &Vec<Payment>) -> usize {
+        values.len()
+    }
+
+    #[inline]
+    fn held(_: &Vec<Payment>, digit: u32) -> u32 {
+        digit
+    }
+
+    fn digit(_: &Vec<Payment>, held: u32) -> Option<u32> {
+        Some(held)
+    }
+
+    fn shown(values: &Vec<Payment>, _: &Catalog) -> String {
+        let on_demand = values
+            .iter()
+            .all(|v| matches!(v, Payment::Owned | Payment::Cloud(Pricing::OnDemand)));
+        values
+            .iter()
+            .map(|v| match (v, on_demand) {
+                (Payment::Cloud(p), false) => format!("cloud {}", p.as_str()),
+                _ => v.ownership().as_str().to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn single(default: &Payment, _: &Catalog) -> Vec<Payment> {
+        vec![*default]
+    }
+
+    #[cfg(test)]
+    fn sample(n: usize) -> Vec<Payment> {
+        [Payment::DEFAULT, Payment::Owned][..n].to_vec()
     }
 }
 

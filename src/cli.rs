@@ -82,8 +82,10 @@ pub struct ValidateArgs {
     /// Print the summary and every prediction as Markdown tables (docs/validation.md).
     #[arg(long)]
     pub markdown: bool,
-    /// Global model factors to use instead of the built-in ones (TOML, as
-    /// src/catalog/data/calibration.toml, with an optional [training] table as training.toml).
+    /// Global model factors to use instead of the built-in ones (TOML, keys of
+    /// src/catalog/data/calibration.toml, with an optional [training] table of keys of
+    /// training.toml; keys it omits keep their built-in values). A sweep's [calibration] table
+    /// takes the same format.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
     /// Worker threads [default: all cores].

@@ -43,7 +43,7 @@
 //! `src/columns/inference.rs`, plus the reports' key-column lists (`src/report/mod.rs`,
 //! `src/output/markdown.rs`) where they show it, until they take their lists from the columns.
 
-use crate::axis::{Dtypes, Kind, Named, Numbers, Platforms};
+use crate::axis::{Dtypes, Kind, Named, Numbers, Payments, Platforms};
 use crate::catalog::Catalog;
 use crate::perf::cluster::AUTO_RACKS;
 
@@ -83,8 +83,8 @@ macro_rules! inference_axes {
             spec_tokens: Numbers = [0], DRAFT_TOKENS;
             /// Maximum concurrent sequences per model instance.
             batch: Numbers = [1, 2, 4, 8, 16, 32, 64, 128, 256], BATCH;
-            /// Index into `Grid::ownership`.
-            ownership: Named<crate::vocab::Ownership> = Cloud;
+            /// Index into `Grid::ownership`: owned, or cloud at a pricing.
+            ownership: Payments = { crate::vocab::Payment::DEFAULT };
         }
     };
 }
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!((p.racks, p.tp, p.pp, p.ep, p.batch), (1, 1, 1, 1, 1));
         assert_eq!((p.disagg_prefill_pct, p.spec_tokens), (0, 0));
         assert_eq!(c.dtypes[g.weight_dtype[0]].id, "bf16");
-        assert_eq!(g.ownership, [crate::vocab::Ownership::Cloud]);
+        assert_eq!(g.ownership, [crate::vocab::Payment::DEFAULT]);
         assert_eq!(g.platform, [Platform { gpu: 2, rack: 3 }]);
     }
 

@@ -1,5 +1,5 @@
 //! Words both grids, the spec and the models share: a platform (a GPU preset in a rack), how the
-//! hardware is paid for, and what makes a set of words a [`Vocabulary`] a categorical grid axis
+//! hardware is paid for (ownership, and the pricing of cloud GPU-hours), and what makes a set of words a [`Vocabulary`] a categorical grid axis
 //! can take. The grids (`crate::grid`, `crate::train::grid`), the spec and the cost model
 //! (`crate::perf::cost`) import these from here.
 
@@ -34,9 +34,78 @@ impl Vocabulary for Ownership {
 }
 
 crate::names::names! {
+    /// How cloud GPU-hours are bought: which of the GPU's prices per GPU-hour applies (its
+    /// catalog list price, or a sweep's `[[price]]` quote). Owned hardware has no pricing.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u8)]
+    pub enum Pricing {
+        /// Pay as you go, no commitment: the catalog's price before this axis existed.
+        OnDemand => "on-demand";
+        /// A one-year commitment (reserved instance, committed use, savings plan).
+        Reserved1y => "reserved-1y";
+        /// A three-year commitment.
+        Reserved3y => "reserved-3y";
+        /// Spare capacity the provider may reclaim; rows add standby servers for the
+        /// interruptions (docs/model.md, "Cost").
+        Spot => "spot";
+    }
+}
+
+impl Vocabulary for Pricing {
+    const ALL: &'static [Pricing] = &Pricing::ALL;
+    const NOUN: &'static str = "pricing";
+    const EMPTY_HINT: Option<&'static str> = Some(
+        "list some of \"on-demand\", \"reserved-1y\", \"reserved-3y\", \"spot\", or remove the key for on-demand",
+    );
+
+    fn as_str(self) -> &'static str {
+        Pricing::as_str(self)
+    }
+}
+
+/// How one configuration pays for its hardware: owned, or rented in the cloud at a pricing. The
+/// values of the inference grid's `ownership` axis (`[grid] ownership` x `[grid] pricing`, owned
+/// once whatever the pricings: a price per GPU-hour does not apply to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payment {
+    Cloud(Pricing),
+    Owned,
+}
+
+impl Payment {
+    /// Cloud GPU-hours at the on-demand price: the axis's default.
+    pub const DEFAULT: Payment = Payment::Cloud(Pricing::OnDemand);
+
+    pub fn ownership(self) -> Ownership {
+        match self {
+            Payment::Cloud(_) => Ownership::Cloud,
+            Payment::Owned => Ownership::Owned,
+        }
+    }
+
+    /// The pricing of rented hardware; `None` when owned.
+    pub fn pricing(self) -> Option<Pricing> {
+        match self {
+            Payment::Cloud(p) => Some(p),
+            Payment::Owned => None,
+        }
+    }
+}
+
+impl From<Ownership> for Payment {
+    /// Cloud at the on-demand price, or owned.
+    fn from(o: Ownership) -> Payment {
+        match o {
+            Ownership::Cloud => Payment::DEFAULT,
+            Ownership::Owned => Payment::Owned,
+        }
+    }
+}
+
+crate::names::names! {
     /// A serving engine: whose measured kernels, CUDA graphs and scheduler a configuration runs
     /// (docs/model.md §8, "Measured kernel surfaces" and "Per-iteration cost").
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, serde::Serialize)]
     #[serde(rename_all = "lowercase")]
     #[repr(u8)]
     pub enum ServingEngine {

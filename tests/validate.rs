@@ -181,11 +181,21 @@ fn validate_error_paths() {
         stderr(&o)
     );
 
+    // A calibration file sets the factors it names and keeps the others (the format of a
+    // sweep's [calibration]): the built-in values themselves predict what no file does.
     let cal = tmp.path().join("cal.toml");
     std::fs::write(&cal, "gemm_half_rows = 64.0\n").unwrap();
     let o = run(&["validate", FIXTURE, "--calibration", cal.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, run(&["validate", FIXTURE]).stdout);
+    std::fs::write(&cal, "gemm_half_rows = 64.0\nattention_eff = 0.5\n").unwrap();
+    let o = run(&["validate", FIXTURE, "--calibration", cal.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("missing field"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown field `attention_eff`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A case's sweep is bounded by its hardware: a degree or batch beyond what the case's GPUs

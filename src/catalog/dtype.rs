@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 /// Tensor-core peak a format computes on (one `*_tflops` field of a GPU preset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ComputeClass {
     Bf16,

@@ -36,6 +36,10 @@ pub struct Economics {
     pub storage_power_kw_per_server: f64,
     /// Its price, USD.
     pub storage_capex_usd_per_server: f64,
+    /// Mean time a spot server runs before the provider reclaims it, hours.
+    pub spot_mean_lifetime_hours: f64,
+    /// Time from a spot server's reclamation to its replacement serving again, minutes.
+    pub spot_recovery_minutes: f64,
 }
 
 #[derive(Deserialize)]
@@ -69,17 +73,19 @@ impl Economics {
         Ok(())
     }
 
-    fn positive_fields(&self) -> [(&'static str, f64); 4] {
+    fn positive_fields(&self) -> [(&'static str, f64); 5] {
         [
             ("years", self.years),
+            ("spot_mean_lifetime_hours", self.spot_mean_lifetime_hours),
             ("facility_years", self.facility_years),
             ("storage_tb_per_server", self.storage_tb_per_server),
             ("storage_gbps_per_server", self.storage_gbps_per_server),
         ]
     }
 
-    fn non_negative_fields(&self) -> [(&'static str, f64); 9] {
+    fn non_negative_fields(&self) -> [(&'static str, f64); 10] {
         [
+            ("spot_recovery_minutes", self.spot_recovery_minutes),
             ("usd_per_kwh", self.usd_per_kwh),
             ("kg_co2e_per_kwh", self.kg_co2e_per_kwh),
             ("water_l_per_kwh", self.water_l_per_kwh),
@@ -118,6 +124,8 @@ impl Economics {
             "storage_gbps_per_server" => &mut self.storage_gbps_per_server,
             "storage_power_kw_per_server" => &mut self.storage_power_kw_per_server,
             "storage_capex_usd_per_server" => &mut self.storage_capex_usd_per_server,
+            "spot_mean_lifetime_hours" => &mut self.spot_mean_lifetime_hours,
+            "spot_recovery_minutes" => &mut self.spot_recovery_minutes,
             _ => return None,
         })
     }

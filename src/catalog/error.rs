@@ -15,6 +15,9 @@ pub enum Error {
     /// line and column).
     #[error("{0}")]
     Toml(#[from] toml::de::Error),
+    /// A calibration's `[training]` table is rejected.
+    #[error("[training] {0}")]
+    Training(Box<Error>),
     /// An embedded preset file does not parse: a bug, caught by the test suite.
     #[error("built-in catalog {file}: {error}")]
     BuiltinFile {

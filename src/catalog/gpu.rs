@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::dtype::ComputeClass;
-use crate::vocab::ServingEngine;
+use crate::vocab::{Pricing, ServingEngine};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gpu {
     pub id: String,
@@ -40,6 +40,13 @@ pub struct Gpu {
     pub idle_w: Option<f64>,
     /// Cloud on-demand list price per GPU-hour, USD (provider and date in `data/gpus.toml`).
     pub usd_per_gpu_hour: Option<f64>,
+    /// Price per GPU-hour with a one-year commitment, USD (source or estimate in
+    /// `data/gpus.toml`).
+    pub usd_per_gpu_hour_reserved_1y: Option<f64>,
+    /// Price per GPU-hour with a three-year commitment, USD.
+    pub usd_per_gpu_hour_reserved_3y: Option<f64>,
+    /// Spot (preemptible) price per GPU-hour, USD; interruptions are priced in `perf::cost`.
+    pub usd_per_gpu_hour_spot: Option<f64>,
     /// Purchase price of the server (or rack system) divided by its GPUs, USD.
     pub capex_usd_per_gpu: Option<f64>,
     /// Weight formats engines serve natively on this GPU: the tensor cores execute the format
@@ -66,7 +73,7 @@ pub struct Gpu {
 
 /// Achievable fractions of the peaks above, each measured or documented at its source in
 /// `data/gpus.toml` and `docs/model.md`.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Efficiency {
     /// Fraction of the dense peak reached by large GEMMs, per compute class.
@@ -123,6 +130,37 @@ impl Gpu {
     /// Whether engines can keep the KV cache in `dtype_id` here.
     pub fn serves_kv(&self, dtype_id: &str) -> bool {
         self.kv_dtypes.iter().any(|d| d == dtype_id)
+    }
+
+    /// Price per GPU-hour at a pricing, USD, if the catalog or a quote gives one.
+    pub fn usd_per_gpu_hour_at(&self, pricing: Pricing) -> Option<f64> {
+        match pricing {
+            Pricing::OnDemand => self.usd_per_gpu_hour,
+            Pricing::Reserved1y => self.usd_per_gpu_hour_reserved_1y,
+            Pricing::Reserved3y => self.usd_per_gpu_hour_reserved_3y,
+            Pricing::Spot => self.usd_per_gpu_hour_spot,
+        }
+    }
+
+    /// The field of [`Gpu::usd_per_gpu_hour_at`], for `[[price]]` quotes and `[cost]`.
+    pub fn usd_per_gpu_hour_at_mut(&mut self, pricing: Pricing) -> &mut Option<f64> {
+        match pricing {
+            Pricing::OnDemand => &mut self.usd_per_gpu_hour,
+            Pricing::Reserved1y => &mut self.usd_per_gpu_hour_reserved_1y,
+            Pricing::Reserved3y => &mut self.usd_per_gpu_hour_reserved_3y,
+            Pricing::Spot => &mut self.usd_per_gpu_hour_spot,
+        }
+    }
+
+    /// The TOML key of the price at a pricing (`usd_per_gpu_hour_spot`), as `check_gpu` names
+    /// it.
+    pub fn price_key(pricing: Pricing) -> &'static str {
+        match pricing {
+            Pricing::OnDemand => "usd_per_gpu_hour",
+            Pricing::Reserved1y => "usd_per_gpu_hour_reserved_1y",
+            Pricing::Reserved3y => "usd_per_gpu_hour_reserved_3y",
+            Pricing::Spot => "usd_per_gpu_hour_spot",
+        }
     }
 
     pub fn hbm_bytes(&self) -> f64 {

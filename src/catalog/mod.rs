@@ -31,7 +31,7 @@ const CALIBRATION_TOML: &str = include_str!("data/calibration.toml");
 const ECONOMICS_TOML: &str = include_str!("data/economics.toml");
 
 /// Global factors fitted against measurements (`data/calibration.toml`).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
     /// Rows at which a GEMM reaches half its large-matrix efficiency.
@@ -76,6 +76,13 @@ impl Calibration {
 
     pub fn parse(text: &str) -> Result<Calibration, Error> {
         let c: Calibration = toml::from_str(text)?;
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Every factor in range; `Err` names the key.
+    pub fn check(&self) -> Result<(), Error> {
+        let c = self;
         non_negative("gemm_half_rows", c.gemm_half_rows)?;
         non_negative("step_overhead_ms", c.step_overhead_ms)?;
         non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
@@ -89,7 +96,79 @@ impl Calibration {
         ] {
             fraction(key, v)?;
         }
-        Ok(c)
+        Ok(())
+    }
+}
+
+/// What a sweep changed of the built-in catalog's numbers, for `check` and the manifest.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Overrides {
+    /// Global factors its `[calibration]` sets (training factors as `training.<key>`).
+    pub calibration: Vec<Changed>,
+    /// Built-in GPUs its `[[gpu]]` tables extend.
+    pub gpus: Vec<Extended>,
+}
+
+impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        self.calibration.is_empty() && self.gpus.is_empty()
+    }
+}
+
+/// One global factor a calibration sets.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Changed {
+    pub key: String,
+    pub builtin: f64,
+    pub value: f64,
+}
+
+/// A GPU preset made from a built-in one with some fields replaced (`[[gpu]]` with `extends`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Extended {
+    pub id: String,
+    pub extends: String,
+    /// The keys the table sets (`efficiency.hbm` for a key of its `efficiency` table).
+    pub keys: Vec<String>,
+}
+
+/// `base` with the keys of `table` replacing its own (one level deeper in its subtables, so
+/// `efficiency = { hbm = 0.85 }` keeps the other efficiencies), checked as a whole by `T`'s
+/// deserializer (unknown keys, types); also the dotted keys set.
+fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
+    base: &T,
+    table: toml::Table,
+) -> Result<(T, Vec<String>), toml::de::Error> {
+    let mut merged = table_of(base);
+    let mut keys = Vec::new();
+    for (key, value) in table {
+        match (merged.get_mut(&key), value) {
+            (Some(toml::Value::Table(old)), toml::Value::Table(new)) => {
+                for (k, v) in new {
+                    keys.push(format!("{key}.{k}"));
+                    old.insert(k, v);
+                }
+            }
+            (_, value) => {
+                keys.push(key.clone());
+                merged.insert(key, value);
+            }
+        }
+    }
+    Ok((merged.try_into()?, keys))
+}
+
+/// Catalog data as a TOML table.
+fn table_of<T: serde::Serialize>(data: &T) -> toml::Table {
+    toml::Table::try_from(data).expect("catalog data serializes to TOML")
+}
+
+/// A number of a serialized table, by key.
+fn number_at(table: &toml::Table, key: &str) -> Option<f64> {
+    match table.get(key)? {
+        toml::Value::Float(x) => Some(*x),
+        toml::Value::Integer(i) => Some(*i as f64),
+        _ => None,
     }
 }
 
@@ -104,6 +183,21 @@ pub struct Catalog {
     pub economics: Economics,
     /// Global factors of the training model.
     pub training: training::Factors,
+    /// The sweep's `[[price]]` quotes, in file order; each has set its GPU's price at its
+    /// pricing.
+    pub quotes: Vec<Quote>,
+    /// The sweep's `[calibration]` and `[[gpu]] extends` changes to the built-in numbers.
+    pub overrides: Overrides,
+}
+
+/// A provider's price for one GPU at one pricing (a sweep's `[[price]]` table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quote {
+    pub provider: String,
+    /// Index into `Catalog::gpus`.
+    pub gpu: usize,
+    pub pricing: crate::vocab::Pricing,
+    pub usd_per_gpu_hour: f64,
 }
 
 #[derive(Deserialize)]
@@ -158,6 +252,8 @@ impl Catalog {
             economics: Economics::parse(ECONOMICS_TOML)
                 .map_err(|e| factors("economics.toml", e))?,
             training: training::Factors::builtin(),
+            quotes: Vec::new(),
+            overrides: Overrides::default(),
         };
         for gpu in &catalog.gpus {
             catalog
@@ -175,6 +271,100 @@ impl Catalog {
                 .map_err(|e| preset(PresetKind::Model, &model.id, e))?;
         }
         Ok(catalog)
+    }
+
+    /// Sets the global factors a calibration table gives (the format of `validate
+    /// --calibration` and of a sweep's `[calibration]`: keys of `data/calibration.toml`, and a
+    /// `[training]` table of keys of `data/training.toml`); the keys it omits keep their values.
+    /// Returns what it changed.
+    pub fn calibrate(&mut self, mut table: toml::Table) -> Result<Vec<Changed>, Error> {
+        let mut changed = Vec::new();
+        let mut record =
+            |prefix: &str, before: &toml::Table, after: &toml::Table, keys: Vec<String>| {
+                for key in keys {
+                    if let (Some(builtin), Some(value)) =
+                        (number_at(before, &key), number_at(after, &key))
+                    {
+                        changed.push(Changed {
+                            key: format!("{prefix}{key}"),
+                            builtin,
+                            value,
+                        });
+                    }
+                }
+            };
+        if let Some(training) = table.remove("training") {
+            let in_training = |e: Error| Error::Training(Box::new(e));
+            let training: toml::Table = training
+                .try_into()
+                .map_err(|e| in_training(Error::Toml(e)))?;
+            let (factors, keys) =
+                overlay(&self.training, training).map_err(|e| in_training(Error::Toml(e)))?;
+            factors.check().map_err(in_training)?;
+            record(
+                "training.",
+                &table_of(&self.training),
+                &table_of(&factors),
+                keys,
+            );
+            self.training = factors;
+        }
+        let (calibration, keys) = overlay(&self.calibration, table)?;
+        calibration.check()?;
+        record(
+            "",
+            &table_of(&self.calibration),
+            &table_of(&calibration),
+            keys,
+        );
+        self.calibration = calibration;
+        Ok(changed)
+    }
+
+    /// The built-in GPU `extends` with the fields of `table` replacing its own (its
+    /// `efficiency` and `weight_only_dtypes` key by key); the keys set. Not checked.
+    pub fn extend_gpu(
+        &self,
+        extends: usize,
+        table: toml::Table,
+    ) -> Result<(Gpu, Vec<String>), Error> {
+        Ok(overlay(&self.gpus[extends], table)?)
+    }
+
+    /// What the sweep's own numbers change, one line each, for `check` and the manifest:
+    /// `[calibration]` factors, GPUs extended by `[[gpu]]` tables, `[[price]]` quotes.
+    pub fn own_numbers(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let c = &self.overrides.calibration;
+        if !c.is_empty() {
+            let each: Vec<String> = c
+                .iter()
+                .map(|c| format!("{} = {} (built-in {})", c.key, c.value, c.builtin))
+                .collect();
+            out.push(format!("calibration: {}", each.join(", ")));
+        }
+        for x in &self.overrides.gpus {
+            out.push(format!(
+                "gpu {}: extends {}, sets {}",
+                x.id,
+                x.extends,
+                if x.keys.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    x.keys.join(", ")
+                }
+            ));
+        }
+        for q in &self.quotes {
+            out.push(format!(
+                "price: {} {} at {} USD/GPU-h, quoted by {}",
+                self.gpus[q.gpu].id,
+                q.pricing.as_str(),
+                q.usd_per_gpu_hour,
+                q.provider
+            ));
+        }
+        out
     }
 
     pub fn gpu(&self, id: &str) -> Option<&Gpu> {
@@ -215,11 +405,15 @@ impl Catalog {
             ("int8_tops", gpu.int8_tops),
             ("tdp_w", gpu.tdp_w),
             ("idle_w", gpu.idle_w),
-            ("usd_per_gpu_hour", gpu.usd_per_gpu_hour),
             ("capex_usd_per_gpu", gpu.capex_usd_per_gpu),
         ] {
             if let Some(v) = value {
                 positive(key, v)?;
+            }
+        }
+        for p in crate::vocab::Pricing::ALL {
+            if let Some(v) = gpu.usd_per_gpu_hour_at(p) {
+                positive(Gpu::price_key(p), v)?;
             }
         }
         if let (Some(idle), Some(tdp)) = (gpu.idle_w, gpu.tdp_w)

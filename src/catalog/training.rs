@@ -2,7 +2,7 @@
 //! tensor-parallel overlap and narrow-GEMM width, and the cluster's restart time and failure
 //! rate. Data and their checks only; the training model (`crate::train`) uses them.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Bound, Error};
 
@@ -14,7 +14,7 @@ pub const FAILURES_PER_GPU_HOUR: f64 = 419.0 / (54.0 * 24.0 * 16_384.0);
 const TRAINING_TOML: &str = include_str!("data/training.toml");
 
 /// Global factors of the training model (`src/catalog/data/training.toml`).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Factors {
     /// Fraction of the microbenchmarked GEMM efficiency a training step reaches.
@@ -41,6 +41,13 @@ impl Factors {
 
     pub fn parse(text: &str) -> Result<Factors, Error> {
         let f: Factors = toml::from_str(text)?;
+        f.check()?;
+        Ok(f)
+    }
+
+    /// Every factor in range; `Err` names the key.
+    pub fn check(&self) -> Result<(), Error> {
+        let f = self;
         for (key, value) in [
             ("gemm_efficiency", f.gemm_efficiency),
             ("tp_comm_overlap", f.tp_comm_overlap),
@@ -62,6 +69,6 @@ impl Factors {
             });
         }
         super::non_negative("restart_minutes", f.restart_minutes)?;
-        Ok(f)
+        Ok(())
     }
 }

@@ -43,7 +43,12 @@ impl Record for Row {
             Labels::Model => Some(self.workload.model),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
             Labels::KvDtype => Some(p.kv_dtype as u16),
-            Labels::Ownership => Some(p.ownership as u16),
+            Labels::Ownership => Some(values.ownership_key[p.ownership as usize]),
+            Labels::Pricing => values.pricing_key[p.ownership as usize],
+            Labels::Provider => {
+                let entries = values.pricing_key.len();
+                values.provider_key[p.platform as usize * entries + p.ownership as usize]
+            }
             Labels::Engine => {
                 values.engine_key[p.platform as usize * values.engines + p.engine as usize]
             }
@@ -387,7 +392,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     Column {
         name: "ownership",
         unit: "",
-        doc: "how the hardware is paid for: cloud (GPU-hours at list price) or owned (capex amortized plus opex)",
+        doc: "how the hardware is paid for: cloud (GPU-hours at the row's pricing) or owned (capex amortized plus opex)",
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
         show: Show::NONE.frontier_when(14, When::Varies("ownership")),
@@ -401,6 +406,22 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .header("spine r:1")
             .frontier_when(30, When::Varies("scaleout_oversubscription")),
+    },
+    Column {
+        name: "pricing",
+        unit: "",
+        doc: "how cloud GPU-hours are bought: on-demand, reserved-1y, reserved-3y or spot (spot with standby servers for its interruptions; null when owned)",
+        kind: Kind::Label(Labels::Pricing),
+        role: Role::Layout,
+        show: Show::NONE.frontier_when(14, When::Varies("ownership")),
+    },
+    Column {
+        name: "provider",
+        unit: "",
+        doc: "provider of the sweep's [[price]] quote that prices the row (null at the catalog's list price, or when owned)",
+        kind: Kind::Label(Labels::Provider),
+        role: Role::Layout,
+        show: Show::NONE,
     },
     Column {
         name: "feasible",
@@ -766,7 +787,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "usd_per_hour_gpus",
         "USD/h",
-        "GPU servers: rent (cloud) or hardware amortized over the years of [cost] (owned)",
+        "GPU servers: rent at the row's pricing, with spot's standby servers (cloud), or hardware amortized over the years of [cost] (owned)",
         usd_per_hour_gpus
     ),
     metric!(

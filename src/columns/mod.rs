@@ -58,6 +58,10 @@ pub enum Labels {
     WeightDtype,
     KvDtype,
     Ownership,
+    /// The pricing of cloud GPU-hours (null when owned).
+    Pricing,
+    /// Whose `[[price]]` quote prices the row (null at the catalog's list price, or owned).
+    Provider,
     /// The serving engine an inference configuration runs (the `engine` axis resolved per GPU).
     Engine,
     /// Why an inference configuration cannot run.
@@ -90,6 +94,12 @@ impl Labels {
                     .collect(),
             ),
             Labels::Risk => Some(RISK_BANDS.iter().map(|(name, _)| *name).collect()),
+            Labels::Pricing => Some(
+                crate::vocab::Pricing::ALL
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect(),
+            ),
             Labels::Precision => Some(Precision::ALL.iter().map(|p| p.as_str()).collect()),
             Labels::Recompute => Some(Recompute::ALL.iter().map(|r| r.as_str()).collect()),
             Labels::TrainingReason => Some(Infeasible::ALL.iter().map(|r| r.as_str()).collect()),
@@ -102,7 +112,13 @@ impl Labels {
     pub fn nullable(self) -> bool {
         matches!(
             self,
-            Labels::Reason | Labels::Limit | Labels::Risk | Labels::TrainingReason | Labels::Engine
+            Labels::Reason
+                | Labels::Limit
+                | Labels::Risk
+                | Labels::TrainingReason
+                | Labels::Engine
+                | Labels::Pricing
+                | Labels::Provider
         )
     }
 }
@@ -474,6 +490,15 @@ pub struct LabelValues {
     pub weight_dtype: Vec<String>,
     pub kv_dtype: Vec<String>,
     pub ownership: Vec<String>,
+    /// Ownership key per entry of the ownership axis.
+    pub ownership_key: Vec<u16>,
+    /// Pricing (index into `Pricing::ALL`) per entry of the ownership axis; `None` when owned.
+    pub pricing_key: Vec<Option<u16>>,
+    /// Providers of the sweep's `[[price]]` quotes, in file order.
+    pub provider: Vec<String>,
+    /// The provider whose quote prices each platform at each entry of the ownership axis, at
+    /// `platform x pricing_key.len() + entry`; `None` at a catalog price or when owned.
+    pub provider_key: Vec<Option<u16>>,
     /// The serving engine (index into `ServingEngine::ALL`) each platform runs for each entry of
     /// the engine axis, at `platform x engines + engine`; `None` where it does not run.
     pub engine_key: Vec<Option<u16>>,
@@ -491,6 +516,7 @@ impl LabelValues {
             Labels::WeightDtype => self.weight_dtype.clone(),
             Labels::KvDtype => self.kv_dtype.clone(),
             Labels::Ownership => self.ownership.clone(),
+            Labels::Provider => self.provider.clone(),
             _ => labels
                 .fixed_values()
                 .unwrap_or_default()

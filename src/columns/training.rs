@@ -52,7 +52,7 @@ impl Record for TrainRow {
             Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
             Labels::Rack => Some(values.rack_key[p.platform as usize]),
             Labels::Model => Some(0),
-            Labels::Ownership => Some(p.ownership as u16),
+            Labels::Ownership => Some(values.ownership_key[p.ownership as usize]),
             Labels::Precision => Some(self.precision as u16),
             Labels::Recompute => Some(self.recompute as u16),
             Labels::TrainingReason => self.reason.map(|r| r as u16),
@@ -61,7 +61,9 @@ impl Record for TrainRow {
             | Labels::Reason
             | Labels::Limit
             | Labels::Risk
-            | Labels::Engine => None,
+            | Labels::Engine
+            | Labels::Pricing
+            | Labels::Provider => None,
         }
     }
 

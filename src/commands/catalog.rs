@@ -8,6 +8,7 @@ use crate::catalog::Catalog;
 use crate::cli::{CatalogArgs, CatalogKind};
 use crate::format::number;
 use crate::output::table;
+use crate::vocab::Pricing;
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), number)
@@ -33,7 +34,9 @@ pub fn render(catalog: &Catalog, kind: Option<CatalogKind>) -> String {
                 out,
                 "{}",
                 match k {
-                    CatalogKind::Gpus => "# gpus (dense TFLOP/s; int8 in TOP/s)",
+                    CatalogKind::Gpus => {
+                        "# gpus (dense TFLOP/s; int8 in TOP/s; cloud prices in USD per GPU-hour)"
+                    }
                     CatalogKind::Racks => "# racks",
                     CatalogKind::Models => "# models",
                     CatalogKind::Dtypes => "# dtypes",
@@ -71,7 +74,10 @@ fn gpus(c: &Catalog) -> String {
                     .collect::<Vec<_>>()
                     .join(","),
                 g.kv_dtypes.join(","),
-                opt(g.usd_per_gpu_hour),
+                opt(g.usd_per_gpu_hour_at(Pricing::OnDemand)),
+                opt(g.usd_per_gpu_hour_at(Pricing::Reserved1y)),
+                opt(g.usd_per_gpu_hour_at(Pricing::Reserved3y)),
+                opt(g.usd_per_gpu_hour_at(Pricing::Spot)),
                 g.default_rack.clone(),
             ]
         })
@@ -89,7 +95,10 @@ fn gpus(c: &Catalog) -> String {
             "native",
             "weight_only",
             "kv",
-            "usd_per_gpu_hour",
+            "on-demand",
+            "reserved-1y",
+            "reserved-3y",
+            "spot",
             "default_rack",
         ],
         &rows,

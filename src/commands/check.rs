@@ -48,6 +48,9 @@ fn render_inference(spec: &Spec) -> String {
     }
     let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
     let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
+    for line in c.own_numbers() {
+        let _ = writeln!(out, "{line}");
+    }
     if g.speculates() {
         let _ = writeln!(
             out,
@@ -102,6 +105,9 @@ fn render_training(spec: &TrainingSpec) -> String {
     );
     let _ = writeln!(out, "objectives: {}", describe_objectives(&h.objectives));
     let _ = writeln!(out, "constraints: {}", describe_constraints(&h.constraints));
+    for line in c.own_numbers() {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     out.push_str(&table::render(&["axis", "size", "values"], &rows));
     let _ = writeln!(out, "\nconfigurations: {}", g.len());

@@ -407,6 +407,10 @@ mod tests {
             weight_dtype: vec!["bf16".into()],
             kv_dtype: vec!["bf16".into()],
             ownership: vec!["cloud".into()],
+            ownership_key: vec![0],
+            pricing_key: vec![Some(0)],
+            provider: Vec::new(),
+            provider_key: vec![None],
             engine_key: vec![Some(0)],
             engines: 1,
         };

@@ -28,6 +28,10 @@ pub struct Manifest {
     /// inference sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_admission: Option<String>,
+    /// What the sweep's own numbers change of the built-in ones, one line each: its
+    /// `[calibration]` factors, the GPUs its `[[gpu]]` tables extend, its `[[price]]` quotes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub own_numbers: Vec<String>,
     /// Configurations evaluated (the whole grid once complete).
     pub configurations: u64,
     /// Axis name -> number of values.

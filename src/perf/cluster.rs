@@ -387,9 +387,9 @@ impl Unpriced {
     fn price(&self, ctx: &Context, p: &Point, out: &mut Estimate) {
         let plan = &ctx.plan;
         let prices = &ctx.platforms[p.platform as usize].prices;
-        let ownership = plan.ownership[p.ownership as usize];
+        let payment = plan.ownership[p.ownership as usize];
         let econ = &plan.economics;
-        let parts = cost::usd_per_hour(ownership, &self.footprint, prices, econ);
+        let parts = cost::usd_per_hour(payment, &self.footprint, prices, econ);
         let Breakdown {
             gpus,
             energy,
@@ -409,12 +409,12 @@ impl Unpriced {
         out.usd_per_month = usd_per_hour * HOURS_PER_MONTH;
         out.usd_per_mtok = cost::per_mtok(usd_per_hour, self.served_tokens_per_s);
         out.tco_usd = usd_per_hour * HOURS_PER_YEAR * econ.years;
-        out.usd_per_month_autoscaling = if plan.demand && ownership == Ownership::Cloud {
+        out.usd_per_month_autoscaling = if plan.demand && payment.ownership() == Ownership::Cloud {
             let rented = Footprint {
                 gpus: self.autoscaled_gpus,
                 ..self.footprint
             };
-            cost::usd_per_hour(ownership, &rented, prices, econ).total() * HOURS_PER_MONTH
+            cost::usd_per_hour(payment, &rented, prices, econ).total() * HOURS_PER_MONTH
         } else {
             f64::NAN
         };
@@ -443,7 +443,11 @@ fn at_cluster<'a>(
     let (mut utilization, mut users_supported) = (0.0_f64, f64::INFINITY);
     let (mut demand_met, mut meets_slo) = (true, true);
     let mut storage_servers = 0.0_f64;
-    let autoscale = plan.demand && plan.ownership.contains(&Ownership::Cloud);
+    let autoscale = plan.demand
+        && plan
+            .ownership
+            .iter()
+            .any(|p| p.ownership() == Ownership::Cloud);
     let (phases, timed, hints) = placements.get(ctx, p, gpus);
     for (i, ((phase, inst), hint)) in ctx
         .phases
@@ -598,6 +602,11 @@ fn at_cluster<'a>(
         storage_servers,
         it_kw,
         provisioned_it_kw: power.cluster_kw(servers_f, f64::from(gpus), 1.0) + storage_kw,
+        servers_per_instance: e
+            .gpus_per_instance
+            .div_ceil(rack.gpus_per_server)
+            .max(1)
+            .into(),
     };
     let econ = &plan.economics;
     let tokens = sums.served_tokens_per_s;
@@ -1304,7 +1313,7 @@ ownership = ["cloud", "owned"]
             assert!((e.usd_per_mtok - usd_per_mtok).abs() < 1e-9 * usd_per_mtok);
             assert!((e.usd_per_month - 730.0 * e.usd_per_hour).abs() < 1e-6);
             assert!((e.facility_power_kw - e.power_kw * ctx.plan.economics.pue).abs() < 1e-9);
-            if ctx.plan.ownership[p.ownership as usize] == Ownership::Cloud {
+            if ctx.plan.ownership[p.ownership as usize] == crate::vocab::Payment::DEFAULT {
                 let gpu_hours = f64::from(e.gpus) * 2.99;
                 assert!(e.usd_per_hour >= gpu_hours - 1e-9, "{e:?}");
             }

@@ -153,8 +153,8 @@ pub struct Plan {
     pub demand: bool,
     pub settings: sizing::Settings,
     pub economics: crate::catalog::Economics,
-    /// Values of the grid's `ownership` axis.
-    pub ownership: Vec<crate::vocab::Ownership>,
+    /// Values of the grid's `ownership` axis: owned, or cloud at a pricing.
+    pub ownership: Vec<crate::vocab::Payment>,
     /// Per-token API prices (input, output), USD per million tokens.
     pub api_usd_per_mtok: Option<(f64, f64)>,
 }
@@ -173,7 +173,7 @@ impl Plan {
                 slo: sizing::Slo::default(),
             },
             economics,
-            ownership: vec![crate::vocab::Ownership::Cloud],
+            ownership: vec![crate::vocab::Payment::DEFAULT],
             api_usd_per_mtok: None,
         }
     }

@@ -246,6 +246,7 @@ pub(super) fn manifest(
             _ => Vec::new(),
         },
         kv_admission: sweep.kv_admission(),
+        own_numbers: h.catalog.own_numbers(),
         configurations,
         axes,
         parts: plan.parts,

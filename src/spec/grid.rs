@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 use crate::error::UserError;
 use crate::grid::Grid;
 use crate::limits::{self, Bounds, COUNT};
-use crate::vocab::{Platform, Vocabulary};
+use crate::vocab::{Ownership, Payment, Platform, Pricing, Vocabulary};
 
 use super::raw::{self, IntAxis, Names};
 use super::{Loader, MAX_AXIS_VALUES};
@@ -56,6 +56,9 @@ macro_rules! load_grid {
     // The combinations need the [workload] table: `Loader::spec` sets them (`spec::workloads`).
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Workloads = $default:tt) => {
         <$crate::grid::Workloads as $crate::axis::Kind>::single($default, $c)
+    };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; Payments = $default:tt) => {
+        $l.payments(&$g.ownership, &$g.pricing)?
     };
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Sizes = $default:tt) => {
         $l.sizes($g, &$default)?
@@ -173,6 +176,35 @@ impl Loader<'_> {
                 ));
             }
             out.push(word);
+        }
+        Ok(out)
+    }
+
+    /// `grid.ownership` and `grid.pricing`: each ownership in order, cloud once per pricing
+    /// (default on-demand), owned once (a price per GPU-hour does not apply to it).
+    fn payments(
+        &self,
+        ownership: &Option<Names>,
+        pricing: &Option<Names>,
+    ) -> Result<Vec<Payment>, UserError> {
+        let owners = self.words(ownership, "grid.ownership", Ownership::Cloud)?;
+        let pricings = self.words(pricing, "grid.pricing", Pricing::OnDemand)?;
+        if let Some(p) = pricing
+            && !owners.contains(&Ownership::Cloud)
+        {
+            return Err(self
+                .at(
+                    p.span(),
+                    "grid.pricing: prices cloud GPU-hours, and grid.ownership has no \"cloud\"",
+                )
+                .with_hint("add \"cloud\" to grid.ownership, or remove grid.pricing"));
+        }
+        let mut out = Vec::new();
+        for o in owners {
+            match o {
+                Ownership::Cloud => out.extend(pricings.iter().map(|&p| Payment::Cloud(p))),
+                Ownership::Owned => out.push(Payment::Owned),
+            }
         }
         Ok(out)
     }

@@ -3,6 +3,7 @@
 //! file, line, column, key and value, with a hint. Nothing here evaluates configurations.
 
 mod grid;
+mod own;
 mod plan;
 mod raw;
 mod training;
@@ -21,6 +22,7 @@ use crate::grid::Grid;
 use crate::limits::{self, quoted};
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
+use crate::vocab::Payment;
 use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
 
 pub use training::{DEFAULT_TRAINING_OBJECTIVES, TrainingSpec};
@@ -337,9 +339,12 @@ impl Sweep {
     /// formats.
     pub fn labels(&self) -> LabelValues {
         let c = &self.header().catalog;
-        let (platforms, ownership) = match self {
-            Sweep::Inference(s) => (&s.grid.platform, &s.grid.ownership),
-            Sweep::Training(s) => (&s.grid.platform, &s.grid.ownership),
+        let (platforms, payments): (_, Vec<Payment>) = match self {
+            Sweep::Inference(s) => (&s.grid.platform, s.grid.ownership.clone()),
+            Sweep::Training(s) => (
+                &s.grid.platform,
+                s.grid.ownership.iter().map(|&o| Payment::from(o)).collect(),
+            ),
         };
         let mut hardware: Vec<String> = Vec::new();
         let mut rack: Vec<String> = Vec::new();
@@ -378,6 +383,28 @@ impl Sweep {
             ),
             Sweep::Training(_) => (Vec::new(), 0),
         };
+        let mut ownership = Vec::new();
+        let ownership_key = payments
+            .iter()
+            .map(|p| key(&mut ownership, p.ownership().as_str()))
+            .collect();
+        let pricing_key = payments
+            .iter()
+            .map(|p| p.pricing().map(|p| p as u16))
+            .collect();
+        let mut provider = Vec::new();
+        let mut provider_key = Vec::new();
+        for p in platforms {
+            for payment in &payments {
+                provider_key.push(payment.pricing().and_then(|pricing| {
+                    let q = c
+                        .quotes
+                        .iter()
+                        .find(|q| q.gpu == p.gpu && q.pricing == pricing)?;
+                    Some(key(&mut provider, &q.provider))
+                }));
+            }
+        }
         LabelValues {
             hardware,
             hardware_key,
@@ -389,7 +416,11 @@ impl Sweep {
             },
             weight_dtype,
             kv_dtype,
-            ownership: ownership.iter().map(|o| o.as_str().to_string()).collect(),
+            ownership,
+            ownership_key,
+            pricing_key,
+            provider,
+            provider_key,
             engine_key,
             engines,
         }
@@ -479,11 +510,14 @@ impl Loader<'_> {
             rack,
             model,
             cost,
+            price,
+            calibration,
         } = raw;
 
-        // Pass 1: the catalog, with the sweep's inline presets.
+        // Pass 1: the catalog, with the sweep's calibration and inline presets.
         let mut catalog =
             Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
+        self.calibration(&mut catalog, calibration)?;
         self.add_presets(&mut catalog, gpu, rack, model)?;
 
         // Pass 2: the [sweep] table.
@@ -555,6 +589,7 @@ impl Loader<'_> {
         let axes = self.workload_axes(&mut grid)?;
         let workloads = self.workloads(&mut catalog, &workload, &axes, slo, &cost)?;
         let model = workloads[0].model;
+        self.quotes(&mut catalog, price, &cost)?;
 
         // Pass 5: the [grid] axes.
         let mut grid = self.grid(&catalog, grid, workloads[0].plan.demand)?;
@@ -604,7 +639,7 @@ impl Loader<'_> {
     fn add_presets(
         &self,
         catalog: &mut Catalog,
-        gpus: Vec<Spanned<catalog::Gpu>>,
+        gpus: Vec<Spanned<toml::Table>>,
         racks: Vec<Spanned<catalog::Rack>>,
         models: Vec<Spanned<catalog::Model>>,
     ) -> Result<(), UserError> {
@@ -616,7 +651,19 @@ impl Loader<'_> {
         let mut gpu_spans = Vec::new();
         for (i, g) in gpus.into_iter().enumerate() {
             let span = g.span();
-            let g = g.into_inner();
+            let (g, extended) = self.gpu_table(catalog, i, g)?;
+            match extended {
+                // Extended in place: the preset under its own id, with the table's fields.
+                Some(x) if x.id == x.extends => {
+                    let at = catalog.gpu_index(&g.id).expect("extends names a known GPU");
+                    catalog.gpus[at] = g;
+                    catalog.overrides.gpus.push(x);
+                    gpu_spans.push((i, span, at));
+                    continue;
+                }
+                Some(x) => catalog.overrides.gpus.push(x),
+                None => {}
+            }
             if catalog.gpu(&g.id).is_some() {
                 return Err(clash(span, "gpu", i, &g.id));
             }
@@ -636,7 +683,12 @@ impl Loader<'_> {
         for (i, span, at) in gpu_spans {
             let g = &catalog.gpus[at];
             catalog.check_gpu(g).map_err(|e| {
-                self.at(span.clone(), format!("gpu[{i}] \"{}\": {e}", quoted(&g.id)))
+                let e = self.at(span.clone(), format!("gpu[{i}] \"{}\": {e}", quoted(&g.id)));
+                let renamed = catalog.overrides.gpus.iter().any(|x| x.id == g.id && x.id != x.extends);
+                match e {
+                    e if renamed => e.with_hint("a GPU extended under a new id needs a [[rack]] that hosts it (its default_rack); keep the extended GPU's id to replace it in place"),
+                    e => e,
+                }
             })?;
         }
         for (i, span, at) in rack_spans {

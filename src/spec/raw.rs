@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
-use crate::catalog::{Gpu, Model, Rack};
+use crate::catalog::{Model, Rack};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -15,13 +15,30 @@ pub struct RawSpec {
     pub sweep: RawSweep,
     pub workload: RawWorkload,
     pub grid: RawGrid,
+    /// Whole GPU presets, or a preset's fields over another's (`extends`): read by
+    /// `Loader::gpu_table`.
     #[serde(default)]
-    pub gpu: Vec<Spanned<Gpu>>,
+    pub gpu: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     pub rack: Vec<Spanned<Rack>>,
     #[serde(default)]
     pub model: Vec<Spanned<Model>>,
     pub cost: Option<RawCost>,
+    #[serde(default)]
+    pub price: Vec<Spanned<RawPrice>>,
+    /// Global factors, as `validate --calibration` reads them (`Catalog::calibrate`).
+    pub calibration: Option<Spanned<toml::Table>>,
+}
+
+/// `[[price]]`: a provider's quote for one GPU at one pricing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrice {
+    pub provider: Spanned<String>,
+    pub gpu: Spanned<String>,
+    pub usd_per_gpu_hour: Spanned<f64>,
+    /// A pricing word: on-demand, reserved-1y, reserved-3y or spot.
+    pub commitment: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,6 +162,8 @@ pub struct RawCost {
     pub storage_gbps_per_server: Option<Spanned<f64>>,
     pub storage_power_kw_per_server: Option<Spanned<f64>>,
     pub storage_capex_usd_per_server: Option<Spanned<f64>>,
+    pub spot_mean_lifetime_hours: Option<Spanned<f64>>,
+    pub spot_recovery_minutes: Option<Spanned<f64>>,
     pub usd_per_mtok_api_input: Option<Spanned<f64>>,
     pub usd_per_mtok_api_output: Option<Spanned<f64>>,
     pub usd_per_gpu_hour: Option<Spanned<std::collections::BTreeMap<String, Spanned<f64>>>>,
@@ -153,7 +172,7 @@ pub struct RawCost {
 
 impl RawCost {
     /// The economics overrides, by key.
-    pub fn economics(&self) -> [(&'static str, &Option<Spanned<f64>>); 14] {
+    pub fn economics(&self) -> [(&'static str, &Option<Spanned<f64>>); 16] {
         [
             ("pue", &self.pue),
             ("usd_per_kwh", &self.usd_per_kwh),
@@ -178,6 +197,8 @@ impl RawCost {
                 "storage_capex_usd_per_server",
                 &self.storage_capex_usd_per_server,
             ),
+            ("spot_mean_lifetime_hours", &self.spot_mean_lifetime_hours),
+            ("spot_recovery_minutes", &self.spot_recovery_minutes),
         ]
     }
 }
@@ -241,6 +262,11 @@ macro_rules! raw_grid {
         $(#[$doc:meta])* $field:ident : Named<$vocab:ty> = $default:tt; $($rest:tt)*) => {
         raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
             [$($named)* pub $field: Option<Names>,]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : Payments = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
+            [$($named)* pub ownership: Option<Names>, pub pricing: Option<Names>,]; $($rest)*);
     };
     (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];) => {
         #[derive(Debug, Deserialize)]
@@ -329,12 +355,13 @@ pub struct RawTrainingSpec {
     pub workload: RawTrainingWorkload,
     pub grid: RawTrainingGrid,
     #[serde(default)]
-    pub gpu: Vec<Spanned<Gpu>>,
+    pub gpu: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     pub rack: Vec<Spanned<Rack>>,
     #[serde(default)]
     pub model: Vec<Spanned<Model>>,
     pub cost: Option<RawCost>,
+    pub calibration: Option<Spanned<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]

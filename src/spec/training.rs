@@ -42,9 +42,11 @@ impl Loader<'_> {
             rack,
             model,
             cost,
+            calibration,
         } = raw;
         let mut catalog =
             Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
+        self.calibration(&mut catalog, calibration)?;
         self.add_presets(&mut catalog, gpu, rack, model)?;
 
         let name = self.sweep_name(&sweep.name)?;
@@ -131,7 +133,7 @@ impl Loader<'_> {
             |x| x > 0.0,
             "must be a positive number of tokens",
         )?;
-        let mut factors = train::Factors::builtin();
+        let mut factors = catalog.training;
         if let Some(v) = &workload.restart_minutes {
             factors.restart_minutes = self.number(
                 v,

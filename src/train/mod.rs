@@ -347,9 +347,11 @@ pub fn evaluate_into(
         it_kw,
         // As in serving: the facility provides for full racks at full load.
         provisioned_it_kw: power.cluster_kw(servers, racks * power.gpus_per_rack, 1.0),
+        // Training rents at the on-demand price, with no spot standby.
+        servers_per_instance: 1.0,
     };
     let usd_per_hour = cost::usd_per_hour(
-        sys.ownership,
+        sys.ownership.into(),
         &footprint,
         &cost::Prices::new(sys.gpu),
         sys.economics,

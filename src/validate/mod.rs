@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::catalog::{Calibration, Catalog};
+use crate::catalog::Catalog;
 use crate::error::UserError;
 use report::Results;
 
@@ -29,20 +29,14 @@ pub fn validate(path: &Path, calibration: Option<&Path>) -> Result<(Vec<cases::C
                 file.display()
             ))
         })?;
-        // The training model's factors may come along as a [training] table.
+        // Keys it omits keep their values; the training model's may come as a [training] table.
         let bad = |e: String| {
             UserError::new(format!("{}: {e}", file.display())).with_hint(
                 "see src/catalog/data/calibration.toml (and training.toml for a [training] table)",
             )
         };
-        let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
-        if let Some(training) = table.remove("training") {
-            let text = toml::to_string(&training).map_err(|e| bad(e.to_string()))?;
-            catalog.training =
-                crate::train::Factors::parse(&text).map_err(|e| bad(format!("[training] {e}")))?;
-        }
-        let text = toml::to_string(&table).map_err(|e| bad(e.to_string()))?;
-        catalog.calibration = Calibration::parse(&text).map_err(|e| bad(e.to_string()))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        catalog.calibrate(table).map_err(|e| bad(e.to_string()))?;
     }
     Ok((cases, catalog))
 }
