@@ -173,9 +173,12 @@ impl Spec {
     /// `workload_id`), in column order; none without workload axes.
     pub fn varying_workload_columns(&self) -> Vec<&'static str> {
         use crate::columns::{COLUMNS, Kind, Role, Row};
-        let rows: Vec<Row> = (0..self.workloads.len())
-            .map(|w| Row {
-                workload: self.context_of(w).workload,
+        let rows: Vec<Row> = self
+            .workloads
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Row {
+                workload: w.columns(i as u32, self.model_key(w.model)),
                 ..Row::default()
             })
             .collect();
