@@ -39,6 +39,10 @@ impl Record for Row {
         let e = &self.estimate;
         match labels {
             Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
+            Labels::PrefillHardware => (p.disagg_prefill_pct > 0).then(|| {
+                values.prefill_hardware_key[p.prefill_hardware as usize]
+                    .unwrap_or(values.hardware_key[p.platform as usize])
+            }),
             Labels::Rack => Some(values.rack_key[p.platform as usize]),
             Labels::Model => Some(self.workload.model),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
@@ -314,9 +318,17 @@ pub static COLUMNS: &[Column<Row>] = &[
             .frontier_when(13, When::Nonzero("prefill_tp")),
     },
     Column {
+        name: "prefill_hardware",
+        unit: "",
+        doc: "GPU of the prefill pool's instances, on racks of its own default preset: the `prefill_hardware` axis, or `hardware` where it is \"same\" (null when aggregated)",
+        kind: Kind::Label(Labels::PrefillHardware),
+        role: Role::Layout,
+        show: Show::NONE.header("prefill hardware"),
+    },
+    Column {
         name: "prefill_gpus",
         unit: "GPUs",
-        doc: "GPUs of the prefill pool's instances (0 when aggregated; null when the layout is invalid)",
+        doc: "GPUs of the prefill pool's instances, or with a GPU of its own (`prefill_hardware`) of its racks (0 when aggregated; null when the layout is invalid)",
         kind: Kind::Count(|r| {
             (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_gpus)
         }),

@@ -53,6 +53,8 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Labels {
     Hardware,
+    /// The prefill pool's GPU of a disaggregated inference configuration.
+    PrefillHardware,
     Rack,
     Model,
     WeightDtype,
@@ -98,11 +100,16 @@ impl Labels {
     }
 
     /// Whether the column may be null (only the answers to "why not", "what limits" and
-    /// "how risky" are).
+    /// "how risky" are, and the prefill pool's GPU of an aggregated row).
     pub fn nullable(self) -> bool {
         matches!(
             self,
-            Labels::Reason | Labels::Limit | Labels::Risk | Labels::TrainingReason | Labels::Engine
+            Labels::Reason
+                | Labels::Limit
+                | Labels::Risk
+                | Labels::TrainingReason
+                | Labels::Engine
+                | Labels::PrefillHardware
         )
     }
 }
@@ -467,6 +474,11 @@ pub struct LabelValues {
     pub hardware: Vec<String>,
     /// Hardware key per grid platform.
     pub hardware_key: Vec<u16>,
+    /// The prefill pools' GPU ids: `hardware`, then the `prefill_hardware` axis's other GPUs.
+    pub prefill_hardware: Vec<String>,
+    /// Key into `prefill_hardware` per entry of the `prefill_hardware` axis; `None` for
+    /// `"same"` (the row's own hardware key).
+    pub prefill_hardware_key: Vec<Option<u16>>,
     pub rack: Vec<String>,
     pub rack_key: Vec<u16>,
     /// The sweep's model ids, each once (in workload order).
@@ -486,6 +498,7 @@ impl LabelValues {
     pub fn values(&self, labels: Labels) -> Vec<String> {
         match labels {
             Labels::Hardware => self.hardware.clone(),
+            Labels::PrefillHardware => self.prefill_hardware.clone(),
             Labels::Rack => self.rack.clone(),
             Labels::Model => self.models.clone(),
             Labels::WeightDtype => self.weight_dtype.clone(),

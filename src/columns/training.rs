@@ -61,7 +61,8 @@ impl Record for TrainRow {
             | Labels::Reason
             | Labels::Limit
             | Labels::Risk
-            | Labels::Engine => None,
+            | Labels::Engine
+            | Labels::PrefillHardware => None,
         }
     }
 

@@ -358,6 +358,16 @@ impl Sweep {
             hardware_key.push(key(&mut hardware, &c.gpus[p.gpu].id));
             rack_key.push(key(&mut rack, &c.racks[p.rack].id));
         }
+        let mut prefill_hardware = hardware.clone();
+        let prefill_hardware_key = match self {
+            Sweep::Inference(s) => s
+                .grid
+                .prefill_hardware
+                .iter()
+                .map(|p| p.map(|p| key(&mut prefill_hardware, &c.gpus[p.gpu].id)))
+                .collect(),
+            Sweep::Training(_) => Vec::new(),
+        };
         let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
         let (weight_dtype, kv_dtype) = match self {
             Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
@@ -381,6 +391,8 @@ impl Sweep {
         LabelValues {
             hardware,
             hardware_key,
+            prefill_hardware,
+            prefill_hardware_key,
             rack,
             rack_key,
             models: match self {
