@@ -205,7 +205,7 @@ impl Loader<'_> {
                 }
             },
             &ids,
-            "racksweep catalog gpus, or \"same\"",
+            "racksweep catalog gpus",
         )?;
         Ok(gpus
             .into_iter()
