@@ -323,7 +323,9 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "GPU of the prefill pool's instances, on racks of its own default preset: the `prefill_hardware` axis, or `hardware` where it is \"same\" (null when aggregated)",
         kind: Kind::Label(Labels::PrefillHardware),
         role: Role::Layout,
-        show: Show::NONE.header("prefill hardware"),
+        show: Show::NONE
+            .header("prefill hardware")
+            .frontier_when(14, When::Named("prefill_hardware")),
     },
     Column {
         name: "prefill_gpus",
@@ -381,7 +383,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("weights")
-            .frontier(15)
+            .frontier(16)
             .follow("weight format"),
     },
     Column {
@@ -393,7 +395,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("KV")
-            .frontier(16)
+            .frontier(17)
             .follow("KV-cache format"),
     },
     Column {
@@ -402,7 +404,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "how the hardware is paid for: cloud (GPU-hours at list price) or owned (capex amortized plus opex)",
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
-        show: Show::NONE.frontier_when(14, When::Varies("ownership")),
+        show: Show::NONE.frontier_when(15, When::Varies("ownership")),
     },
     Column {
         name: "feasible",
@@ -426,14 +428,14 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
         kind: Kind::Label(Labels::Limit),
         role: Role::Status,
-        show: Show::NONE.frontier(23),
+        show: Show::NONE.frontier(24),
     },
     metric!(
         "ttft_ms",
         "ms",
         "mean time to first token of a mean-length prompt at the operating load (without demand: arriving at an instance that runs its full batch, as a benchmark at that concurrency measures); docs/model.md §13, §15",
         ttft_ms,
-        Show::NONE.header("TTFT (ms)").frontier(19)
+        Show::NONE.header("TTFT (ms)").frontier(20)
     ),
     metric!(
         "ttft_idle_ms",
@@ -470,21 +472,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens/s",
         "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
         tokens_per_s_per_gpu,
-        Show::NONE.header("tokens/s/GPU").frontier(17).report(1)
+        Show::NONE.header("tokens/s/GPU").frontier(18).report(1)
     ),
     metric!(
         "output_tokens_per_s",
         "tokens/s",
         "output tokens per second of the whole cluster at full batch (its capacity)",
         output_tokens_per_s,
-        Show::NONE.header("cluster tokens/s").frontier(21)
+        Show::NONE.header("cluster tokens/s").frontier(22)
     ),
     metric!(
         "hbm_used_gb_per_gpu",
         "GB",
         "HBM the configuration needs per GPU: weights + KV cache + activations (also when it does not fit)",
         hbm_used_gb_per_gpu,
-        Show::NONE.header("HBM/GPU (GB)").frontier(22)
+        Show::NONE.header("HBM/GPU (GB)").frontier(23)
     ),
     metric!(
         "hbm_weights_gb_per_gpu",
@@ -527,7 +529,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
         utilization,
-        Show::NONE.frontier_when(25, When::Answered("demand_met"))
+        Show::NONE.frontier_when(26, When::Answered("demand_met"))
     ),
     Column {
         name: "headroom",
@@ -593,7 +595,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         ttft_p99_ms,
         Show::NONE
             .header("TTFT p99 (ms)")
-            .frontier_when(26, When::Answered("demand_met"))
+            .frontier_when(27, When::Answered("demand_met"))
             .report(3)
     ),
     metric!(
@@ -609,7 +611,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         tpot_p99_ms,
         Show::NONE
             .header("TPOT p99 (ms)")
-            .frontier_when(27, When::Answered("demand_met"))
+            .frontier_when(28, When::Answered("demand_met"))
             .report(4)
     ),
     metric!(
@@ -619,21 +621,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         occupancy_per_instance,
         Show::NONE
             .header("requests/instance")
-            .frontier_when(24, When::Answered("demand_met"))
+            .frontier_when(25, When::Answered("demand_met"))
     ),
     metric!(
         "tpot_at_load_ms",
         "ms",
         "mean time per output token a sequence sees at the operating load (Little's law over the running sequences; the step at the mean occupancy; without demand: tpot_ms)",
         tpot_at_load_ms,
-        Show::NONE.header("TPOT (ms)").frontier(20)
+        Show::NONE.header("TPOT (ms)").frontier(21)
     ),
     metric!(
         "tokens_per_s_per_user_at_load",
         "tokens/s",
         "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
         tokens_per_s_per_user_at_load,
-        Show::NONE.header("tokens/s/user").frontier(18).report(2)
+        Show::NONE.header("tokens/s/user").frontier(19).report(2)
     ),
     metric!(
         "e2e_p50_ms",
@@ -690,7 +692,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         power_kw,
         Show::NONE
             .header("IT power (kW)")
-            .frontier_when(28, When::Answered("demand_met"))
+            .frontier_when(29, When::Answered("demand_met"))
             .report(7)
     ),
     metric!(
@@ -760,7 +762,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_month,
         Show::NONE
             .header("USD/month")
-            .frontier_when(29, When::Answered("demand_met"))
+            .frontier_when(30, When::Answered("demand_met"))
     ),
     metric!(
         "usd_per_mtok",
@@ -769,7 +771,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_mtok,
         Show::NONE
             .header("USD/Mtok")
-            .frontier_when(30, When::Answered("demand_met"))
+            .frontier_when(31, When::Answered("demand_met"))
             .report(5)
     ),
     metric!(

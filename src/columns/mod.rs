@@ -171,6 +171,9 @@ pub enum When {
     /// When the sweep's grid gives the named axis a value other than 0 (a serving mode that is
     /// off at 0).
     Nonzero(&'static str),
+    /// When the sweep's grid names a value of the named categorical axis other than its
+    /// default (`prefill_hardware` other than `"same"`).
+    Named(&'static str),
     /// When the frontier's rows answer the named yes/no column (it is not null: the sweep sets
     /// what the column asks).
     Answered(&'static str),
@@ -613,7 +616,9 @@ mod tests {
                     frontier.push(p.rank);
                     match p.when {
                         When::Always => {}
-                        When::Varies(axis) => assert_eq!(column(axis).role, Role::Layout),
+                        When::Varies(axis) | When::Named(axis) => {
+                            assert_eq!(column(axis).role, Role::Layout)
+                        }
                         When::Nonzero(axis) => {
                             let a = column(axis);
                             assert!(a.role == Role::Layout && a.ty == Type::Count, "{axis}");
@@ -645,7 +650,7 @@ mod tests {
             let axes: Vec<&str> = sweep.axes().into_iter().map(|(name, _)| name).collect();
             for c in &Schema::get(sweep.mode()).columns {
                 if let Some(Place {
-                    when: When::Varies(axis) | When::Nonzero(axis),
+                    when: When::Varies(axis) | When::Nonzero(axis) | When::Named(axis),
                     ..
                 }) = c.show.frontier
                 {

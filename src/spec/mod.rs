@@ -261,6 +261,17 @@ impl Sweep {
 
     /// The values the grid gives a numeric axis, by the axis's name (`None` for a label axis
     /// or a name the mode's grid lacks).
+    /// Whether the grid names a value of categorical `axis` other than its default: a prefill
+    /// GPU of its own (`prefill_hardware`).
+    pub fn names_other_than_default(&self, axis: &str) -> bool {
+        match (self, axis) {
+            (Sweep::Inference(s), "prefill_hardware") => {
+                s.grid.prefill_hardware.iter().any(Option::is_some)
+            }
+            _ => false,
+        }
+    }
+
     pub fn count_values(&self, axis: &str) -> Option<&[u32]> {
         match self {
             Sweep::Inference(s) => {
