@@ -1538,6 +1538,74 @@ ownership = ["cloud", "owned"]
         assert!(checked > 100, "{checked}");
     }
 
+    /// `racks = "auto"` with the prefill pool on a GPU of its own takes the fewest racks: the
+    /// row is the listed-racks row at its count, and one rack fewer does not meet the demand.
+    #[test]
+    fn auto_racks_with_a_prefill_gpu_of_its_own_are_the_fewest() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 2048
+output_tokens = 512
+
+[workload.demand]
+concurrent_users = 3000
+
+[grid]
+hardware = ["h200-sxm"]
+racks = "auto"
+tp = [2, 4, 8]
+disagg_prefill_pct = [25, 50]
+prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
+batch = [32, 128]
+ownership = ["cloud", "owned"]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = spec.context();
+        let mut checked = 0;
+        for (_, p) in spec.grid.range(0, spec.grid.len()) {
+            let e = evaluate(&ctx, &p);
+            if !e.feasible() {
+                continue;
+            }
+            assert_eq!(e.demand_met, Some(true), "{p:?} {e:?}");
+            let listed = evaluate(
+                &ctx,
+                &Point {
+                    racks: e.racks,
+                    ..p
+                },
+            );
+            assert_eq!(
+                (
+                    listed.gpus,
+                    listed.prefill_gpus,
+                    listed.instances,
+                    listed.servers
+                ),
+                (e.gpus, e.prefill_gpus, e.instances, e.servers),
+                "{p:?}"
+            );
+            assert_eq!(listed.usd_per_hour, e.usd_per_hour, "{p:?}");
+            let fewer = evaluate(
+                &ctx,
+                &Point {
+                    racks: e.racks - 1,
+                    ..p
+                },
+            );
+            assert_ne!(fewer.demand_met, Some(true), "{p:?} {fewer:?}");
+            checked += 1;
+        }
+        assert!(checked > 20, "{checked}");
+    }
+
     /// On every row of a sized sweep with prefill pools of their own tp: the GPUs are the two
     /// pools' (the prefill instances' and the rest), the servers hold both pools' units, the
     /// demand's tokens are served, the cost parts sum to the cost, and aggregated rows that
