@@ -46,6 +46,7 @@
 use crate::axis::{Dtypes, Kind, Named, Numbers, Payments, Platforms};
 use crate::catalog::Catalog;
 use crate::perf::cluster::AUTO_RACKS;
+use crate::vocab::Platform;
 
 /// The inference grid's axes, slowest-varying first: one row per axis, handed to the generator
 /// named in the call (`crate::axis::grid!` builds [`Point`] and [`Grid`] here;
@@ -79,6 +80,9 @@ macro_rules! inference_axes {
             /// Tensor-parallel degree of the prefill pool's instances when disaggregated; 0 =
             /// the same as `tp`.
             prefill_tp: Numbers = [0], DEGREE_OR_SAME;
+            /// Index into `Grid::prefill_hardware`: the prefill pool's GPU in its default rack
+            /// when disaggregated; `None` (`"same"`) = the point's own platform.
+            prefill_hardware: PrefillPlatforms = "same";
             /// Draft tokens proposed per decode step (speculative decoding / MTP); 0 = off.
             spec_tokens: Numbers = [0], DRAFT_TOKENS;
             /// Maximum concurrent sequences per model instance.
@@ -220,6 +224,54 @@ impl Kind for Spine {
     }
 }
 
+/// The prefill pool's platform per entry: `None` for `"same"` (the point's own), else a GPU in
+/// its default rack; the point holds the index.
+pub struct PrefillPlatforms;
+
+/// The word of [`PrefillPlatforms`]' default entry.
+pub const SAME_HARDWARE: &str = "same";
+
+impl Kind for PrefillPlatforms {
+    type Values = Vec<Option<Platform>>;
+    /// `"same"`.
+    type Default = str;
+
+    fn len(values: &Vec<Option<Platform>>) -> usize {
+        values.len()
+    }
+
+    #[inline]
+    fn held(_: &Vec<Option<Platform>>, digit: u32) -> u32 {
+        digit
+    }
+
+    fn digit(_: &Vec<Option<Platform>>, held: u32) -> Option<u32> {
+        Some(held)
+    }
+
+    fn shown(values: &Vec<Option<Platform>>, catalog: &Catalog) -> String {
+        values
+            .iter()
+            .map(|p| match p {
+                None => SAME_HARDWARE.to_string(),
+                Some(p) => format!("{} in {}", catalog.gpus[p.gpu].id, catalog.racks[p.rack].id),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn single(_: &str, _: &Catalog) -> Vec<Option<Platform>> {
+        vec![None]
+    }
+
+    #[cfg(test)]
+    fn sample(n: usize) -> Vec<Option<Platform>> {
+        (0..n)
+            .map(|i| (i > 0).then_some(Platform { gpu: i, rack: i }))
+            .collect()
+    }
+}
+
 impl Grid {
     /// Whether some configuration proposes draft tokens (the workload's speculation settings
     /// then matter).
@@ -231,7 +283,6 @@ impl Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::Platform;
     use proptest::prelude::*;
 
     /// Batch varies fastest but for ownership, then the axes before it in table order.

@@ -39,6 +39,10 @@ impl Record for Row {
         let e = &self.estimate;
         match labels {
             Labels::Hardware => Some(values.hardware_key[p.platform as usize]),
+            Labels::PrefillHardware => (p.disagg_prefill_pct > 0).then(|| {
+                values.prefill_hardware_key[p.prefill_hardware as usize]
+                    .unwrap_or(values.hardware_key[p.platform as usize])
+            }),
             Labels::Rack => Some(values.rack_key[p.platform as usize]),
             Labels::Model => Some(self.workload.model),
             Labels::WeightDtype => Some(p.weight_dtype as u16),
@@ -319,9 +323,19 @@ pub static COLUMNS: &[Column<Row>] = &[
             .frontier_when(13, When::Nonzero("prefill_tp")),
     },
     Column {
+        name: "prefill_hardware",
+        unit: "",
+        doc: "GPU of the prefill pool's instances, on racks of its own default preset: the `prefill_hardware` axis, or `hardware` where it is \"same\" (null when aggregated)",
+        kind: Kind::Label(Labels::PrefillHardware),
+        role: Role::Layout,
+        show: Show::NONE
+            .header("prefill hardware")
+            .frontier_when(14, When::Named("prefill_hardware")),
+    },
+    Column {
         name: "prefill_gpus",
         unit: "GPUs",
-        doc: "GPUs of the prefill pool's instances (0 when aggregated; null when the layout is invalid)",
+        doc: "GPUs of the prefill pool's instances, or with a GPU of its own (`prefill_hardware`) of its racks (0 when aggregated; null when the layout is invalid)",
         kind: Kind::Count(|r| {
             (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_gpus)
         }),
@@ -374,7 +388,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("weights")
-            .frontier(16)
+            .frontier(17)
             .follow("weight format"),
     },
     Column {
@@ -386,7 +400,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE
             .brief()
             .header("KV")
-            .frontier(17)
+            .frontier(18)
             .follow("KV-cache format"),
     },
     Column {
@@ -395,7 +409,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "how the hardware is paid for: cloud (GPU-hours at the row's pricing) or owned (capex amortized plus opex)",
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
-        show: Show::NONE.frontier_when(14, When::Varies("ownership")),
+        show: Show::NONE.frontier_when(15, When::Varies("ownership")),
     },
     Column {
         name: "scaleout_oversubscription",
@@ -405,7 +419,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         role: Role::Layout,
         show: Show::NONE
             .header("spine r:1")
-            .frontier_when(32, When::Varies("scaleout_oversubscription")),
+            .frontier_when(33, When::Varies("scaleout_oversubscription")),
     },
     Column {
         name: "pricing",
@@ -413,7 +427,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "how cloud GPU-hours are bought: on-demand, reserved-1y, reserved-3y or spot (spot with standby servers for its interruptions; null when owned)",
         kind: Kind::Label(Labels::Pricing),
         role: Role::Layout,
-        show: Show::NONE.frontier_when(15, When::Varies("ownership")),
+        show: Show::NONE.frontier_when(16, When::Varies("ownership")),
     },
     Column {
         name: "provider",
@@ -445,14 +459,14 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
         kind: Kind::Label(Labels::Limit),
         role: Role::Status,
-        show: Show::NONE.frontier(24),
+        show: Show::NONE.frontier(25),
     },
     metric!(
         "ttft_ms",
         "ms",
         "mean time to first token of a mean-length prompt at the operating load (without demand: arriving at an instance that runs its full batch, as a benchmark at that concurrency measures); docs/model.md §13, §15",
         ttft_ms,
-        Show::NONE.header("TTFT (ms)").frontier(20)
+        Show::NONE.header("TTFT (ms)").frontier(21)
     ),
     metric!(
         "ttft_idle_ms",
@@ -489,21 +503,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens/s",
         "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
         tokens_per_s_per_gpu,
-        Show::NONE.header("tokens/s/GPU").frontier(18).report(1)
+        Show::NONE.header("tokens/s/GPU").frontier(19).report(1)
     ),
     metric!(
         "output_tokens_per_s",
         "tokens/s",
         "output tokens per second of the whole cluster at full batch (its capacity)",
         output_tokens_per_s,
-        Show::NONE.header("cluster tokens/s").frontier(22)
+        Show::NONE.header("cluster tokens/s").frontier(23)
     ),
     metric!(
         "hbm_used_gb_per_gpu",
         "GB",
         "HBM the configuration needs per GPU: weights + KV cache + activations (also when it does not fit)",
         hbm_used_gb_per_gpu,
-        Show::NONE.header("HBM/GPU (GB)").frontier(23)
+        Show::NONE.header("HBM/GPU (GB)").frontier(24)
     ),
     metric!(
         "hbm_weights_gb_per_gpu",
@@ -546,7 +560,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
         utilization,
-        Show::NONE.frontier_when(26, When::Answered("demand_met"))
+        Show::NONE.frontier_when(27, When::Answered("demand_met"))
     ),
     Column {
         name: "headroom",
@@ -612,7 +626,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         ttft_p99_ms,
         Show::NONE
             .header("TTFT p99 (ms)")
-            .frontier_when(27, When::Answered("demand_met"))
+            .frontier_when(28, When::Answered("demand_met"))
             .report(3)
     ),
     metric!(
@@ -628,7 +642,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         tpot_p99_ms,
         Show::NONE
             .header("TPOT p99 (ms)")
-            .frontier_when(28, When::Answered("demand_met"))
+            .frontier_when(29, When::Answered("demand_met"))
             .report(4)
     ),
     metric!(
@@ -638,21 +652,21 @@ pub static COLUMNS: &[Column<Row>] = &[
         occupancy_per_instance,
         Show::NONE
             .header("requests/instance")
-            .frontier_when(25, When::Answered("demand_met"))
+            .frontier_when(26, When::Answered("demand_met"))
     ),
     metric!(
         "tpot_at_load_ms",
         "ms",
         "mean time per output token a sequence sees at the operating load (Little's law over the running sequences; the step at the mean occupancy; without demand: tpot_ms)",
         tpot_at_load_ms,
-        Show::NONE.header("TPOT (ms)").frontier(21)
+        Show::NONE.header("TPOT (ms)").frontier(22)
     ),
     metric!(
         "tokens_per_s_per_user_at_load",
         "tokens/s",
         "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
         tokens_per_s_per_user_at_load,
-        Show::NONE.header("tokens/s/user").frontier(19).report(2)
+        Show::NONE.header("tokens/s/user").frontier(20).report(2)
     ),
     metric!(
         "e2e_p50_ms",
@@ -757,7 +771,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         power_kw,
         Show::NONE
             .header("IT power (kW)")
-            .frontier_when(29, When::Answered("demand_met"))
+            .frontier_when(30, When::Answered("demand_met"))
             .report(7)
     ),
     metric!(
@@ -827,7 +841,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_month,
         Show::NONE
             .header("USD/month")
-            .frontier_when(30, When::Answered("demand_met"))
+            .frontier_when(31, When::Answered("demand_met"))
     ),
     metric!(
         "usd_per_mtok",
@@ -836,7 +850,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         usd_per_mtok,
         Show::NONE
             .header("USD/Mtok")
-            .frontier_when(31, When::Answered("demand_met"))
+            .frontier_when(32, When::Answered("demand_met"))
             .report(5)
     ),
     metric!(

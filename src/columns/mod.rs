@@ -53,6 +53,8 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Labels {
     Hardware,
+    /// The prefill pool's GPU of a disaggregated inference configuration.
+    PrefillHardware,
     Rack,
     Model,
     WeightDtype,
@@ -108,7 +110,7 @@ impl Labels {
     }
 
     /// Whether the column may be null (only the answers to "why not", "what limits" and
-    /// "how risky" are).
+    /// "how risky" are, and the prefill pool's GPU of an aggregated row).
     pub fn nullable(self) -> bool {
         matches!(
             self,
@@ -119,6 +121,7 @@ impl Labels {
                 | Labels::Engine
                 | Labels::Pricing
                 | Labels::Provider
+                | Labels::PrefillHardware
         )
     }
 }
@@ -180,6 +183,9 @@ pub enum When {
     /// When the sweep's grid gives the named axis a value other than 0 (a serving mode that is
     /// off at 0).
     Nonzero(&'static str),
+    /// When the sweep's grid names a value of the named categorical axis other than its
+    /// default (`prefill_hardware` other than `"same"`).
+    Named(&'static str),
     /// When the frontier's rows answer the named yes/no column (it is not null: the sweep sets
     /// what the column asks).
     Answered(&'static str),
@@ -483,6 +489,11 @@ pub struct LabelValues {
     pub hardware: Vec<String>,
     /// Hardware key per grid platform.
     pub hardware_key: Vec<u16>,
+    /// The prefill pools' GPU ids: `hardware`, then the `prefill_hardware` axis's other GPUs.
+    pub prefill_hardware: Vec<String>,
+    /// Key into `prefill_hardware` per entry of the `prefill_hardware` axis; `None` for
+    /// `"same"` (the row's own hardware key).
+    pub prefill_hardware_key: Vec<Option<u16>>,
     pub rack: Vec<String>,
     pub rack_key: Vec<u16>,
     /// The sweep's model ids, each once (in workload order).
@@ -511,6 +522,7 @@ impl LabelValues {
     pub fn values(&self, labels: Labels) -> Vec<String> {
         match labels {
             Labels::Hardware => self.hardware.clone(),
+            Labels::PrefillHardware => self.prefill_hardware.clone(),
             Labels::Rack => self.rack.clone(),
             Labels::Model => self.models.clone(),
             Labels::WeightDtype => self.weight_dtype.clone(),
@@ -628,7 +640,9 @@ mod tests {
                     frontier.push(p.rank);
                     match p.when {
                         When::Always => {}
-                        When::Varies(axis) => assert_eq!(column(axis).role, Role::Layout),
+                        When::Varies(axis) | When::Named(axis) => {
+                            assert_eq!(column(axis).role, Role::Layout)
+                        }
                         When::Nonzero(axis) => {
                             let a = column(axis);
                             assert!(a.role == Role::Layout && a.ty == Type::Count, "{axis}");
@@ -660,7 +674,7 @@ mod tests {
             let axes: Vec<&str> = sweep.axes().into_iter().map(|(name, _)| name).collect();
             for c in &Schema::get(sweep.mode()).columns {
                 if let Some(Place {
-                    when: When::Varies(axis) | When::Nonzero(axis),
+                    when: When::Varies(axis) | When::Nonzero(axis) | When::Named(axis),
                     ..
                 }) = c.show.frontier
                 {

@@ -63,7 +63,8 @@ impl Record for TrainRow {
             | Labels::Risk
             | Labels::Engine
             | Labels::Pricing
-            | Labels::Provider => None,
+            | Labels::Provider
+            | Labels::PrefillHardware => None,
         }
     }
 

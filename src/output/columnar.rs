@@ -401,6 +401,8 @@ mod tests {
         let labels = LabelValues {
             hardware: vec!["h".into()],
             hardware_key: vec![0],
+            prefill_hardware: vec!["h".into()],
+            prefill_hardware_key: vec![None],
             rack: vec!["r".into()],
             rack_key: vec![0],
             models: vec!["m".into()],

@@ -136,6 +136,7 @@ fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize
     let shows = |when: When| match when {
         When::Always => true,
         When::Varies(axis) => axes.iter().any(|&(name, len)| name == axis && len > 1),
+        When::Named(axis) => spec.names_other_than_default(axis),
         When::Nonzero(axis) => spec
             .count_values(axis)
             .is_some_and(|v| v.iter().any(|&x| x > 0)),

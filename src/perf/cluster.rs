@@ -14,7 +14,7 @@ use super::network;
 use super::serving::Speeds;
 use super::sizing::{self, Served};
 use super::steady::{self, Steady};
-use super::{Context, Estimate, Instance, Reason};
+use super::{Context, Estimate, Instance, Reason, power};
 use crate::vocab::Ownership;
 
 /// `racks` value that asks for automatic sizing.
@@ -229,6 +229,65 @@ fn instances_on(rack: &Rack, batched: &BatchedInstance, gpus: u32) -> u32 {
     fits
 }
 
+/// With the prefill pool on a GPU of its own (`prefill_hardware`): the servers of the decode
+/// and of the prefill pool that hold `instances` instances, each pool packed ([`units_for`]) on
+/// units of its own platform's rack preset (all decode when the count makes no two pools; the
+/// pools' own check then says why).
+fn pool_servers(ctx: &Context, batched: &BatchedInstance, instances: u32) -> (u64, u64) {
+    let inst = batched.inst;
+    let (d, f) = (&inst.layout, &inst.prefill_layout);
+    let decode_rack = &ctx.platforms[inst.platform as usize].rack;
+    let prefill_rack = &ctx.platforms[inst.prefill_platform as usize].rack;
+    let servers = |rack: &Rack, l: &super::layout::Layout, n: u32| {
+        units_for(rack, l.stage_gpus, l.pp, n) * u64::from(rack.unit_gpus())
+            / u64::from(rack.gpus_per_server)
+    };
+    match batched.pools(instances) {
+        Ok(pools) => (
+            servers(decode_rack, d, pools.decode),
+            servers(prefill_rack, f, pools.prefill),
+        ),
+        Err(_) => (servers(decode_rack, d, instances), 0),
+    }
+}
+
+/// With the prefill pool on a GPU of its own: the prefill pool's racks of its preset, and the
+/// racks both pools take (each pool on whole racks of its own preset; docs/model.md §12).
+fn pool_racks(ctx: &Context, batched: &BatchedInstance, instances: u32) -> (u64, u64) {
+    let inst = batched.inst;
+    let per_rack =
+        |platform: u32| u64::from(ctx.platforms[platform as usize].rack.servers_per_rack);
+    let (decode, prefill) = pool_servers(ctx, batched, instances);
+    let prefill_racks = prefill.div_ceil(per_rack(inst.prefill_platform));
+    (
+        prefill_racks,
+        decode.div_ceil(per_rack(inst.platform)) + prefill_racks,
+    )
+}
+
+/// With the prefill pool on a GPU of its own: the most instances whose pools' racks fit in
+/// `racks` racks ([`pool_racks`] rises with the count, so a bisection finds it).
+fn instances_in_racks(ctx: &Context, batched: &BatchedInstance, racks: u32) -> u32 {
+    let inst = batched.inst;
+    let gpus_per_rack = |platform: u32| ctx.platforms[platform as usize].rack.gpus_per_rack();
+    let widest_rack = gpus_per_rack(inst.platform).max(gpus_per_rack(inst.prefill_platform));
+    let narrowest = inst
+        .layout
+        .gpus_per_instance
+        .min(inst.prefill_layout.gpus_per_instance);
+    let most = u64::from(racks) * u64::from(widest_rack) / u64::from(narrowest);
+    let (mut fits, mut over) = (0u32, u32::try_from(most + 1).unwrap_or(u32::MAX));
+    while over - fits > 1 {
+        let mid = fits + (over - fits) / 2;
+        if pool_racks(ctx, batched, mid).1 <= u64::from(racks) {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    fits
+}
+
 /// Racks that hold `gpus` GPUs, and their servers.
 fn racks_of(rack: &Rack, gpus: u32) -> (u32, u32) {
     let servers = gpus / rack.gpus_per_server;
@@ -259,6 +318,7 @@ fn auto_gpus<'a>(
     for _ in 0..4 {
         let mut needed = 0u64;
         let mut layout = None;
+        let mut other_hardware = false;
         let (phases, timed, hints) = placements.get(ctx, p, gpus);
         timed.point = None;
         timed.speeds.clear();
@@ -271,8 +331,14 @@ fn auto_gpus<'a>(
             let narrowest = l
                 .gpus_per_instance
                 .min(inst.prefill_layout.gpus_per_instance);
-            let max_instances =
-                u32::try_from(max_units * unit_gpus / u64::from(narrowest)).unwrap_or(u32::MAX);
+            let widest = |platform: u32| ctx.platforms[platform as usize].rack.gpus_per_rack();
+            let widest_rack = u64::from(widest(inst.platform).max(widest(inst.prefill_platform)));
+            let max_instances = u32::try_from(
+                max_units * unit_gpus * widest_rack
+                    / u64::from(rack.gpus_per_rack())
+                    / u64::from(narrowest),
+            )
+            .unwrap_or(u32::MAX);
             let s = &ctx.plan.settings;
             timed.speeds.push(sizing::speeds(&batched));
             let speeds = timed.speeds.last().expect("just pushed");
@@ -287,7 +353,13 @@ fn auto_gpus<'a>(
                 .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
             *hint = Some(instances);
             timed.fewest.push(Some(instances));
-            needed = needed.max(units_of(rack, &batched, instances));
+            needed = needed.max(if inst.other_hardware() {
+                // Whole racks of each pool, counted in units of the decode preset's racks.
+                pool_racks(ctx, &batched, instances).1 * u64::from(rack.gpus_per_rack()) / unit_gpus
+            } else {
+                units_of(rack, &batched, instances)
+            });
+            other_hardware |= inst.other_hardware();
         }
         let needed = gpus_of(needed)
             .ok_or_else(|| Estimate::infeasible(Reason::DemandExceedsMaxRacks, 0))?;
@@ -295,7 +367,9 @@ fn auto_gpus<'a>(
             super::layout::place(&ctx.model.layout_model, rack, needed, l.tp, l.pp, l.ep)
                 .is_ok_and(|big| big.pp_hops_scaleout == l.pp_hops_scaleout)
         };
-        let same_speed = layout.is_some_and(|(l, f)| same_hops(&l) && (f == l || same_hops(&f)));
+        // A prefill pool on racks of its own preset is placed again on the new size.
+        let same_speed = !other_hardware
+            && layout.is_some_and(|(l, f)| same_hops(&l) && (f == l || same_hops(&f)));
         if same_speed || needed == gpus {
             // The instances on `needed` GPUs decode at the speeds just timed.
             timed.point = Some((Point { ownership: 0, ..*p }, needed));
@@ -336,8 +410,19 @@ struct Sums {
     network: network::Load,
     demand_requests_per_s: f64,
     api_usd_per_hour: f64,
-    /// GPUs each phase needs at fewest, times its share of time and of active hours.
+    /// GPUs each phase needs at fewest, times its share of time and of active hours (the
+    /// decode pool's, with the prefill pool on a GPU of its own; then the prefill pool's).
     autoscaled_gpus: f64,
+    autoscaled_prefill_gpus: f64,
+    /// IT power of a prefill pool on a GPU of its own, kW (`it_kw` has the rest).
+    prefill_it_kw: f64,
+}
+
+/// Servers and GPUs of one pool on racks of its own preset.
+#[derive(Debug, Clone, Copy)]
+struct Pool {
+    servers: u32,
+    gpus: u32,
 }
 
 impl Sums {
@@ -375,11 +460,24 @@ impl Sums {
 struct Unpriced {
     estimate: Estimate,
     footprint: Footprint,
+    /// A prefill pool on a GPU of its own: its platform and footprint, priced at its GPU's
+    /// prices (`footprint` is then the decode pool's).
+    prefill: Option<(u32, Footprint)>,
     /// Tokens per second the cluster serves on average (the demand's, or its capacity).
     served_tokens_per_s: f64,
     /// GPUs an autoscaled deployment rents on average (each phase its fewest, in its active
-    /// hours); NaN when a phase could not be sized or without demand.
-    autoscaled_gpus: f64,
+    /// hours), of the decode and of the prefill pool's footprint; NaN when a phase could not be
+    /// sized or without demand.
+    autoscaled_gpus: [f64; 2],
+}
+
+/// Servers one instance of `gpus_per_instance` GPUs spans in `rack`'s servers (at least one): a
+/// spot interruption of any of them stops the instance (`cost::spot_standby`).
+fn servers_per_instance(gpus_per_instance: u32, rack: &Rack) -> f64 {
+    gpus_per_instance
+        .div_ceil(rack.gpus_per_server)
+        .max(1)
+        .into()
 }
 
 impl Unpriced {
@@ -389,7 +487,19 @@ impl Unpriced {
         let prices = &ctx.platforms[p.platform as usize].prices;
         let payment = plan.ownership[p.ownership as usize];
         let econ = &plan.economics;
-        let parts = cost::usd_per_hour(payment, &self.footprint, prices, econ);
+        let mut parts = cost::usd_per_hour(payment, &self.footprint, prices, econ);
+        if let Some((platform, footprint)) = &self.prefill {
+            let prefill_prices = &ctx.platforms[*platform as usize].prices;
+            let more = cost::usd_per_hour(payment, footprint, prefill_prices, econ);
+            parts = Breakdown {
+                gpus: parts.gpus + more.gpus,
+                energy: parts.energy + more.energy,
+                facility: parts.facility + more.facility,
+                maintenance: parts.maintenance + more.maintenance,
+                network: parts.network + more.network,
+                storage: parts.storage + more.storage,
+            };
+        }
         let Breakdown {
             gpus,
             energy,
@@ -411,10 +521,18 @@ impl Unpriced {
         out.tco_usd = usd_per_hour * HOURS_PER_YEAR * econ.years;
         out.usd_per_month_autoscaling = if plan.demand && payment.ownership() == Ownership::Cloud {
             let rented = Footprint {
-                gpus: self.autoscaled_gpus,
+                gpus: self.autoscaled_gpus[0],
                 ..self.footprint
             };
-            cost::usd_per_hour(payment, &rented, prices, econ).total() * HOURS_PER_MONTH
+            let prefill = self.prefill.map_or(0.0, |(platform, footprint)| {
+                let rented = Footprint {
+                    gpus: self.autoscaled_gpus[1],
+                    ..footprint
+                };
+                let prices = &ctx.platforms[platform as usize].prices;
+                cost::usd_per_hour(payment, &rented, prices, econ).total()
+            });
+            (cost::usd_per_hour(payment, &rented, prices, econ).total() + prefill) * HOURS_PER_MONTH
         } else {
             f64::NAN
         };
@@ -448,6 +566,9 @@ fn at_cluster<'a>(
             .ownership
             .iter()
             .any(|p| p.ownership() == Ownership::Cloud);
+    // With the prefill pool on a GPU of its own: its platform, the decode and prefill pools.
+    let mut split: Option<(u32, Pool, Pool)> = None;
+    let mut prefill_gpus_per_instance = 0;
     let (phases, timed, hints) = placements.get(ctx, p, gpus);
     for (i, ((phase, inst), hint)) in ctx
         .phases
@@ -465,16 +586,46 @@ fn at_cluster<'a>(
             )));
         }
         let batched = BatchedInstance::new(inst, p.batch).map_err(sized)?;
-        let instances = instances_on(rack, &batched, gpus);
+        let instances = if inst.other_hardware() {
+            instances_in_racks(ctx, &batched, racks)
+        } else {
+            instances_on(rack, &batched, gpus)
+        };
         if instances == 0 {
             return Err(sized(Estimate::with_layout(
                 Reason::InstanceExceedsCluster,
                 &l,
             )));
         }
-        let e = batched.estimate(instances, l.gpus);
+        if inst.other_hardware() {
+            // The prefill pool's whole racks of its preset; the decode preset has the rest.
+            let facts = &ctx.platforms[inst.prefill_platform as usize];
+            if facts.power.over_budget(1.0) {
+                return Err(sized(Estimate::with_layout(
+                    Reason::RackPowerOverBudget,
+                    &l,
+                )));
+            }
+            let prefill_racks = pool_racks(ctx, &batched, instances).0 as u32;
+            let pool = |rack: &Rack, racks: u32| Pool {
+                servers: racks * rack.servers_per_rack,
+                gpus: racks * rack.gpus_per_rack(),
+            };
+            let prefill = pool(&facts.rack, prefill_racks);
+            let decode = pool(rack, racks - prefill_racks);
+            split = Some((inst.prefill_platform, decode, prefill));
+            prefill_gpus_per_instance = inst.prefill_layout.gpus_per_instance;
+        }
+        let cluster_gpus = match split {
+            Some((_, decode, prefill)) => decode.gpus + prefill.gpus,
+            None => l.gpus,
+        };
+        let mut e = batched.estimate(instances, cluster_gpus);
         if !e.feasible() {
             return Err(sized(e));
+        }
+        if let Some((_, _, prefill)) = split {
+            e.prefill_gpus = prefill.gpus;
         }
         let pools = batched
             .pools(instances)
@@ -558,13 +709,27 @@ fn at_cluster<'a>(
                 *hint = fewest.or(*hint);
                 fewest
             });
-            sums.autoscaled_gpus += match fewest {
+            let (decode_gpus, prefill_gpus) = match fewest {
+                // Each pool's servers on its own preset.
+                Some(n) if inst.other_hardware() => {
+                    let (decode, prefill) = pool_servers(ctx, &batched, n);
+                    let per_server = |platform: u32| {
+                        f64::from(ctx.platforms[platform as usize].rack.gpus_per_server)
+                    };
+                    (
+                        decode as f64 * per_server(inst.platform),
+                        prefill as f64 * per_server(inst.prefill_platform),
+                    )
+                }
                 Some(n) => {
                     let units = units_of(rack, &batched, n);
-                    w * phase.load.active_ratio * (units * u64::from(rack.unit_gpus())) as f64
+                    ((units * u64::from(rack.unit_gpus())) as f64, 0.0)
                 }
-                None => f64::NAN,
+                None => (f64::NAN, f64::NAN),
             };
+            let active = w * phase.load.active_ratio;
+            sums.autoscaled_gpus += active * decode_gpus;
+            sums.autoscaled_prefill_gpus += active * prefill_gpus;
         }
         let requests_per_s = match &served {
             Some(sv) => sv.served_requests_per_s,
@@ -584,8 +749,21 @@ fn at_cluster<'a>(
         sums.add(w, &e, &steady);
         sums.served_tokens_per_s += w * served_tokens_per_s;
         let (decode_gpus, prefill_gpus) = batched.pool_gpus(pools);
-        let active_gpus = f64::from(decode_gpus + prefill_gpus);
-        sums.it_kw += w * power.cluster_kw(f64::from(servers), active_gpus, activity);
+        match split {
+            // Each pool's servers at its own preset's power.
+            Some((platform, decode, prefill)) => {
+                let prefill_power = &ctx.platforms[platform as usize].power;
+                let kw = |power: &power::PowerFacts, pool: Pool, active: u32| {
+                    power.cluster_kw(f64::from(pool.servers), f64::from(active), activity)
+                };
+                sums.it_kw += w * kw(power, decode, decode_gpus);
+                sums.prefill_it_kw += w * kw(prefill_power, prefill, prefill_gpus);
+            }
+            None => {
+                let active_gpus = f64::from(decode_gpus + prefill_gpus);
+                sums.it_kw += w * power.cluster_kw(f64::from(servers), active_gpus, activity);
+            }
+        }
         first = Some(match first {
             // Memory columns report the most demanding phase.
             Some(f) if f.hbm_used_gb_per_gpu >= e.hbm_used_gb_per_gpu => f,
@@ -593,21 +771,35 @@ fn at_cluster<'a>(
         });
     }
     let e = first.expect("a sweep has at least one phase");
-    let servers_f = f64::from(servers);
     let storage_kw = storage_servers * plan.economics.storage_power_kw_per_server;
-    let it_kw = sums.it_kw + storage_kw;
+    let it_kw = sums.it_kw + sums.prefill_it_kw + storage_kw;
+    // The decode pool's (or the whole cluster's) footprint, with the storage servers.
+    let (decode, servers) = match split {
+        Some((_, decode, prefill)) => (decode, decode.servers + prefill.servers),
+        None => (Pool { servers, gpus }, servers),
+    };
+    let servers_f = f64::from(decode.servers);
     let footprint = Footprint {
-        gpus: f64::from(e.gpus),
+        gpus: f64::from(e.gpus - split.map_or(0, |(_, _, prefill)| prefill.gpus)),
         racks: servers_f / f64::from(rack.servers_per_rack),
         storage_servers,
-        it_kw,
-        provisioned_it_kw: power.cluster_kw(servers_f, f64::from(gpus), 1.0) + storage_kw,
-        servers_per_instance: e
-            .gpus_per_instance
-            .div_ceil(rack.gpus_per_server)
-            .max(1)
-            .into(),
+        it_kw: sums.it_kw + storage_kw,
+        provisioned_it_kw: power.cluster_kw(servers_f, f64::from(decode.gpus), 1.0) + storage_kw,
+        servers_per_instance: servers_per_instance(e.gpus_per_instance, rack),
     };
+    let prefill = split.map(|(platform, _, pool)| {
+        let facts = &ctx.platforms[platform as usize];
+        let servers = f64::from(pool.servers);
+        let footprint = Footprint {
+            gpus: f64::from(pool.gpus),
+            racks: servers / f64::from(facts.rack.servers_per_rack),
+            storage_servers: 0.0,
+            it_kw: sums.prefill_it_kw,
+            provisioned_it_kw: facts.power.cluster_kw(servers, f64::from(pool.gpus), 1.0),
+            servers_per_instance: servers_per_instance(prefill_gpus_per_instance, &facts.rack),
+        };
+        (platform, footprint)
+    });
     let econ = &plan.economics;
     let tokens = sums.served_tokens_per_s;
     let facility_kw = it_kw * econ.pue;
@@ -672,11 +864,12 @@ fn at_cluster<'a>(
     Ok(Unpriced {
         estimate,
         footprint,
+        prefill,
         served_tokens_per_s: tokens,
         autoscaled_gpus: if autoscale {
-            sums.autoscaled_gpus
+            [sums.autoscaled_gpus, sums.autoscaled_prefill_gpus]
         } else {
-            f64::NAN
+            [f64::NAN; 2]
         },
     })
 }
@@ -1204,6 +1397,255 @@ batch = [64]
             e.power_kw
         );
         assert!((power_kw - 40.74).abs() < 1e-9);
+    }
+
+    /// docs/model.md §12's row with the prefill pool on a GPU of its own, by hand: llama-3.1-70b
+    /// bf16, 1k in / 1k out, decode on DGX H200 racks at tp 4 and batch 64, a quarter of the
+    /// instances prefilling on H100 (its default DGX H100 rack), tp 4, two racks, no demand.
+    /// Eleven instances fit: 8 decode instances fill one H200 rack (4 servers) and 3 prefill
+    /// instances take 2 servers of one H100 rack; twelve would make 9 decode instances, a
+    /// second H200 rack. The KV moves from tp 4 to tp 4: 83.9 MB per GPU over 50 GB/s x 0.80
+    /// either side, 2.1065 ms. Rent is 32 x $3.50 + 32 x $2.99 = $207.68 an hour; power is the
+    /// H200 rack's 4 x (10.2 - 8 x 0.7) + 2.4 + 32 x 0.7 = 43.2 kW and the H100 rack's 4 x 4.6 +
+    /// 2.4 + 12 x 0.7 + 20 x 0.085 = 30.9 kW.
+    #[test]
+    fn prefill_on_other_hardware_by_hand() {
+        let spec = |prefill: &str, ownership: &str| {
+            let text = format!(
+                "[sweep]\nname = \"t\"\n[workload]\nmodel = \"llama-3.1-70b\"\ninput_tokens = 1024\noutput_tokens = 1024\n[grid]\nhardware = [\"h200-sxm\"]\nengine = [\"trtllm\"]\nracks = [2]\ntp = [4]\ndisagg_prefill_pct = [25]\nprefill_hardware = [\"{prefill}\"]\nbatch = [64]\nownership = [\"{ownership}\"]\n"
+            );
+            parse(Path::new("t.toml"), &text, 1)
+                .unwrap()
+                .into_inference()
+                .unwrap()
+        };
+        let s = spec("h100-sxm", "cloud");
+        let ctx = s.context();
+        let e = evaluate(&ctx, &s.grid.point(0));
+        assert!(e.feasible(), "{e:?}");
+        assert_eq!((e.racks, e.servers, e.gpus, e.prefill_gpus), (2, 8, 64, 32));
+        assert_eq!((e.instances, e.prefill_instances), (11, 3));
+        let shard_bytes = 80.0 * 1024.0 * 2.0 * 2.0 * 128.0 * 2.0;
+        let kv_transfer_ms = (6.6e-6 + 2.7e-6 + shard_bytes / (50e9 * 0.80)) * 1e3;
+        assert!((e.kv_transfer_ms - kv_transfer_ms).abs() < 1e-12, "{e:?}");
+        // The prefill pool runs the H100's tp-4 instance: its prompt, and its rate.
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (h100, p) = crate::perf::tests::point_on(&c, "h100-sxm", 4, 64);
+        let prefill = super::super::instance(&h100, &p).unwrap();
+        let ttft_idle_ms = prefill.prefill_s() * 1e3 + kv_transfer_ms;
+        assert!((e.ttft_idle_ms - ttft_idle_ms).abs() < 1e-9, "{e:?}");
+        let decode_rate = 8.0 * 64.0 / (e.tpot_ms / 1e3 * 1024.0);
+        let tokens = decode_rate.min(3.0 * prefill.prefill_requests_per_s()) * 1024.0;
+        assert!(
+            (e.output_tokens_per_s - tokens).abs() < 1e-6 * tokens,
+            "{e:?}"
+        );
+        assert!(
+            (e.usd_per_hour - (32.0 * 3.50 + 32.0 * 2.99)).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!((e.usd_per_hour - 207.68).abs() < 1e-9);
+        let decode_kw = 4.0 * (10.2 - 8.0 * 0.7) + 2.4 + 32.0 * 0.7;
+        let prefill_kw = 4.0 * (10.2 - 8.0 * 0.7) + 2.4 + 12.0 * 0.7 + 20.0 * 0.085;
+        assert!(
+            (e.power_kw - (decode_kw + prefill_kw)).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!((decode_kw - 43.2).abs() < 1e-9 && (prefill_kw - 30.9).abs() < 1e-9);
+        // Owned, each pool is priced as its own hardware: the sum of two one-rack clusters,
+        // each the aggregated row of its GPU on one rack priced at its power.
+        let owned = {
+            let s = spec("h100-sxm", "owned");
+            evaluate(&s.context(), &s.grid.point(0))
+        };
+        let econ = &ctx.plan.economics;
+        let mut usd = 0.0;
+        for (gpu, kw) in [("h200-sxm", decode_kw), ("h100-sxm", prefill_kw)] {
+            let (ctx, p) = crate::perf::tests::point_on(&c, gpu, 4, 64);
+            let rack = Footprint {
+                gpus: 32.0,
+                racks: 1.0,
+                storage_servers: 0.0,
+                it_kw: kw,
+                // Both racks at full load: 700 W GPUs.
+                provisioned_it_kw: decode_kw,
+            };
+            let prices = &ctx.platforms[p.platform as usize].prices;
+            usd += cost::usd_per_hour(Ownership::Owned, &rack, prices, econ).total();
+        }
+        assert!(
+            (owned.usd_per_hour - usd).abs() < 1e-9 * usd,
+            "{owned:?} {usd}"
+        );
+        // Aggregated rows that name a prefill GPU say there is no pool; an engine the prefill
+        // GPU does not run says so.
+        let s = spec("b200", "cloud");
+        let aggregated = Point {
+            disagg_prefill_pct: 0,
+            ..s.grid.point(0)
+        };
+        let e = evaluate(&s.context(), &aggregated);
+        assert_eq!(e.reason, Some(Reason::PrefillPoolNeedsDisagg));
+        let s = spec("mi300x", "cloud");
+        let e = evaluate(&s.context(), &s.grid.point(0));
+        assert_eq!(e.reason, Some(Reason::PrefillHardwareUnsupported));
+    }
+
+    /// On every row with the prefill pool on a GPU of its own: each pool on whole racks of its
+    /// own preset (the prefill pool's racks the fewest that hold its instances, the decode
+    /// preset the rest), power per pool at each preset's figures, cloud rent at each GPU's
+    /// price, the cost parts summing to the cost.
+    #[test]
+    fn pools_on_two_presets_conserve_racks_power_and_cost() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 2048
+output_tokens = 512
+
+[grid]
+hardware = ["h200-sxm"]
+racks = [2, 3, 5]
+tp = [2, 4, 8]
+disagg_prefill_pct = [25, 50]
+prefill_tp = [0, 8]
+prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
+batch = [32, 256]
+ownership = ["cloud", "owned"]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = spec.context();
+        let decode = &ctx.platforms[0];
+        let mut checked = 0;
+        for (_, p) in spec.grid.range(0, spec.grid.len()) {
+            let e = evaluate(&ctx, &p);
+            if !e.feasible() {
+                continue;
+            }
+            let prefill = &ctx.platforms[ctx.prefill_platform[p.prefill_hardware as usize]
+                .expect("a GPU of its own") as usize];
+            let prefill_tp = if p.prefill_tp == 0 {
+                p.tp
+            } else {
+                p.prefill_tp
+            };
+            let prefill_racks = e.prefill_gpus / prefill.rack.gpus_per_rack();
+            assert_eq!(e.prefill_gpus, prefill_racks * prefill.rack.gpus_per_rack());
+            let decode_racks = p.racks - prefill_racks;
+            assert_eq!(
+                e.gpus - e.prefill_gpus,
+                decode_racks * decode.rack.gpus_per_rack()
+            );
+            let prefill_servers = prefill_racks * prefill.rack.servers_per_rack;
+            let decode_servers = decode_racks * decode.rack.servers_per_rack;
+            assert_eq!(e.servers, decode_servers + prefill_servers, "{p:?} {e:?}");
+            // The prefill pool's racks are the fewest that hold its instances.
+            let prefill_gpus = e.prefill_instances * prefill_tp;
+            assert!(prefill_gpus <= e.prefill_gpus, "{p:?} {e:?}");
+            assert!(prefill_gpus > e.prefill_gpus - prefill.rack.gpus_per_rack());
+            let decode_gpus = (e.instances - e.prefill_instances) * p.tp;
+            let power_kw =
+                decode
+                    .power
+                    .cluster_kw(f64::from(decode_servers), f64::from(decode_gpus), 1.0)
+                    + prefill.power.cluster_kw(
+                        f64::from(prefill_servers),
+                        f64::from(prefill_gpus),
+                        1.0,
+                    );
+            assert!(
+                (e.power_kw - power_kw).abs() <= 1e-12 * power_kw,
+                "{p:?} {e:?}"
+            );
+            let parts = e.usd_per_hour_gpus
+                + e.usd_per_hour_energy
+                + e.usd_per_hour_facility
+                + e.usd_per_hour_maintenance
+                + e.usd_per_hour_network
+                + e.usd_per_hour_storage;
+            assert!((parts - e.usd_per_hour).abs() <= 1e-12 * e.usd_per_hour);
+            if ctx.plan.ownership[p.ownership as usize] == Ownership::Cloud {
+                let rent = f64::from(e.gpus - e.prefill_gpus) * decode.prices.usd_per_gpu_hour
+                    + f64::from(e.prefill_gpus) * prefill.prices.usd_per_gpu_hour;
+                assert!((e.usd_per_hour - rent).abs() <= 1e-12 * rent, "{p:?} {e:?}");
+            }
+            checked += 1;
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    /// `racks = "auto"` with the prefill pool on a GPU of its own takes the fewest racks: the
+    /// row is the listed-racks row at its count, and one rack fewer does not meet the demand.
+    #[test]
+    fn auto_racks_with_a_prefill_gpu_of_its_own_are_the_fewest() {
+        let text = r#"
+[sweep]
+name = "t"
+
+[workload]
+model = "llama-3.1-70b"
+input_tokens = 2048
+output_tokens = 512
+
+[workload.demand]
+concurrent_users = 3000
+
+[grid]
+hardware = ["h200-sxm"]
+racks = "auto"
+tp = [2, 4, 8]
+disagg_prefill_pct = [25, 50]
+prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
+batch = [32, 128]
+ownership = ["cloud", "owned"]
+"#;
+        let spec = parse(Path::new("t.toml"), text, 1_000_000)
+            .unwrap()
+            .into_inference()
+            .unwrap();
+        let ctx = spec.context();
+        let mut checked = 0;
+        for (_, p) in spec.grid.range(0, spec.grid.len()) {
+            let e = evaluate(&ctx, &p);
+            if !e.feasible() {
+                continue;
+            }
+            assert_eq!(e.demand_met, Some(true), "{p:?} {e:?}");
+            let listed = evaluate(
+                &ctx,
+                &Point {
+                    racks: e.racks,
+                    ..p
+                },
+            );
+            assert_eq!(
+                (
+                    listed.gpus,
+                    listed.prefill_gpus,
+                    listed.instances,
+                    listed.servers
+                ),
+                (e.gpus, e.prefill_gpus, e.instances, e.servers),
+                "{p:?}"
+            );
+            assert_eq!(listed.usd_per_hour, e.usd_per_hour, "{p:?}");
+            let fewer = evaluate(
+                &ctx,
+                &Point {
+                    racks: e.racks - 1,
+                    ..p
+                },
+            );
+            assert_ne!(fewer.demand_met, Some(true), "{p:?} {fewer:?}");
+            checked += 1;
+        }
+        assert!(checked > 20, "{checked}");
     }
 
     /// On every row of a sized sweep with prefill pools of their own tp: the GPUs are the two

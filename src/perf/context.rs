@@ -126,7 +126,12 @@ pub struct Context {
     /// The sweep's KV admission; `None`: each engine's own ([`memory::KvAdmission::of_engine`]).
     pub kv_admission: Option<memory::KvAdmission>,
     pub calibration: Calibration,
+    /// Facts of the grid's platforms (indexed by `Point::platform`), then of the prefill pools'
+    /// other platforms.
     pub(super) platforms: Vec<PlatformFacts>,
+    /// Per entry of the grid's `prefill_hardware` axis: the index in `platforms` of the prefill
+    /// pool's platform; `None` for `"same"`.
+    pub(super) prefill_platform: Vec<Option<u32>>,
     /// Entries of the grid's kv-dtype axis (the stride of `PlatformFacts::kernels`).
     pub(super) kv_dtypes: usize,
     /// Schedule phases (one when the sweep has no `[[workload.phase]]`), weights summing to 1.
@@ -195,8 +200,19 @@ impl Context {
             .as_deref()
             .and_then(|id| catalog.dtype(id));
         let model = ModelFacts::new(model)?;
-        let platforms = grid
-            .platform
+        // The grid's platforms, then the prefill pools' GPUs (`prefill_hardware`), each once.
+        let mut prefill_platform = Vec::with_capacity(grid.prefill_hardware.len());
+        let mut facts_of = grid.platform.clone();
+        for p in &grid.prefill_hardware {
+            prefill_platform.push(p.map(|p| {
+                let i = facts_of.iter().position(|&q| q == p).unwrap_or_else(|| {
+                    facts_of.push(p);
+                    facts_of.len() - 1
+                });
+                i as u32
+            }));
+        }
+        let platforms = facts_of
             .iter()
             .map(|p| {
                 let gpu = &catalog.gpus[p.gpu];
@@ -305,6 +321,7 @@ impl Context {
             kv_admission: workload.kv_admission,
             calibration: catalog.calibration,
             platforms,
+            prefill_platform,
             kv_dtypes: grid.kv_dtype.len(),
             phases: vec![Phase {
                 weight: 1.0,

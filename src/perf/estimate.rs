@@ -34,7 +34,9 @@ crate::names::names! {
         EngineUnsupported => "engine_unsupported",
             "the serving engine does not run on this GPU (TensorRT-LLM runs on NVIDIA GPUs only; catalog gpus.toml engines)";
         PrefillPoolNeedsDisagg => "prefill_pool_needs_disagg",
-            "prefill_tp is set on an aggregated row (disagg_prefill_pct = 0: there is no prefill pool)";
+            "prefill_tp or prefill_hardware is set on an aggregated row (disagg_prefill_pct = 0: there is no prefill pool)";
+        PrefillHardwareUnsupported => "prefill_hardware_unsupported",
+            "the prefill pool's GPU (prefill_hardware) does not run the row's serving engine, weight format or KV format";
         PrefillDoesNotFit => "prefill_does_not_fit",
             "a prefill-pool instance at its own tp cannot hold its weights, one iteration's prompts' KV cache and activations in usable HBM";
         DoesNotFit => "does_not_fit",

@@ -31,6 +31,11 @@ pub struct Instance<'a> {
     /// `network::kv_transfer_bytes`; zero when aggregated).
     pub prefill_traffic: crate::perf::comm::Traffic,
     pub kv_transfer_bytes: f64,
+    /// The prefill pool's platform (index into the context's platform facts): the point's own,
+    /// or its `prefill_hardware`'s when disaggregated.
+    pub prefill_platform: u32,
+    /// The point's platform (its decode pool's when disaggregated).
+    pub platform: u32,
     /// Seconds to ship one request's KV cache from its prefill to its decode instance
     /// (disaggregated; NaN otherwise).
     pub kv_transfer_s: f64,
@@ -162,10 +167,17 @@ impl Instance<'_> {
         f64::from(self.layout.attention_dp) * tokens / isl / step_s
     }
 
-    /// Whether the prefill pool has a layout of its own (`prefill_tp` other than `tp`): its
-    /// instances then occupy servers of their own (docs/model.md §12).
+    /// Whether the prefill pool has a layout of its own (`prefill_tp` other than `tp`) or a GPU
+    /// of its own (`prefill_hardware`): its instances then occupy servers of their own
+    /// (docs/model.md §12).
     pub fn heterogeneous(&self) -> bool {
-        self.prefill_layout != self.layout
+        self.prefill_layout != self.layout || self.other_hardware()
+    }
+
+    /// Whether the prefill pool runs on a platform of its own (`prefill_hardware`), on racks of
+    /// its own preset (docs/model.md §12).
+    pub fn other_hardware(&self) -> bool {
+        self.prefill_platform != self.platform
     }
 
     /// Seconds for one GPU of this instance to send or receive its shard of one request's KV
@@ -317,9 +329,15 @@ pub(super) fn instance_in<'a>(
     let Some(engine) = platform.engines[p.engine as usize] else {
         return Err(Estimate::with_layout(Reason::EngineUnsupported, &l));
     };
-    if p.disagg_prefill_pct == 0 && p.prefill_tp != 0 {
+    let prefill_platform = ctx
+        .prefill_platform
+        .get(p.prefill_hardware as usize)
+        .copied()
+        .flatten();
+    if p.disagg_prefill_pct == 0 && (p.prefill_tp != 0 || prefill_platform.is_some()) {
         return Err(Estimate::with_layout(Reason::PrefillPoolNeedsDisagg, &l));
     }
+    let prefill_platform = prefill_platform.unwrap_or(p.platform);
     let cal = &ctx.calibration;
     let weight_dtypes = platform.linear_flops_per_s.len();
     let kernels = platform.kernels[(p.engine as usize * weight_dtypes + p.weight_dtype as usize)
@@ -371,6 +389,8 @@ pub(super) fn instance_in<'a>(
         prefill_layout: l,
         prefill_traffic: crate::perf::comm::Traffic::default(),
         kv_transfer_bytes: 0.0,
+        prefill_platform: p.platform,
+        platform: p.platform,
         kv_transfer_s: f64::NAN,
         input_tokens,
         output_tokens,
@@ -410,7 +430,7 @@ pub(super) fn instance_in<'a>(
     };
     if inst.disagg_prefill_pct == 0 {
         inst.ttft_idle_s = inst.prefill_s();
-    } else if prefill_tp == p.tp {
+    } else if prefill_tp == p.tp && prefill_platform == p.platform {
         // Both pools share the layout: each GPU sends its shard to its decode counterpart.
         inst.kv_transfer_s = inst.kv_shard_s();
         inst.ttft_idle_s = inst.prefill_s() + inst.kv_transfer_s;
@@ -418,26 +438,47 @@ pub(super) fn instance_in<'a>(
         inst.prefill_traffic = network::prefill_request(&inst);
         inst.kv_transfer_bytes = network::kv_transfer_bytes(&inst);
     } else {
-        // The prefill pool's own instance: the point at the pool's tp, aggregated (so it
-        // resolves no pool of its own), on the same cluster and workload.
+        // The prefill pool's own instance: the point at the pool's tp on the pool's platform,
+        // aggregated (so it resolves no pool of its own: no prefill tp, no `prefill_hardware`
+        // entry), on as many racks of its preset as the cluster has, same workload.
         let prefill_point = Point {
+            platform: prefill_platform,
             tp: prefill_tp,
             disagg_prefill_pct: 0,
             prefill_tp: 0,
+            prefill_hardware: u32::MAX,
             ..*p
+        };
+        let prefill_gpus = if prefill_platform == p.platform {
+            gpus
+        } else {
+            let racks = gpus.div_ceil(platform.rack.gpus_per_rack());
+            racks.saturating_mul(
+                ctx.platforms[prefill_platform as usize]
+                    .rack
+                    .gpus_per_rack(),
+            )
         };
         let prefill = instance_in(
             ctx,
             &prefill_point,
-            gpus,
+            prefill_gpus,
             input_tokens,
             output_tokens,
             scope,
-        )?;
+        )
+        .map_err(|e| match e.reason {
+            // The prefill GPU cannot run what the decode GPU runs.
+            Some(Reason::DtypeUnsupported | Reason::EngineUnsupported) => {
+                Estimate::with_layout(Reason::PrefillHardwareUnsupported, &l)
+            }
+            _ => e,
+        })?;
         if !prefill.prefill_memory().fits() {
             return Err(Estimate::with_layout(Reason::PrefillDoesNotFit, &l));
         }
         inst.prefill_layout = prefill.layout;
+        inst.prefill_platform = prefill_platform;
         // The prompt's KV leaves the prefill GPUs' memory and lands in the decode GPUs'
         // (NVIDIA Dynamo, "Disaggregated serving": NIXL, VRAM to VRAM, with a smaller prefill
         // tp than decode tp as its example), each side over its own NICs in parallel; the

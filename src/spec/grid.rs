@@ -47,6 +47,9 @@ macro_rules! load_grid {
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Platforms) => {
         $l.platforms($c, &$g.hardware, &$g.rack)?
     };
+    (@axis $l:ident, $c:ident, $g:ident, $field:ident; PrefillPlatforms = $default:tt) => {
+        $l.prefill_platforms($c, &$g.$field)?
+    };
     (@axis $l:ident, $c:ident, $g:ident, $field:ident; Dtypes = $default:tt) => {
         $l.dtypes($c, &$g.$field, concat!("grid.", stringify!($field)), $default)?
     };
@@ -207,6 +210,46 @@ impl Loader<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// `grid.prefill_hardware`: `"same"` (`None`) or GPU ids, each GPU in its default rack;
+    /// `"same"` alone without the key.
+    fn prefill_platforms(
+        &self,
+        catalog: &Catalog,
+        names: &Option<Names>,
+    ) -> Result<Vec<Option<Platform>>, UserError> {
+        let Some(names) = names else {
+            return Ok(vec![None]);
+        };
+        let same = catalog.gpus.len();
+        let mut ids: Vec<&str> = catalog.gpus.iter().map(|g| g.id.as_str()).collect();
+        ids.push(crate::grid::SAME_HARDWARE);
+        let gpus = self.names(
+            names,
+            "grid.prefill_hardware",
+            "GPU",
+            |id| {
+                if id == crate::grid::SAME_HARDWARE {
+                    Some(same)
+                } else {
+                    catalog.gpu_index(id)
+                }
+            },
+            &ids,
+            "racksweep catalog gpus",
+        )?;
+        Ok(gpus
+            .into_iter()
+            .map(|g| {
+                (g != same).then(|| Platform {
+                    gpu: g,
+                    rack: catalog
+                        .rack_index(&catalog.gpus[g].default_rack)
+                        .expect("checked default rack"),
+                })
+            })
+            .collect())
     }
 
     /// `grid.hardware` and `grid.rack`: each GPU with the listed racks that host it, or with

@@ -266,6 +266,17 @@ impl Sweep {
 
     /// The values the grid gives a numeric axis, by the axis's name (`None` for a label axis
     /// or a name the mode's grid lacks).
+    /// Whether the grid names a value of categorical `axis` other than its default: a prefill
+    /// GPU of its own (`prefill_hardware`).
+    pub fn names_other_than_default(&self, axis: &str) -> bool {
+        match (self, axis) {
+            (Sweep::Inference(s), "prefill_hardware") => {
+                s.grid.prefill_hardware.iter().any(Option::is_some)
+            }
+            _ => false,
+        }
+    }
+
     pub fn count_values(&self, axis: &str) -> Option<&[u32]> {
         match self {
             Sweep::Inference(s) => {
@@ -366,6 +377,16 @@ impl Sweep {
             hardware_key.push(key(&mut hardware, &c.gpus[p.gpu].id));
             rack_key.push(key(&mut rack, &c.racks[p.rack].id));
         }
+        let mut prefill_hardware = hardware.clone();
+        let prefill_hardware_key = match self {
+            Sweep::Inference(s) => s
+                .grid
+                .prefill_hardware
+                .iter()
+                .map(|p| p.map(|p| key(&mut prefill_hardware, &c.gpus[p.gpu].id)))
+                .collect(),
+            Sweep::Training(_) => Vec::new(),
+        };
         let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
         let (weight_dtype, kv_dtype) = match self {
             Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
@@ -411,6 +432,8 @@ impl Sweep {
         LabelValues {
             hardware,
             hardware_key,
+            prefill_hardware,
+            prefill_hardware_key,
             rack,
             rack_key,
             models: match self {

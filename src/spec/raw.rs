@@ -254,6 +254,11 @@ macro_rules! raw_grid {
             [$($named)*]; $($rest)*);
     };
     (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
+        $(#[$doc:meta])* $field:ident : PrefillPlatforms = $default:tt; $($rest:tt)*) => {
+        raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
+            [$($named)* pub $field: Option<Names>,]; $($rest)*);
+    };
+    (@sort $name:ident [$($platform:tt)*] [$($numeric:tt)*] [$($named:tt)*];
         $(#[$doc:meta])* $field:ident : Dtypes = $default:tt; $($rest:tt)*) => {
         raw_grid!(@sort $name [$($platform)*] [$($numeric)*]
             [$($named)* pub $field: Option<Names>,]; $($rest)*);
