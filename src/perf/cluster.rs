@@ -878,6 +878,7 @@ fn at_cluster<'a>(
 mod tests {
     use super::*;
     use crate::spec::parse;
+    use crate::vocab::Payment;
     use std::path::Path;
 
     /// A small sized sweep: llama-3.1-8b on H100 racks, one or two GPUs per instance.
@@ -1469,9 +1470,10 @@ batch = [64]
                 it_kw: kw,
                 // Both racks at full load: 700 W GPUs.
                 provisioned_it_kw: decode_kw,
+                servers_per_instance: 1.0,
             };
             let prices = &ctx.platforms[p.platform as usize].prices;
-            usd += cost::usd_per_hour(Ownership::Owned, &rack, prices, econ).total();
+            usd += cost::usd_per_hour(Payment::Owned, &rack, prices, econ).total();
         }
         assert!(
             (owned.usd_per_hour - usd).abs() < 1e-9 * usd,
@@ -1570,9 +1572,10 @@ ownership = ["cloud", "owned"]
                 + e.usd_per_hour_network
                 + e.usd_per_hour_storage;
             assert!((parts - e.usd_per_hour).abs() <= 1e-12 * e.usd_per_hour);
-            if ctx.plan.ownership[p.ownership as usize] == Ownership::Cloud {
-                let rent = f64::from(e.gpus - e.prefill_gpus) * decode.prices.usd_per_gpu_hour
-                    + f64::from(e.prefill_gpus) * prefill.prices.usd_per_gpu_hour;
+            if let Payment::Cloud(pricing) = ctx.plan.ownership[p.ownership as usize] {
+                let at = pricing as usize;
+                let rent = f64::from(e.gpus - e.prefill_gpus) * decode.prices.usd_per_gpu_hour[at]
+                    + f64::from(e.prefill_gpus) * prefill.prices.usd_per_gpu_hour[at];
                 assert!((e.usd_per_hour - rent).abs() <= 1e-12 * rent, "{p:?} {e:?}");
             }
             checked += 1;
