@@ -74,10 +74,18 @@ fn admitted(lf: LazyFrame, wheres: &[Where], schema: &Schema) -> LazyFrame {
     lf
 }
 
-/// The columns every result table leads with (`Show::brief`, in file order), then `extra`
-/// (deduplicated).
-fn shown(schema: &Schema, extra: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
+/// The columns every result table leads with (`Show::brief`, in file order; in a run of several
+/// workloads `workload_id` after `config_id`, so rows of different workloads are told apart),
+/// then `extra` (deduplicated).
+fn shown(
+    run: &Finished,
+    schema: &Schema,
+    extra: impl IntoIterator<Item = &'static str>,
+) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = schema.names(|c| c.show.brief).collect();
+    if !run.manifest.workloads.is_empty() {
+        names.insert(1, WORKLOAD);
+    }
     for c in extra {
         if !names.contains(&c) {
             names.push(c);
@@ -240,6 +248,7 @@ fn top_sliced(
         Ok(())
     })?;
     let names = shown(
+        run,
         schema,
         std::iter::once(by.name).chain(wheres.iter().map(Where::name)),
     );
@@ -304,6 +313,7 @@ fn frontier_sliced(
         Ok(())
     })?;
     let names = shown(
+        run,
         schema,
         objectives
             .iter()
