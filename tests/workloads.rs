@@ -298,6 +298,12 @@ fn a_run_writes_one_frontier_per_workload() {
         "max tokens_per_s_per_user_at_load",
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
+    let header = common::stdout(&o)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(header.starts_with("config_id  workload_id"), "{header}");
     let mut listed: Vec<u64> = common::stdout(&o)
         .lines()
         .skip(1)
