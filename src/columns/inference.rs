@@ -454,7 +454,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE,
     },
     Column {
-        name: "limit",
+        name: "bound_by",
         unit: "",
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
         kind: Kind::Label(Labels::Limit),
