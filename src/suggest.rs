@@ -23,7 +23,20 @@ fn plausible<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> 
     let input_lower = input.to_ascii_lowercase();
     let mut found: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| (edit_distance(&input_lower, &c.to_ascii_lowercase()), c))
+        .map(|c| {
+            let c_lower = c.to_ascii_lowercase();
+            // The short name of a preset (`h100` for `h100-sxm`, `gb200` for `gb200-nvl72`):
+            // the candidate's leading words, whole, are the closest there is.
+            let shortened = c_lower
+                .strip_prefix(&input_lower)
+                .is_some_and(|rest| rest.starts_with(['-', '_']));
+            let d = if shortened {
+                0
+            } else {
+                edit_distance(&input_lower, &c_lower)
+            };
+            (d, c)
+        })
         .filter(|(d, c)| *d <= (input.len().max(c.len()) / 3).max(1))
         .collect();
     found.sort_by_key(|&(d, _)| d);
@@ -79,5 +92,27 @@ mod tests {
             "did you mean \"llama-2-70b\" or \"llama-3.1-70b\"?"
         );
         assert_eq!(did_you_mean("qwen", ids), None);
+    }
+
+    /// A preset's short name points at the preset: `h100` at `h100-sxm` (not `b200`, one edit
+    /// closer by spelling than the whole id), `gb200` at `gb200-nvl72`.
+    #[test]
+    fn a_short_name_points_at_its_preset() {
+        let ids = [
+            "a100-80gb",
+            "h100-sxm",
+            "h200-sxm",
+            "b200",
+            "gb200-nvl72",
+            "mi300x",
+        ];
+        assert_eq!(
+            did_you_mean("h100", ids).unwrap(),
+            "did you mean \"h100-sxm\"?"
+        );
+        assert_eq!(closest("gb200", ids), Some("gb200-nvl72"));
+        assert_eq!(closest("a100", ids), Some("a100-80gb"));
+        // A whole word only: `h1` is no preset's short name.
+        assert_eq!(closest("h1", ids), None);
     }
 }
