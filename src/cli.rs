@@ -58,10 +58,11 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Predict published hardware measurements and report the error per case and per metric.
     ///
-    /// Reads the format of shared/reference/measurements-calibration.csv. Each inference case is
-    /// rebuilt and predicted with the same grid and model as `run`, each training case with the
-    /// training model; blank configuration columns are swept and the case's scenario picks the
-    /// configuration (docs/validation.md). --fit fits the global factors to the file;
+    /// Reads the format of reference/measurements-calibration.csv (in the repository). Each
+    /// inference case is rebuilt and predicted with the same grid and model as `run`, each
+    /// training case with the training model; blank configuration columns are swept and the
+    /// case's scenario picks the configuration (docs/validation.md). --fit fits the global
+    /// factors to the file;
     /// --leave-one-out reports the error out of sample, each source family predicted with the
     /// factors fitted without it.
     Validate(ValidateArgs),

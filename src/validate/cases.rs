@@ -1,4 +1,4 @@
-//! Reads the measurements format of `shared/reference/measurements-calibration.csv` into cases:
+//! Reads the measurements format of `reference/measurements-calibration.csv` into cases:
 //! one case per `case_id`, its configuration columns (which every row of the case must repeat)
 //! and one measured value per metric row. Blank cells are `None`; malformed cells are errors
 //! naming the file, line, column and value.
@@ -162,7 +162,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, UserError> {
     let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
     let mut cases: Vec<Case> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let hint = "the header and columns are described in shared/reference/README.md";
+    let hint = "the header and columns are described in reference/README.md";
     let headers = reader
         .headers()
         .map_err(|e| UserError::new(format!("{file}:1: {}", csv_message(&e))).with_hint(hint))?
