@@ -144,85 +144,67 @@ impl Kind for Workloads {
     }
 }
 
-/// Rack counts, or [`AUTO_RACKS`] alone for `racks = "auto"`; the point holds the value.
-pub struct Racks;
+/// An integer axis whose one value `sentinel` alone says "not a number the sweep chose" (shown
+/// as `words`), held like [`Numbers`]: builds the kind `$kind`.
+macro_rules! numbers_or_sentinel {
+    ($(#[$doc:meta])* $kind:ident, $sentinel:expr, $words:literal) => {
+        $(#[$doc])*
+        pub struct $kind;
 
-impl Kind for Racks {
-    type Values = Vec<u32>;
-    type Default = [u32];
+        impl Kind for $kind {
+            type Values = Vec<u32>;
+            type Default = [u32];
 
-    fn len(values: &Vec<u32>) -> usize {
-        Numbers::len(values)
-    }
+            fn len(values: &Vec<u32>) -> usize {
+                Numbers::len(values)
+            }
 
-    #[inline]
-    fn held(values: &Vec<u32>, digit: u32) -> u32 {
-        Numbers::held(values, digit)
-    }
+            #[inline]
+            fn held(values: &Vec<u32>, digit: u32) -> u32 {
+                Numbers::held(values, digit)
+            }
 
-    fn digit(values: &Vec<u32>, held: u32) -> Option<u32> {
-        Numbers::digit(values, held)
-    }
+            fn digit(values: &Vec<u32>, held: u32) -> Option<u32> {
+                Numbers::digit(values, held)
+            }
 
-    fn shown(values: &Vec<u32>, catalog: &Catalog) -> String {
-        if values == &[AUTO_RACKS] {
-            "auto (fewest that meet the demand and the SLOs)".to_string()
-        } else {
-            Numbers::shown(values, catalog)
+            fn shown(values: &Vec<u32>, catalog: &Catalog) -> String {
+                if values == &[$sentinel] {
+                    $words.to_string()
+                } else {
+                    Numbers::shown(values, catalog)
+                }
+            }
+
+            fn single(default: &[u32], catalog: &Catalog) -> Vec<u32> {
+                Numbers::single(default, catalog)
+            }
+
+            #[cfg(test)]
+            fn sample(n: usize) -> Vec<u32> {
+                Numbers::sample(n)
+            }
         }
-    }
-
-    fn single(default: &[u32], catalog: &Catalog) -> Vec<u32> {
-        Numbers::single(default, catalog)
-    }
-
-    #[cfg(test)]
-    fn sample(n: usize) -> Vec<u32> {
-        Numbers::sample(n)
-    }
+    };
 }
+
+numbers_or_sentinel!(
+    /// Rack counts, or [`AUTO_RACKS`] alone for `racks = "auto"`; the point holds the value.
+    Racks,
+    AUTO_RACKS,
+    "auto (fewest that meet the demand and the SLOs)"
+);
 
 /// `scaleout_oversubscription` value that takes each rack's own.
 pub const RACK_SPINE: u32 = 0;
 
-/// Spine oversubscription ratios, or [`RACK_SPINE`] alone when the sweep does not name them;
-/// the point holds the value.
-pub struct Spine;
-
-impl Kind for Spine {
-    type Values = Vec<u32>;
-    type Default = [u32];
-
-    fn len(values: &Vec<u32>) -> usize {
-        Numbers::len(values)
-    }
-
-    #[inline]
-    fn held(values: &Vec<u32>, digit: u32) -> u32 {
-        Numbers::held(values, digit)
-    }
-
-    fn digit(values: &Vec<u32>, held: u32) -> Option<u32> {
-        Numbers::digit(values, held)
-    }
-
-    fn shown(values: &Vec<u32>, catalog: &Catalog) -> String {
-        if values == &[RACK_SPINE] {
-            "each rack's own (1:1 unless its [[rack]] says otherwise)".to_string()
-        } else {
-            Numbers::shown(values, catalog)
-        }
-    }
-
-    fn single(default: &[u32], catalog: &Catalog) -> Vec<u32> {
-        Numbers::single(default, catalog)
-    }
-
-    #[cfg(test)]
-    fn sample(n: usize) -> Vec<u32> {
-        Numbers::sample(n)
-    }
-}
+numbers_or_sentinel!(
+    /// Spine oversubscription ratios, or [`RACK_SPINE`] alone when the sweep does not name
+    /// them; the point holds the value.
+    Spine,
+    RACK_SPINE,
+    "each rack's own (1:1 unless its [[rack]] says otherwise)"
+);
 
 /// The prefill pool's platform per entry: `None` for `"same"` (the point's own), else a GPU in
 /// its default rack; the point holds the index.

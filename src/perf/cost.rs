@@ -162,19 +162,24 @@ mod tests {
         }
     }
 
-    /// By hand: 32 GPUs in 1 rack, 40 kW provisioned, 30 kW drawn.
-    #[test]
-    fn owned_and_cloud_by_hand() {
-        let e = economics();
-        let p = prices();
-        let f = Footprint {
+    /// 32 GPUs in 1 rack, 40 kW provisioned, 30 kW drawn, instances of one server.
+    fn rack_of_32() -> Footprint {
+        Footprint {
             gpus: 32.0,
             racks: 1.0,
             storage_servers: 0.0,
             it_kw: 30.0,
             provisioned_it_kw: 40.0,
             servers_per_instance: 1.0,
-        };
+        }
+    }
+
+    /// By hand: 32 GPUs in 1 rack, 40 kW provisioned, 30 kW drawn.
+    #[test]
+    fn owned_and_cloud_by_hand() {
+        let e = economics();
+        let p = prices();
+        let f = rack_of_32();
         assert!((usd_per_hour(Payment::DEFAULT, &f, &p, &e).total() - 96.0).abs() < 1e-9);
         let hardware = 32.0 * 40_000.0 + 100_000.0;
         let expected = hardware / (5.0 * 8760.0)
@@ -206,14 +211,7 @@ mod tests {
     fn each_pricing_by_hand() {
         let e = economics();
         let p = prices();
-        let f = Footprint {
-            gpus: 32.0,
-            racks: 1.0,
-            storage_servers: 0.0,
-            it_kw: 30.0,
-            provisioned_it_kw: 40.0,
-            servers_per_instance: 1.0,
-        };
+        let f = rack_of_32();
         let at = |pricing, f: &Footprint| usd_per_hour(Payment::Cloud(pricing), f, &p, &e);
         for (pricing, usd) in [
             (Pricing::OnDemand, 96.0),
