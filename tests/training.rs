@@ -31,9 +31,44 @@ fn training_rows_obey_the_layout_and_run_arithmetic() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp.path().join("training");
-    let (_, metadata) = read_parquet(&dir.join("configs/part-0-of-1.parquet"));
+    let (batches, metadata) = read_parquet(&dir.join("configs/part-0-of-1.parquet"));
     let meta: HashMap<_, _> = metadata.into_iter().collect();
     assert_eq!(meta["racksweep.mode"], "training");
+    // The file says what its columns are: every field's unit and meaning as field metadata,
+    // the same by name in racksweep.columns, and a pandas dtype per column.
+    let schema = batches[0].schema();
+    let columns: serde_json::Value = serde_json::from_str(&meta["racksweep.columns"]).unwrap();
+    for field in schema.fields() {
+        let (unit, doc) = (&field.metadata()["unit"], &field.metadata()["description"]);
+        assert!(!doc.is_empty(), "{}", field.name());
+        assert_eq!(columns[field.name()]["unit"], unit.as_str());
+        assert_eq!(columns[field.name()]["description"], doc.as_str());
+    }
+    assert_eq!(
+        schema
+            .field_with_name("time_to_train_days")
+            .unwrap()
+            .metadata()["unit"],
+        "days"
+    );
+    assert_eq!(
+        schema.field_with_name("mfu_pct").unwrap().metadata()["unit"],
+        "%"
+    );
+    // Schema metadata, which record batches do not carry.
+    let file = std::fs::File::open(dir.join("configs/part-0-of-1.parquet")).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let pandas: serde_json::Value =
+        serde_json::from_str(&reader.schema().metadata()["pandas"]).unwrap();
+    let dtype = |name: &str| {
+        let columns = pandas["columns"].as_array().unwrap();
+        let c = columns.iter().find(|c| c["name"] == name).unwrap();
+        c["numpy_type"].as_str().unwrap().to_string()
+    };
+    assert_eq!(dtype("racks"), "UInt32");
+    assert_eq!(dtype("feasible"), "boolean");
+    assert_eq!(dtype("hardware"), "category");
     let m = manifest(&dir);
     assert_eq!(m["mode"], "training");
     assert_eq!(m["workload"]["global_batch_tokens"], 256.0 * 4096.0);

@@ -2,7 +2,8 @@
 # Reads racksweep's outputs with the tools analysts use: installs pyarrow, DuckDB, polars and
 # pandas from PyPI into a virtual environment (cached at ~/.cache/racksweep-venv), runs a sweep
 # (whole, sharded and merged, and --feasible-only) and a training sweep, checks every run with
-# check_outputs.py, and runs the serving examples on the first and the training example on the
+# check_outputs.py, runs every example sweep in several parts and checks their column types with
+# check_dtypes.py, and runs the serving examples on the first and the training example on the
 # training run. Run by .ci/run.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,6 +30,16 @@ training=sweeps/llama-70b-gb200-vs-b200.toml # a training run: the other schema
 "$bin" run "$training" --quiet --out "$out/training" --part-rows 3000
 "$py" "$here/check_outputs.py" "$out/whole/$name" "$out/sharded/$name" "$out/feasible/quickstart" \
     "$out/training/$(basename "$training" .toml)"
+
+# Every example sweep in about four parts: one type per column in every file, mode and sizing.
+for example_sweep in sweeps/*.toml; do
+    example_name=$(basename "$example_sweep" .toml)
+    "$bin" run "$example_sweep" --quiet --out "$out/probe"
+    rows=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["configurations"])' \
+        "$out/probe/$example_name/manifest.json")
+    "$bin" run "$example_sweep" --quiet --out "$out/examples" --part-rows $(((rows + 3) / 4))
+done
+"$py" "$here/check_dtypes.py" "$out"/examples/*/
 
 for example in duckdb_example polars_example pandas_example; do
     "$py" "$here/$example.py" "$out/whole/$name" >"$out/$example.txt" ||

@@ -51,3 +51,15 @@ print(
         """
     )
 )
+
+print("units of the frontier's cost columns (the files' racksweep.columns metadata):")
+print(
+    con.sql(
+        f"""
+        select c.name, json_extract_string(decode(value), '$.' || c.name || '.unit') as unit
+        from parquet_kv_metadata('{run}/pareto.parquet'),
+             (values ('usd_per_month'), ('usd_per_mtok')) as c(name)
+        where key = 'racksweep.columns'
+        """
+    )
+)

@@ -207,7 +207,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     ),
     workload!(
         "demand_scale",
-        "",
+        "ratio",
         "factor on the demand's load in every phase (grid.demand_scale; 1 without)",
         demand_scale
     ),

@@ -1,8 +1,12 @@
 //! Writes rows to Parquet with arrow-rs: row groups fed chunk by chunk, their columns encoded in
 //! parallel (rayon over `ArrowColumnWriter`s), appended in order. Column types come from the
 //! schema table in `columns`: dictionary-encoded labels, delta-encoded ids, plain u32 counts and
-//! nullable f64 metrics, zstd level 1. Callers write under a temporary name and rename.
+//! nullable f64 metrics, zstd level 1. Every file says what its columns are: each field's unit
+//! and meaning (Arrow field metadata, and the `racksweep.columns` key for readers that do not
+//! show field metadata) and the pandas dtype of each column (`pandas` schema metadata). Callers
+//! write under a temporary name and rename.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -23,46 +27,133 @@ use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::columns::{Info, LabelValues, Mode, Record, Schema as Table, Type};
+use crate::columns::{LabelValues, Mode, Record, Schema as Table, Type};
 use crate::output::columnar::Columns;
 
-fn data_type(c: &Info) -> DataType {
-    match c.ty {
-        Type::Id => DataType::UInt64,
-        Type::Label(_) => {
-            DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8))
-        }
-        Type::Count => DataType::UInt32,
-        Type::Metric => DataType::Float64,
-        Type::Flag => DataType::Boolean,
+/// How a column type is stored and read: its Arrow type, its name in docs/schema.md, and the
+/// dtype pandas gives it.
+struct Storage {
+    arrow: DataType,
+    /// The type's name in docs/schema.md.
+    doc: &'static str,
+    /// The pandas metadata's `pandas_type` and `numpy_type`, the dtype pandas gives the column
+    /// (pyarrow's `to_pandas` builds the nullable extension dtype a `numpy_type` names, such as
+    /// "UInt32", whether or not the file holds a null: without it a count becomes float64
+    /// where a file holds nulls and uint32 where it does not, and a flag `object` or `bool`).
+    pandas_type: &'static str,
+    numpy_type: &'static str,
+}
+
+fn storage(ty: Type) -> Storage {
+    let (arrow, doc, pandas_type, numpy_type) = match ty {
+        // Never null.
+        Type::Id => (DataType::UInt64, "uint64", "uint64", "uint64"),
+        // pyarrow reads a dictionary as a categorical whatever the metadata says.
+        Type::Label(_) => (
+            DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8)),
+            "string (dictionary)",
+            "categorical",
+            "category",
+        ),
+        Type::Count => (DataType::UInt32, "uint32", "uint32", "UInt32"),
+        // Null as NaN, the numpy convention pandas keeps for floats.
+        Type::Metric => (DataType::Float64, "float64", "float64", "float64"),
+        Type::Flag => (DataType::Boolean, "bool", "bool", "boolean"),
+    };
+    Storage {
+        arrow,
+        doc,
+        pandas_type,
+        numpy_type,
     }
 }
 
-/// The Arrow schema of a mode's output tables.
+/// Field metadata key of a column's unit ("" for identifiers, labels and flags).
+pub const UNIT_KEY: &str = "unit";
+/// Field metadata key of a column's meaning (docs/schema.md's "meaning").
+pub const DESCRIPTION_KEY: &str = "description";
+
+/// The Arrow schema of a mode's output tables. Every field carries its column's unit and
+/// meaning as field metadata ([`UNIT_KEY`], [`DESCRIPTION_KEY`]), and the schema the pandas
+/// metadata that gives every column one pandas dtype in every file.
 pub fn schema(mode: Mode) -> SchemaRef {
-    Arc::new(Schema::new(
-        Table::get(mode)
-            .columns
-            .iter()
-            .map(|c| Field::new(c.name, data_type(c), c.nullable()))
-            .collect::<Vec<_>>(),
+    let table = Table::get(mode);
+    let fields = table.columns.iter().map(|c| {
+        Field::new(c.name, storage(c.ty).arrow, c.nullable()).with_metadata(HashMap::from([
+            (UNIT_KEY.to_string(), c.unit.to_string()),
+            (DESCRIPTION_KEY.to_string(), c.doc.to_string()),
+        ]))
+    });
+    let metadata = HashMap::from([("pandas".to_string(), pandas_metadata(table))]);
+    Arc::new(Schema::new_with_metadata(
+        fields.collect::<Vec<_>>(),
+        metadata,
     ))
+}
+
+/// Key/value metadata key of every column's unit and meaning as one JSON object keyed by column
+/// name (`{"racks": {"unit": "racks", "description": "..."}, ...}`), for the readers that do not
+/// show Arrow field metadata (DuckDB's `parquet_kv_metadata`, polars' `read_parquet_metadata`).
+pub const COLUMNS_KEY: &str = "racksweep.columns";
+
+/// The value of [`COLUMNS_KEY`] for a mode's files: the field metadata of [`schema`], by name.
+pub fn columns_metadata(mode: Mode) -> String {
+    let schema = schema(mode);
+    let columns: serde_json::Map<String, serde_json::Value> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let entries = f
+                .metadata()
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())));
+            (
+                f.name().clone(),
+                serde_json::Value::Object(entries.collect()),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(columns).to_string()
+}
+
+/// The `pandas` schema metadata pyarrow writes for a DataFrame (its `columns` with their
+/// `pandas_type` and `numpy_type`, no index), which pyarrow's `to_pandas` reads back.
+fn pandas_metadata(table: &Table) -> String {
+    let columns: Vec<serde_json::Value> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let s = storage(c.ty);
+            serde_json::json!({
+                "name": c.name,
+                "field_name": c.name,
+                "pandas_type": s.pandas_type,
+                "numpy_type": s.numpy_type,
+                "metadata": null,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": columns,
+        "creator": {"library": "racksweep", "version": env!("CARGO_PKG_VERSION")},
+    })
+    .to_string()
 }
 
 /// A mode's schema as a Markdown table (docs/schema.md): name, Arrow type, nullability, unit
 /// and meaning of every column, in file order.
 pub fn schema_markdown(mode: Mode) -> String {
     let mut out = String::from(
-        "| # | column | type | null when | unit | meaning |\n|---:|---|---|---|---|---|\n",
+        "| # | column | type | pandas | null when | unit | meaning |\n|---:|---|---|---|---|---|---|\n",
     );
     for (i, c) in Table::get(mode).columns.iter().enumerate() {
-        let ty = match c.ty {
-            Type::Id => "uint64",
-            Type::Label(_) => "string (dictionary)",
-            Type::Count => "uint32",
-            Type::Metric => "float64",
-            Type::Flag => "bool",
-        };
+        let Storage {
+            doc: ty,
+            numpy_type: pandas,
+            ..
+        } = storage(c.ty);
         let null = if c.nullable() {
             "does not apply"
         } else {
@@ -70,7 +161,7 @@ pub fn schema_markdown(mode: Mode) -> String {
         };
         let unit = if c.unit.is_empty() { "-" } else { c.unit };
         out.push_str(&format!(
-            "| {i} | `{}` | {ty} | {null} | {unit} | {} |\n",
+            "| {i} | `{}` | {ty} | {pandas} | {null} | {unit} | {} |\n",
             c.name, c.doc
         ));
     }
@@ -121,13 +212,16 @@ pub struct ParquetSink<R> {
 }
 
 impl<R: Record> ParquetSink<R> {
-    /// Creates `path` with the given file metadata (`racksweep.*` keys).
+    /// Creates `path` with the given file metadata (`racksweep.*` keys), to which it adds
+    /// [`COLUMNS_KEY`].
     pub fn create(
         path: &Path,
         labels: LabelValues,
         metadata: Vec<(String, String)>,
     ) -> Result<ParquetSink<R>> {
         let schema = schema(R::MODE);
+        let mut metadata = metadata;
+        metadata.push((COLUMNS_KEY.to_string(), columns_metadata(R::MODE)));
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
@@ -262,5 +356,79 @@ impl<R: Record> ParquetSink<R> {
         let file = buffered.into_inner().map_err(|e| e.into_error())?;
         file.file.sync_all()?;
         Ok(format!("{:x}", file.hasher.finalize()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field carries its column's unit and meaning; every number has a unit but the
+    /// identifiers (`config_id`, `workload_id`).
+    #[test]
+    fn fields_carry_unit_and_description() {
+        for mode in Mode::ALL {
+            let schema = schema(mode);
+            let table = Table::get(mode);
+            assert_eq!(schema.fields().len(), table.columns.len());
+            for (field, c) in schema.fields().iter().zip(&table.columns) {
+                let meta = field.metadata();
+                assert_eq!(
+                    meta.get(UNIT_KEY).map(String::as_str),
+                    Some(c.unit),
+                    "{}",
+                    c.name
+                );
+                assert_eq!(meta.get(DESCRIPTION_KEY).map(String::as_str), Some(c.doc));
+                assert!(c.doc.len() > 10, "{}: {:?}", c.name, c.doc);
+                if c.is_numeric() && !c.name.ends_with("_id") {
+                    assert!(!c.unit.is_empty(), "{} has no unit", c.name);
+                }
+            }
+        }
+    }
+
+    /// The `racksweep.columns` metadata is the field metadata, keyed by name.
+    #[test]
+    fn columns_metadata_is_the_field_metadata() {
+        let parsed: serde_json::Value =
+            serde_json::from_str(&columns_metadata(Mode::Inference)).unwrap();
+        assert_eq!(parsed["racks"]["unit"], "racks");
+        assert_eq!(parsed["tpot_ms"]["unit"], "ms");
+        assert_eq!(parsed["hardware"]["unit"], "");
+        let table = Table::get(Mode::Training);
+        let parsed: serde_json::Value =
+            serde_json::from_str(&columns_metadata(Mode::Training)).unwrap();
+        assert_eq!(parsed.as_object().unwrap().len(), table.columns.len());
+        for c in &table.columns {
+            assert_eq!(parsed[c.name]["description"], c.doc, "{}", c.name);
+        }
+    }
+
+    /// The pandas metadata names every column, in order, with the dtype of its type: nullable
+    /// extension dtypes for counts and flags, so that a file without nulls reads as one with.
+    #[test]
+    fn pandas_metadata_gives_one_dtype_per_type() {
+        for mode in Mode::ALL {
+            let schema = schema(mode);
+            let pandas: serde_json::Value =
+                serde_json::from_str(&schema.metadata()["pandas"]).unwrap();
+            let columns = pandas["columns"].as_array().unwrap();
+            let table = Table::get(mode);
+            assert_eq!(columns.len(), table.columns.len());
+            for (p, c) in columns.iter().zip(&table.columns) {
+                assert_eq!(p["name"], c.name);
+                assert_eq!(p["field_name"], c.name);
+                let want = match c.ty {
+                    Type::Id => "uint64",
+                    Type::Label(_) => "category",
+                    Type::Count => "UInt32",
+                    Type::Metric => "float64",
+                    Type::Flag => "boolean",
+                };
+                assert_eq!(p["numpy_type"], want, "{}", c.name);
+            }
+            assert_eq!(pandas["index_columns"], serde_json::json!([]));
+        }
     }
 }
