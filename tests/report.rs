@@ -83,12 +83,12 @@ fn the_reports_answers_are_those_of_brute_force() {
     let rankings = [
         Ranking {
             objective: objective("max tokens_per_s_per_gpu"),
-            group: Some(hardware),
+            groups: vec![hardware],
             n: 1,
         },
         Ranking {
             objective: objective("min tpot_ms"),
-            group: None,
+            groups: Vec::new(),
             n: 7,
         },
     ];
@@ -158,7 +158,7 @@ fn the_reports_answers_are_those_of_brute_force() {
     let got: Vec<(String, (f64, u64))> = d.ranked[0]
         .iter()
         .map(|(g, list)| {
-            let Some(GroupValue::Label(h)) = g else {
+            let [GroupValue::Label(h)] = g.as_slice() else {
                 panic!("hardware groups are labels")
             };
             assert_eq!(list.len(), 1);
@@ -180,7 +180,7 @@ fn the_reports_answers_are_those_of_brute_force() {
         .into_iter()
         .map(|id| (id, tpot_of[&id]))
         .collect();
-    assert_eq!(d.ranked[1], vec![(None, want)]);
+    assert_eq!(d.ranked[1], vec![(Vec::new(), want)]);
 
     // Per-hardware frontiers and the global one.
     let points = |filter: &dyn Fn(usize) -> bool| -> Vec<(u64, f64, f64)> {
@@ -289,6 +289,80 @@ fn a_sized_run_gets_the_racks_chart() {
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("![Racks against users served](report-racks-against-users-served.svg)"));
     assert!(md.contains("### By batch size"));
+    assert!(md.contains("- **SLOs**: TTFT p99 <= 2,000 ms, at least 20 tokens/s per user"));
+    assert!(md.contains("- **demand**: 50,000 concurrent users"));
+
+    // The review's table: one row per hardware x ownership x pricing, its cheapest admitted
+    // configuration by USD/Mtok, best first; by brute force over every row of the run.
+    let b = read_configs(&dir);
+    let ids = column_u64(&b, "config_id");
+    let hw = column_labels(&b, "hardware");
+    let own = column_labels(&b, "ownership");
+    let pricing = column_labels(&b, "pricing");
+    let usd = column_f64(&b, "usd_per_mtok");
+    let ok = column_flags(&b, "feasible");
+    let demand_met = column_flags(&b, "demand_met");
+    let meets_slo = column_flags(&b, "meets_slo");
+    let mut best: BTreeMap<(String, String, String), (f64, u64)> = BTreeMap::new();
+    for i in 0..ids.len() {
+        let (true, true, true, Some(v)) = (ok[i], demand_met[i], meets_slo[i], usd[i]) else {
+            continue;
+        };
+        // pricing is null when owned.
+        let p = if own[i] == "owned" {
+            "-"
+        } else {
+            pricing[i].as_str()
+        };
+        let e = best
+            .entry((hw[i].clone(), own[i].clone(), p.to_string()))
+            .or_insert((v, ids[i]));
+        if v < e.0 || (v == e.0 && ids[i] < e.1) {
+            *e = (v, ids[i]);
+        }
+    }
+    let mut want: Vec<(f64, u64, String, String, String)> = best
+        .into_iter()
+        .map(|((h, o, p), (v, id))| (v, id, h, o, p))
+        .collect();
+    want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let section = md
+        .split("## Cheapest per hardware and ownership")
+        .nth(1)
+        .expect("the review's table")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let table: Vec<Vec<&str>> = section
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let at = |name: &str| table[0].iter().position(|c| *c == name).unwrap();
+    let got: Vec<(String, String, String, String, String)> = table[2..]
+        .iter()
+        .map(|r| {
+            let cell = |n: &str| r[at(n)].to_string();
+            (
+                cell("USD/Mtok"),
+                cell("config_id"),
+                cell("hardware"),
+                cell("ownership"),
+                cell("pricing"),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, String, String, String)> = want
+        .into_iter()
+        .map(|(v, id, h, o, p)| (number(v), id.to_string(), h, o, p))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 5, "three GPUs owned, two with a cloud price");
+    assert!(section.contains("No row: mi355x cloud"));
+    assert_snapshot(
+        &root().join("tests/snapshots/report-qwen3-235b-50k-users.md"),
+        &masked(&md),
+    );
 }
 
 #[test]
@@ -392,17 +466,17 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     let rankings = [
         Ranking {
             objective: objective("min effective_time_to_train_days"),
-            group: Some(column("hardware")),
+            groups: vec![column("hardware")],
             n: 1,
         },
         Ranking {
             objective: objective("min usd_per_run"),
-            group: None,
+            groups: Vec::new(),
             n: 6,
         },
         Ranking {
             objective: objective("max mfu_pct"),
-            group: Some(column("precision")),
+            groups: vec![column("precision")],
             n: 2,
         },
     ];
@@ -471,7 +545,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     }
     let want: digest::Ranked = best
         .into_iter()
-        .map(|(h, (v, id))| (Some(GroupValue::Label(h)), vec![(id, v)]))
+        .map(|(h, (v, id))| (vec![GroupValue::Label(h)], vec![(id, v)]))
         .collect();
     assert_eq!(d.ranked[0], want);
     assert_eq!(want.len(), 3, "every hardware has an admitted layout");
@@ -486,7 +560,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
         .into_iter()
         .map(|id| (id, cost_of[&id]))
         .collect();
-    assert_eq!(d.ranked[1], vec![(None, want)]);
+    assert_eq!(d.ranked[1], vec![(Vec::new(), want)]);
 
     // The two best MFUs per precision, precisions in alphabetical order.
     let mfu_of: BTreeMap<u64, f64> = admitted
@@ -503,7 +577,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
                 .collect();
             let top = best_ids(of_p, 2, true);
             let list = top.into_iter().map(|id| (id, mfu_of[&id])).collect();
-            (Some(GroupValue::Label(p.to_string())), list)
+            (vec![GroupValue::Label(p.to_string())], list)
         })
         .collect();
     assert_eq!(d.ranked[2], want);
