@@ -704,3 +704,43 @@ fn a_training_run_without_constraints_admits_every_feasible_layout() {
     assert!(!md.contains("| turned away |"), "{md}");
     assert!(md.contains("- **constraints**: none"), "{md}");
 }
+
+/// The colour of each hardware's line in a report's charts, from its SVG.
+fn series_colours(dir: &Path) -> BTreeMap<String, String> {
+    let svg = std::fs::read_to_string(dir.join("report-cost-against-time-to-first-token.svg"))
+        .unwrap();
+    svg.split(r#"<g class="series" data-name=""#)
+        .skip(1)
+        .map(|s| {
+            let name = s.split('"').next().unwrap().to_string();
+            let colour = s.split(r#"stroke=""#).nth(1).unwrap();
+            (name, colour.split('"').next().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_hardware_keeps_its_colour_across_reports() {
+    // Two runs with different hardware: b200 is in both, fourth in one legend and first in
+    // the other.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut colours = Vec::new();
+    for sweep in ["sweeps/quickstart.toml", "sweeps/qwen3-235b-50k-users.toml"] {
+        let dir = run_sweep(sweep, tmp.path());
+        let o = run(&["report", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        colours.push(series_colours(&dir));
+    }
+    assert_eq!(colours[0].len(), 4);
+    assert_eq!(colours[1].len(), 3);
+    assert_eq!(colours[0]["b200"], colours[1]["b200"]);
+    // The colour is the catalog position's: b200 is the catalog's fifth GPU.
+    let catalog = racksweep::catalog::Catalog::builtin().unwrap();
+    let b200 = catalog.gpus.iter().position(|g| g.id == "b200").unwrap();
+    assert_eq!(colours[0]["b200"], racksweep::report::svg::PALETTE[b200]);
+    // Different hardware, different colours, in each report.
+    for c in &colours {
+        let distinct: BTreeSet<&String> = c.values().collect();
+        assert_eq!(distinct.len(), c.len());
+    }
+}
