@@ -707,8 +707,8 @@ fn a_training_run_without_constraints_admits_every_feasible_layout() {
 
 /// The colour of each hardware's line in a report's charts, from its SVG.
 fn series_colours(dir: &Path) -> BTreeMap<String, String> {
-    let svg = std::fs::read_to_string(dir.join("report-cost-against-time-to-first-token.svg"))
-        .unwrap();
+    let svg =
+        std::fs::read_to_string(dir.join("report-cost-against-time-to-first-token.svg")).unwrap();
     svg.split(r#"<g class="series" data-name=""#)
         .skip(1)
         .map(|s| {

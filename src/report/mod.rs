@@ -564,17 +564,38 @@ fn compare_blocks(c: &Context, ranked: &Ranked, ranking: &Ranking, t: &Tables) -
             requirements(schema),
         )),
     ];
-    let mut best: Vec<(f64, u64)> = ranked
+    // Workload by workload (the rankings come in group order, workload columns first), best
+    // first within each.
+    let workload: Vec<usize> = ranking
+        .groups
         .iter()
-        .filter_map(|(_, l)| l.first().map(|&(id, v)| (v, id)))
+        .enumerate()
+        .filter(|&(_, &c)| schema.columns[c].role == crate::columns::Role::Workload)
+        .map(|(k, _)| k)
         .collect();
+    let mut best: Vec<(usize, f64, u64)> = Vec::new();
+    let mut last: Option<Vec<String>> = None;
+    let mut w = 0;
+    for (g, l) in ranked {
+        let Some(&(id, v)) = l.first() else { continue };
+        let key: Vec<String> = workload.iter().map(|&k| g[k].text()).collect();
+        if last.as_ref().is_some_and(|k| *k != key) {
+            w += 1;
+        }
+        last = Some(key);
+        best.push((w, v, id));
+    }
     let sign = if ranking.objective.maximize {
         -1.0
     } else {
         1.0
     };
-    best.sort_by(|a, b| (sign * a.0).total_cmp(&(sign * b.0)).then(a.1.cmp(&b.1)));
-    blocks.push(t.table_led(best.iter().map(|p| p.1), names));
+    best.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then((sign * a.1).total_cmp(&(sign * b.1)))
+            .then(a.2.cmp(&b.2))
+    });
+    blocks.push(t.table_led(best.iter().map(|p| p.2), names));
     // Hardware x ownership pairs of the grid without a row.
     if let Ok(sweep) = c.sweep {
         let labels = sweep.labels();
