@@ -56,10 +56,12 @@ pub fn facts(sweep: &Sweep) -> Vec<(String, String)> {
     facts
 }
 
-/// The sweep's SLOs as bounds on the columns the report draws: the column, the bound in the
-/// column's unit, and a label. A user's rate at load (`tokens_per_s_per_user_at_load`) is at
-/// least the rate at the p99 TPOT that the SLO bounds, so the SLO bounds it too.
-pub fn slo_bounds(sweep: &Sweep) -> Vec<(&'static str, f64, String)> {
+/// The sweep's SLOs and user demand as bounds on the columns the report draws: the column, the
+/// bound in the column's unit, and a label. A user's rate at load
+/// (`tokens_per_s_per_user_at_load`) is at least the rate at the p99 TPOT that the SLO bounds,
+/// so the SLO bounds it too; a demand of concurrent users (times `demand_scale`) bounds the
+/// users a sized cluster supports.
+pub fn bounds(sweep: &Sweep) -> Vec<(&'static str, f64, String)> {
     let Sweep::Inference(spec) = sweep else {
         return Vec::new();
     };
@@ -86,6 +88,14 @@ pub fn slo_bounds(sweep: &Sweep) -> Vec<(&'static str, f64, String)> {
                     "tokens_per_s_per_user_at_load",
                     r,
                     format!("SLO: >= {} tokens/s per user", number(r)),
+                )
+            }),
+            w.demand.and_then(|d| d.concurrent_users).map(|u| {
+                let users = u * w.demand_scale;
+                (
+                    "users_supported",
+                    users,
+                    format!("demand: {} users", number(users)),
                 )
             }),
         ];

@@ -262,7 +262,7 @@ struct Tables<'a> {
     schema: &'a Schema,
     /// The catalog's GPU ids, in catalog order: a hardware's colour in every chart.
     gpus: &'a [String],
-    /// The sweep's SLOs as bounds on columns (`asks::slo_bounds`).
+    /// The sweep's SLOs and user demand as bounds on columns (`asks::bounds`).
     bounds: &'a [(&'static str, f64, String)],
 }
 
@@ -351,7 +351,7 @@ impl Tables<'_> {
             .collect()
     }
 
-    /// The SLO lines of a chart of `x` against `y`.
+    /// The SLO and demand lines of a chart of `x` against `y`.
     fn limits(&self, x: &str, y: &str) -> Vec<Limit> {
         self.bounds
             .iter()
@@ -457,7 +457,7 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
     let bounds = c
         .sweep
         .as_ref()
-        .map(|s| asks::slo_bounds(s))
+        .map(|s| asks::bounds(s))
         .unwrap_or_default();
     let t = Tables {
         digest: d,

@@ -472,9 +472,14 @@ impl Chart {
         // Requirements: a dashed line across the plot, labelled at its end.
         for l in &self.limits {
             let (x1, y1, x2, y2, tx, ty, anchor) = match l.along {
+                // Labelled on the side with room: inside the plot.
                 Along::X => {
                     let x = px(l.value);
-                    (x, TOP, x, TOP + ph, x - 4.0, TOP + 12.0, "end")
+                    if x < LEFT + pw / 2.0 {
+                        (x, TOP, x, TOP + ph, x + 4.0, TOP + 12.0, "start")
+                    } else {
+                        (x, TOP, x, TOP + ph, x - 4.0, TOP + 12.0, "end")
+                    }
                 }
                 Along::Y => {
                     let y = py(l.value);
