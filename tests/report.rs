@@ -273,10 +273,38 @@ fn report_writes_a_self_contained_page_and_markdown() {
 
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("Not drawn: racks against users served"));
+    assert!(md.contains("- **SLOs**: none"));
     assert_snapshot(
         &root().join("tests/snapshots/report-quickstart.md"),
         &masked(&md),
     );
+}
+
+/// The review's table of a report.md: its section's text and its rows, cells by header.
+fn review_table(md: &str) -> (&str, Vec<BTreeMap<String, String>>) {
+    let section = md
+        .split("## Cheapest per hardware and ownership")
+        .nth(1)
+        .expect("the review's table")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let table: Vec<Vec<&str>> = section
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let rows = table[2..]
+        .iter()
+        .map(|r| {
+            table[0]
+                .iter()
+                .zip(r)
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect()
+        })
+        .collect();
+    (section, rows)
 }
 
 #[test]
@@ -326,29 +354,16 @@ fn a_sized_run_gets_the_racks_chart() {
         .map(|((h, o, p), (v, id))| (v, id, h, o, p))
         .collect();
     want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let section = md
-        .split("## Cheapest per hardware and ownership")
-        .nth(1)
-        .expect("the review's table")
-        .split("\n## ")
-        .next()
-        .unwrap();
-    let table: Vec<Vec<&str>> = section
-        .lines()
-        .filter(|l| l.starts_with('|'))
-        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
-        .collect();
-    let at = |name: &str| table[0].iter().position(|c| *c == name).unwrap();
-    let got: Vec<(String, String, String, String, String)> = table[2..]
+    let (section, table) = review_table(&md);
+    let got: Vec<(String, String, String, String, String)> = table
         .iter()
-        .map(|r| {
-            let cell = |n: &str| r[at(n)].to_string();
+        .map(|cell| {
             (
-                cell("USD/Mtok"),
-                cell("config_id"),
-                cell("hardware"),
-                cell("ownership"),
-                cell("pricing"),
+                cell["USD/Mtok"].clone(),
+                cell["config_id"].clone(),
+                cell["hardware"].clone(),
+                cell["ownership"].clone(),
+                cell["pricing"].clone(),
             )
         })
         .collect();
@@ -664,6 +679,47 @@ fn a_training_report_draws_its_trades_and_speaks_of_training() {
         );
     }
     assert!(md.contains("### By ZeRO stage") && md.contains("### By precision"));
+
+    // The review's table: per hardware x ownership, the cheapest admitted run, best first; by
+    // brute force over every row.
+    let b = read_configs(&dir);
+    let ids = column_u64(&b, "config_id");
+    let hw = column_labels(&b, "hardware");
+    let own = column_labels(&b, "ownership");
+    let usd = column_f64(&b, "usd_per_run");
+    let ok = column_flags(&b, "feasible");
+    let days = column_f64(&b, "effective_time_to_train_days");
+    let kw = column_f64(&b, "facility_power_kw");
+    let mut best: BTreeMap<(String, String), (f64, u64)> = BTreeMap::new();
+    for i in 0..ids.len() {
+        let admitted =
+            ok[i] && days[i].is_some_and(|d| d <= 10.0) && kw[i].is_some_and(|k| k <= 4000.0);
+        let (true, Some(v)) = (admitted, usd[i]) else {
+            continue;
+        };
+        let e = best
+            .entry((hw[i].clone(), own[i].clone()))
+            .or_insert((v, ids[i]));
+        if v < e.0 || (v == e.0 && ids[i] < e.1) {
+            *e = (v, ids[i]);
+        }
+    }
+    let mut want: Vec<(f64, u64, String, String)> = best
+        .into_iter()
+        .map(|((h, o), (v, id))| (v, id, h, o))
+        .collect();
+    want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let want: Vec<[String; 4]> = want
+        .into_iter()
+        .map(|(v, id, h, o)| [number(v), id.to_string(), h, o])
+        .collect();
+    let (_, table) = review_table(&md);
+    let got: Vec<[String; 4]> = table
+        .iter()
+        .map(|c| ["USD/run", "config_id", "hardware", "ownership"].map(|n| c[n].clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 6, "three GPUs, cloud and owned");
     assert_snapshot(
         &root().join("tests/snapshots/report-training-small.md"),
         &masked(&md),
