@@ -83,12 +83,12 @@ fn the_reports_answers_are_those_of_brute_force() {
     let rankings = [
         Ranking {
             objective: objective("max tokens_per_s_per_gpu"),
-            group: Some(hardware),
+            groups: vec![hardware],
             n: 1,
         },
         Ranking {
             objective: objective("min tpot_ms"),
-            group: None,
+            groups: Vec::new(),
             n: 7,
         },
     ];
@@ -158,7 +158,7 @@ fn the_reports_answers_are_those_of_brute_force() {
     let got: Vec<(String, (f64, u64))> = d.ranked[0]
         .iter()
         .map(|(g, list)| {
-            let Some(GroupValue::Label(h)) = g else {
+            let [GroupValue::Label(h)] = g.as_slice() else {
                 panic!("hardware groups are labels")
             };
             assert_eq!(list.len(), 1);
@@ -180,7 +180,7 @@ fn the_reports_answers_are_those_of_brute_force() {
         .into_iter()
         .map(|id| (id, tpot_of[&id]))
         .collect();
-    assert_eq!(d.ranked[1], vec![(None, want)]);
+    assert_eq!(d.ranked[1], vec![(Vec::new(), want)]);
 
     // Per-hardware frontiers and the global one.
     let points = |filter: &dyn Fn(usize) -> bool| -> Vec<(u64, f64, f64)> {
@@ -273,10 +273,38 @@ fn report_writes_a_self_contained_page_and_markdown() {
 
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("Not drawn: racks against users served"));
+    assert!(md.contains("- **SLOs**: none"));
     assert_snapshot(
         &root().join("tests/snapshots/report-quickstart.md"),
         &masked(&md),
     );
+}
+
+/// The review's table of a report.md: its section's text and its rows, cells by header.
+fn review_table(md: &str) -> (&str, Vec<BTreeMap<String, String>>) {
+    let section = md
+        .split("## Cheapest per hardware and ownership")
+        .nth(1)
+        .expect("the review's table")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let table: Vec<Vec<&str>> = section
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let rows = table[2..]
+        .iter()
+        .map(|r| {
+            table[0]
+                .iter()
+                .zip(r)
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect()
+        })
+        .collect();
+    (section, rows)
 }
 
 #[test]
@@ -289,6 +317,67 @@ fn a_sized_run_gets_the_racks_chart() {
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("![Racks against users served](report-racks-against-users-served.svg)"));
     assert!(md.contains("### By batch size"));
+    assert!(md.contains("- **SLOs**: TTFT p99 <= 2,000 ms, at least 20 tokens/s per user"));
+    assert!(md.contains("- **demand**: 50,000 concurrent users"));
+
+    // The review's table: one row per hardware x ownership x pricing, its cheapest admitted
+    // configuration by USD/Mtok, best first; by brute force over every row of the run.
+    let b = read_configs(&dir);
+    let ids = column_u64(&b, "config_id");
+    let hw = column_labels(&b, "hardware");
+    let own = column_labels(&b, "ownership");
+    let pricing = column_labels(&b, "pricing");
+    let usd = column_f64(&b, "usd_per_mtok");
+    let ok = column_flags(&b, "feasible");
+    let demand_met = column_flags(&b, "demand_met");
+    let meets_slo = column_flags(&b, "meets_slo");
+    let mut best: BTreeMap<(String, String, String), (f64, u64)> = BTreeMap::new();
+    for i in 0..ids.len() {
+        let (true, true, true, Some(v)) = (ok[i], demand_met[i], meets_slo[i], usd[i]) else {
+            continue;
+        };
+        // pricing is null when owned.
+        let p = if own[i] == "owned" {
+            "-"
+        } else {
+            pricing[i].as_str()
+        };
+        let e = best
+            .entry((hw[i].clone(), own[i].clone(), p.to_string()))
+            .or_insert((v, ids[i]));
+        if v < e.0 || (v == e.0 && ids[i] < e.1) {
+            *e = (v, ids[i]);
+        }
+    }
+    let mut want: Vec<(f64, u64, String, String, String)> = best
+        .into_iter()
+        .map(|((h, o, p), (v, id))| (v, id, h, o, p))
+        .collect();
+    want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (section, table) = review_table(&md);
+    let got: Vec<(String, String, String, String, String)> = table
+        .iter()
+        .map(|cell| {
+            (
+                cell["USD/Mtok"].clone(),
+                cell["config_id"].clone(),
+                cell["hardware"].clone(),
+                cell["ownership"].clone(),
+                cell["pricing"].clone(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, String, String, String)> = want
+        .into_iter()
+        .map(|(v, id, h, o, p)| (number(v), id.to_string(), h, o, p))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 5, "three GPUs owned, two with a cloud price");
+    assert!(section.contains("No row: mi355x cloud"));
+    assert_snapshot(
+        &root().join("tests/snapshots/report-qwen3-235b-50k-users.md"),
+        &masked(&md),
+    );
 }
 
 #[test]
@@ -392,17 +481,17 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     let rankings = [
         Ranking {
             objective: objective("min effective_time_to_train_days"),
-            group: Some(column("hardware")),
+            groups: vec![column("hardware")],
             n: 1,
         },
         Ranking {
             objective: objective("min usd_per_run"),
-            group: None,
+            groups: Vec::new(),
             n: 6,
         },
         Ranking {
             objective: objective("max mfu_pct"),
-            group: Some(column("precision")),
+            groups: vec![column("precision")],
             n: 2,
         },
     ];
@@ -471,7 +560,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
     }
     let want: digest::Ranked = best
         .into_iter()
-        .map(|(h, (v, id))| (Some(GroupValue::Label(h)), vec![(id, v)]))
+        .map(|(h, (v, id))| (vec![GroupValue::Label(h)], vec![(id, v)]))
         .collect();
     assert_eq!(d.ranked[0], want);
     assert_eq!(want.len(), 3, "every hardware has an admitted layout");
@@ -486,7 +575,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
         .into_iter()
         .map(|id| (id, cost_of[&id]))
         .collect();
-    assert_eq!(d.ranked[1], vec![(None, want)]);
+    assert_eq!(d.ranked[1], vec![(Vec::new(), want)]);
 
     // The two best MFUs per precision, precisions in alphabetical order.
     let mfu_of: BTreeMap<u64, f64> = admitted
@@ -503,7 +592,7 @@ fn a_training_reports_answers_are_those_of_brute_force() {
                 .collect();
             let top = best_ids(of_p, 2, true);
             let list = top.into_iter().map(|id| (id, mfu_of[&id])).collect();
-            (Some(GroupValue::Label(p.to_string())), list)
+            (vec![GroupValue::Label(p.to_string())], list)
         })
         .collect();
     assert_eq!(d.ranked[2], want);
@@ -590,6 +679,47 @@ fn a_training_report_draws_its_trades_and_speaks_of_training() {
         );
     }
     assert!(md.contains("### By ZeRO stage") && md.contains("### By precision"));
+
+    // The review's table: per hardware x ownership, the cheapest admitted run, best first; by
+    // brute force over every row.
+    let b = read_configs(&dir);
+    let ids = column_u64(&b, "config_id");
+    let hw = column_labels(&b, "hardware");
+    let own = column_labels(&b, "ownership");
+    let usd = column_f64(&b, "usd_per_run");
+    let ok = column_flags(&b, "feasible");
+    let days = column_f64(&b, "effective_time_to_train_days");
+    let kw = column_f64(&b, "facility_power_kw");
+    let mut best: BTreeMap<(String, String), (f64, u64)> = BTreeMap::new();
+    for i in 0..ids.len() {
+        let admitted =
+            ok[i] && days[i].is_some_and(|d| d <= 10.0) && kw[i].is_some_and(|k| k <= 4000.0);
+        let (true, Some(v)) = (admitted, usd[i]) else {
+            continue;
+        };
+        let e = best
+            .entry((hw[i].clone(), own[i].clone()))
+            .or_insert((v, ids[i]));
+        if v < e.0 || (v == e.0 && ids[i] < e.1) {
+            *e = (v, ids[i]);
+        }
+    }
+    let mut want: Vec<(f64, u64, String, String)> = best
+        .into_iter()
+        .map(|((h, o), (v, id))| (v, id, h, o))
+        .collect();
+    want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let want: Vec<[String; 4]> = want
+        .into_iter()
+        .map(|(v, id, h, o)| [number(v), id.to_string(), h, o])
+        .collect();
+    let (_, table) = review_table(&md);
+    let got: Vec<[String; 4]> = table
+        .iter()
+        .map(|c| ["USD/run", "config_id", "hardware", "ownership"].map(|n| c[n].clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 6, "three GPUs, cloud and owned");
     assert_snapshot(
         &root().join("tests/snapshots/report-training-small.md"),
         &masked(&md),
@@ -629,4 +759,44 @@ fn a_training_run_without_constraints_admits_every_feasible_layout() {
     );
     assert!(!md.contains("| turned away |"), "{md}");
     assert!(md.contains("- **constraints**: none"), "{md}");
+}
+
+/// The colour of each hardware's line in a report's charts, from its SVG.
+fn series_colours(dir: &Path) -> BTreeMap<String, String> {
+    let svg =
+        std::fs::read_to_string(dir.join("report-cost-against-time-to-first-token.svg")).unwrap();
+    svg.split(r#"<g class="series" data-name=""#)
+        .skip(1)
+        .map(|s| {
+            let name = s.split('"').next().unwrap().to_string();
+            let colour = s.split(r#"stroke=""#).nth(1).unwrap();
+            (name, colour.split('"').next().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_hardware_keeps_its_colour_across_reports() {
+    // Two runs with different hardware: b200 is in both, fourth in one legend and first in
+    // the other.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut colours = Vec::new();
+    for sweep in ["sweeps/quickstart.toml", "sweeps/qwen3-235b-50k-users.toml"] {
+        let dir = run_sweep(sweep, tmp.path());
+        let o = run(&["report", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        colours.push(series_colours(&dir));
+    }
+    assert_eq!(colours[0].len(), 4);
+    assert_eq!(colours[1].len(), 3);
+    assert_eq!(colours[0]["b200"], colours[1]["b200"]);
+    // The colour is the catalog position's: b200 is the catalog's fifth GPU.
+    let catalog = racksweep::catalog::Catalog::builtin().unwrap();
+    let b200 = catalog.gpus.iter().position(|g| g.id == "b200").unwrap();
+    assert_eq!(colours[0]["b200"], racksweep::report::svg::PALETTE[b200]);
+    // Different hardware, different colours, in each report.
+    for c in &colours {
+        let distinct: BTreeSet<&String> = c.values().collect();
+        assert_eq!(distinct.len(), c.len());
+    }
 }

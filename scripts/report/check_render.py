@@ -25,13 +25,13 @@ def main(dom_path, png_path, charts):
     found = dom.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"')
     if found != charts:
         fail(f"{dom_path}: {found} charts in the DOM, expected {charts}")
-    for section in ("Summary", "Best configuration per hardware", "Pareto frontier",
+    for section in ("Summary", "Cheapest per hardware and ownership", "Pareto frontier",
                     "Configurations turned away", "Sweep definition"):
         if f">{section}</h2>" not in dom:
             fail(f"{dom_path}: no section {section!r}")
     if "<table>" not in dom:
         fail(f"{dom_path}: no table")
-    colours = sorted(set(re.findall(r'<g class="series"><polyline points="[^"]*" fill="none" stroke="(#[0-9A-Fa-f]{6})"', dom)))
+    colours = sorted(set(re.findall(r'<g class="series" data-name="[^"]*"><polyline points="[^"]*" fill="none" stroke="(#[0-9A-Fa-f]{6})"', dom)))
     if not colours:
         fail(f"{dom_path}: no series")
 

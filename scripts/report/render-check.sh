@@ -4,11 +4,13 @@
 # renders each report.html in headless Chromium, and checks that the page loads without a
 # console message (the page has no script, so any message is an error: a blocked fetch, a bad
 # resource), that the DOM has the charts, and that the screenshot (PNG) shows every hardware's
-# colour. Run by .ci/run.
+# colour. Then prints the sized and the training report to PDF on A4 and Letter, portrait and
+# landscape, renders the pages, and checks that every table column lies inside the page
+# (check_print.py). Run by .ci/run.
 #
 # Chromium is Debian's `chromium` package; installed with apt when missing and running as root,
-# otherwise the check is skipped with a notice. Screenshots are kept in $1 (default: a
-# temporary directory, removed at exit).
+# otherwise the check is skipped with a notice. Screenshots, PDFs and the first page of each
+# PDF as PNG are kept in $1 (default: a temporary directory, removed at exit).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -29,6 +31,9 @@ venv=${RACKSWEEP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/racksweep-venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import PIL' 2>/dev/null ||
     "$venv/bin/pip" install --quiet --disable-pip-version-check pillow
+# PDFium's Python bindings, to read the printed pages' text positions and render them.
+"$venv/bin/python" -c 'import pypdfium2' 2>/dev/null ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check pypdfium2
 py="$venv/bin/python"
 
 cargo build --release --locked --quiet
@@ -61,7 +66,22 @@ check() { # sweep, expected charts
     "$py" "$here/check_render.py" "$work/$name.dom" "$shots/$name.png" "$charts"
 }
 
+print_check() { # run name (already reported by check)
+    local name=$1 page tag
+    for page in "A4 portrait" "A4 landscape" "Letter portrait" "Letter landscape"; do
+        tag="$name-${page// /-}"
+        "$py" "$here/check_print.py" mark "$work/runs/$name/report.html" \
+            "$work/runs/$name/$tag.html" "$page"
+        timeout 120 "$chromium" "${flags[@]}" --no-pdf-header-footer \
+            --print-to-pdf="$shots/$tag.pdf" "file://$work/runs/$name/$tag.html" \
+            >/dev/null 2>>"$work/$name.log"
+        "$py" "$here/check_print.py" check "$work/runs/$name/$tag.html" "$shots/$tag.pdf" "$shots"
+    done
+}
+
 check sweeps/qwen3-235b-50k-users.toml 3
 check sweeps/quickstart.toml 2
 check tests/specs/training-small.toml 3
+print_check qwen3-235b-50k-users
+print_check training-small
 echo "ok: reports render in $("$chromium" --version 2>/dev/null | head -1) (screenshots in $shots)"

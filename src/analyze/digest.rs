@@ -13,21 +13,25 @@ use super::{admitted, for_each_slice, predicate, scan, select, table};
 use crate::columns::{Schema, Type};
 use crate::pareto::{Constraint, Objective, non_dominated_ids};
 
-/// The best `n` admitted rows by `objective`, per value of the `group` column (or overall).
-#[derive(Debug, Clone, Copy)]
+/// The best `n` admitted rows by `objective`, per combination of values of the `groups`
+/// columns (none: overall).
+#[derive(Debug, Clone)]
 pub struct Ranking {
     pub objective: Objective,
-    /// Index into the run's [`Schema`] columns of the column whose values split the rows.
-    pub group: Option<usize>,
+    /// Indices into the run's [`Schema`] columns of the columns whose values split the rows.
+    pub groups: Vec<usize>,
     pub n: usize,
 }
 
 /// A value of a group column: numbers sort numerically, labels alphabetically (or in their
-/// vocabulary's order, when the label has a fixed one).
+/// vocabulary's order, when the label has a fixed one), a null label last. Rows with a null
+/// number are left out of a numeric column's groups.
 #[derive(Debug, Clone, PartialEq, PartialOrd)]
 pub enum GroupValue {
     Number(f64),
     Label(String),
+    /// A null label (an owned row's pricing).
+    Null,
 }
 
 impl GroupValue {
@@ -35,12 +39,14 @@ impl GroupValue {
         match self {
             GroupValue::Number(v) => crate::format::number(*v),
             GroupValue::Label(s) => s.clone(),
+            GroupValue::Null => "-".to_string(),
         }
     }
 }
 
-/// A ranking's answer: per group value (in order), the config_ids best first with their values.
-pub type Ranked = Vec<(Option<GroupValue>, Vec<(u64, f64)>)>;
+/// A ranking's answer: per combination of group values (in order), the config_ids best first
+/// with their values.
+pub type Ranked = Vec<(Vec<GroupValue>, Vec<(u64, f64)>)>;
 
 /// Two objectives traded against each other, per hardware.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +169,10 @@ impl Values {
     fn group(&self, i: usize) -> Option<GroupValue> {
         match self {
             Values::Number(v) => v.get(i).filter(|x| x.is_finite()).map(GroupValue::Number),
-            Values::Label(v) => v.get(i).map(|s| GroupValue::Label(s.to_string())),
+            Values::Label(v) => Some(
+                v.get(i)
+                    .map_or(GroupValue::Null, |s| GroupValue::Label(s.to_string())),
+            ),
         }
     }
 }
@@ -172,7 +181,7 @@ impl Values {
 type Fronts = BTreeMap<String, Vec<(u64, [f64; 2])>>;
 
 /// Running best-`n` lists of one ranking, per group value; keys are oriented (larger is better).
-type Best = Vec<(Option<GroupValue>, Vec<(f64, u64)>)>;
+type Best = Vec<(Vec<GroupValue>, Vec<(f64, u64)>)>;
 
 /// Keeps the `n` best of `list`, best first (ties: lower config_id first).
 fn keep_best(list: &mut Vec<(f64, u64)>, n: usize) {
@@ -206,7 +215,7 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
     let mut needed: BTreeSet<usize> = BTreeSet::from([hardware]);
     for r in rankings {
         needed.insert(r.objective.column);
-        needed.extend(r.group);
+        needed.extend(r.groups.iter().copied());
     }
     for t in trades {
         needed.extend([t.x.column, t.y.column]);
@@ -283,17 +292,17 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         for (r, best) in rankings.iter().zip(&mut best) {
             let v = &values[&r.objective.column];
             let sign = if r.objective.maximize { 1.0 } else { -1.0 };
-            for i in 0..df.height() {
+            'rows: for i in 0..df.height() {
                 let (Some(id), Some(x)) = (ids.get(i), v.number(i)) else {
                     continue;
                 };
-                let g = match r.group {
-                    Some(g) => match values[&g].group(i) {
-                        Some(value) => Some(value),
-                        None => continue,
-                    },
-                    None => None,
-                };
+                let mut g = Vec::with_capacity(r.groups.len());
+                for c in &r.groups {
+                    match values[c].group(i) {
+                        Some(value) => g.push(value),
+                        None => continue 'rows,
+                    }
+                }
                 let list = match best.iter().position(|(k, _)| *k == g) {
                     Some(at) => &mut best[at].1,
                     None => {
@@ -380,23 +389,32 @@ fn digest_sliced(run: &Finished, ask: &Ask, slice_rows: u32) -> Result<Digest> {
         .map(|(r, mut groups)| {
             let sign = if r.objective.maximize { 1.0 } else { -1.0 };
             // A label with a fixed vocabulary (recompute: none, selective, full) keeps its
-            // order; other labels sort alphabetically, numbers numerically.
-            let vocabulary = r
-                .group
-                .and_then(|g| match schema.columns[g].ty {
-                    Type::Label(l) => l.fixed_values(),
-                    _ => None,
+            // order; other labels sort alphabetically, numbers numerically; column by column.
+            let vocabularies: Vec<Vec<&str>> = r
+                .groups
+                .iter()
+                .map(|&g| match schema.columns[g].ty {
+                    Type::Label(l) => l.fixed_values().unwrap_or_default(),
+                    _ => Vec::new(),
                 })
-                .unwrap_or_default();
-            let rank = |g: &Option<GroupValue>| match g {
-                Some(GroupValue::Label(text)) => vocabulary.iter().position(|v| v == text),
-                _ => None,
+                .collect();
+            let order = |a: &[GroupValue], b: &[GroupValue]| {
+                let rank = |k: usize, g: &GroupValue| match g {
+                    GroupValue::Label(text) => vocabularies[k].iter().position(|v| v == text),
+                    _ => None,
+                };
+                a.iter()
+                    .zip(b)
+                    .enumerate()
+                    .map(|(k, (x, y))| {
+                        rank(k, x)
+                            .cmp(&rank(k, y))
+                            .then(x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal))
+                    })
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
             };
-            groups.sort_by(|a, b| {
-                rank(&a.0)
-                    .cmp(&rank(&b.0))
-                    .then(a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
-            });
+            groups.sort_by(|a, b| order(&a.0, &b.0));
             groups
                 .into_iter()
                 .map(|(g, list)| (g, list.into_iter().map(|(k, id)| (id, sign * k)).collect()))
@@ -533,11 +551,15 @@ impl PartialOrd for GroupKey {
 
 impl Ord for GroupKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let kind = |g: &GroupValue| match g {
+            GroupValue::Number(_) => 0,
+            GroupValue::Label(_) => 1,
+            GroupValue::Null => 2,
+        };
         match (&self.0, &other.0) {
             (GroupValue::Number(a), GroupValue::Number(b)) => a.total_cmp(b),
-            (GroupValue::Number(_), GroupValue::Label(_)) => std::cmp::Ordering::Less,
-            (GroupValue::Label(_), GroupValue::Number(_)) => std::cmp::Ordering::Greater,
             (GroupValue::Label(a), GroupValue::Label(b)) => a.cmp(b),
+            (a, b) => kind(a).cmp(&kind(b)),
         }
     }
 }
@@ -567,12 +589,12 @@ mod tests {
         let rankings = [
             Ranking {
                 objective: objective("max tokens_per_s_per_gpu"),
-                group: Some(column("batch")),
+                groups: vec![column("batch")],
                 n: 2,
             },
             Ranking {
                 objective: objective("min usd_per_mtok"),
-                group: Some(column("weight_dtype")),
+                groups: vec![column("weight_dtype")],
                 n: 3,
             },
         ];

@@ -217,7 +217,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "racks in the cluster: the grid's, or with racks = \"auto\" ceil(servers / servers per rack) (null when they could not be sized)",
         kind: Kind::Count(|r| nonzero(r.estimate.racks)),
         role: Role::Layout,
-        show: Show::NONE.brief().frontier(3),
+        show: Show::NONE.brief().frontier(3).report(3),
     },
     Column {
         name: "servers",
@@ -233,7 +233,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         doc: "GPUs in the cluster (servers x GPUs per server)",
         kind: Kind::Count(|r| Some(r.estimate.gpus)),
         role: Role::Layout,
-        show: Show::NONE.header("GPUs").frontier(5),
+        show: Show::NONE.header("GPUs").frontier(5).report(4),
     },
     Column {
         name: "tp",
@@ -503,7 +503,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens/s",
         "output tokens per second per GPU of the cluster at full batch (its capacity; idle GPUs included)",
         tokens_per_s_per_gpu,
-        Show::NONE.header("tokens/s/GPU").frontier(19).report(1)
+        Show::NONE.header("tokens/s/GPU").frontier(19).report(11)
     ),
     metric!(
         "output_tokens_per_s",
@@ -560,7 +560,9 @@ pub static COLUMNS: &[Column<Row>] = &[
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
         utilization,
-        Show::NONE.frontier_when(27, When::Answered("demand_met"))
+        Show::NONE
+            .frontier_when(27, When::Answered("demand_met"))
+            .report(8)
     ),
     Column {
         name: "headroom",
@@ -583,7 +585,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "users",
         "concurrent users the cluster serves at the target utilization, by Little's law with the operating load's response time: target x capacity x (response + think time); the minimum over phases (null without demand)",
         users_supported,
-        Show::NONE.report(6)
+        Show::NONE.header("users").report(9)
     ),
     Column {
         name: "demand_met",
@@ -627,7 +629,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         Show::NONE
             .header("TTFT p99 (ms)")
             .frontier_when(28, When::Answered("demand_met"))
-            .report(3)
+            .report(5)
     ),
     metric!(
         "ttft_p99_mmc_ms",
@@ -643,7 +645,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         Show::NONE
             .header("TPOT p99 (ms)")
             .frontier_when(29, When::Answered("demand_met"))
-            .report(4)
+            .report(6)
     ),
     metric!(
         "occupancy_per_instance",
@@ -666,7 +668,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         "tokens/s",
         "output tokens per second a user sees at the operating load (1000 / tpot_at_load_ms; without demand: tokens_per_s_per_user)",
         tokens_per_s_per_user_at_load,
-        Show::NONE.header("tokens/s/user").frontier(20).report(2)
+        Show::NONE.header("tokens/s/user").frontier(20).report(7)
     ),
     metric!(
         "e2e_p50_ms",
@@ -772,13 +774,13 @@ pub static COLUMNS: &[Column<Row>] = &[
         Show::NONE
             .header("IT power (kW)")
             .frontier_when(30, When::Answered("demand_met"))
-            .report(7)
     ),
     metric!(
         "facility_power_kw",
         "kW",
         "facility power: IT power x PUE",
-        facility_power_kw
+        facility_power_kw,
+        Show::NONE.header("facility (kW)").report(10)
     ),
     metric!(
         "rack_power_kw",
@@ -842,6 +844,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         Show::NONE
             .header("USD/month")
             .frontier_when(31, When::Answered("demand_met"))
+            .report(1)
     ),
     metric!(
         "usd_per_mtok",
@@ -851,7 +854,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         Show::NONE
             .header("USD/Mtok")
             .frontier_when(32, When::Answered("demand_met"))
-            .report(5)
+            .report(2)
     ),
     metric!(
         "tco_usd",
@@ -902,18 +905,32 @@ pub static INFERENCE_REVIEW: Review = Review {
             "Throughput against interactivity",
             "max tokens_per_s_per_user_at_load",
             "max tokens_per_s_per_gpu",
+            "Up and to the right is better: what one GPU of each hardware serves at each speed a \
+             user sees. At a given speed, the higher line serves more tokens per GPU; where a line \
+             ends on the right is the fastest that hardware serves.",
         ),
         (
             "Cost against time to first token",
             "min ttft_p99_ms",
             "min usd_per_mtok",
+            "Down and to the left is better: the lowest point left of a TTFT SLO line is the \
+             cheapest configuration that meets it. Owned and cloud configurations of one hardware \
+             differ in cost, rarely in latency.",
         ),
         (
             "Racks against users served",
             "max users_supported",
             "min racks",
+            "Every configuration is sized to the demand, so each line starts at the users it \
+             asks for: its lowest point is the fewest racks that serve the demand on that \
+             hardware. Points further right serve more users than asked (servers and racks \
+             come whole), and a steep line buys little headroom per rack.",
         ),
     ],
+    // Per token, so that runs with and without a demand compare alike (for one demand, the
+    // cheapest per token is the cheapest per month).
+    compare: &["workload_id", "hardware", "ownership", "pricing"],
+    cheapest: "min usd_per_mtok",
 };
 
 /// `kv_admission` is the manifest's: a policy's name, or each engine's own in words

@@ -209,8 +209,9 @@ pub struct Show {
     pub brief: bool,
     /// Its place in `pareto.md`'s table, before the objectives and constraints.
     pub frontier: Option<Place>,
-    /// Its rank among the metrics every report table shows after the objectives and
-    /// constraints.
+    /// Its rank among the answer columns every report table leads with, after the row's id,
+    /// workload and platform and before its layout: what the run's mode makes the answer (cost,
+    /// racks, days, the SLO columns). A layout column with a rank moves to the front.
     pub report: Option<u8>,
     /// The report follows the best configuration at each of the column's values, under this
     /// title ("batch size"), in file order.
@@ -407,8 +408,13 @@ pub struct Review {
     pub admitted: &'static str,
     /// The columns the report follows ([`Show::follow`]), in words.
     pub follows: &'static str,
-    /// The report's charts: a title and two objectives (x, then y) drawn per hardware.
-    pub trades: &'static [(&'static str, &'static str, &'static str)],
+    /// The report's charts: a title, two objectives (x, then y) drawn per hardware, and what
+    /// a reader should see in it (the caption's first sentences).
+    pub trades: &'static [(&'static str, &'static str, &'static str, &'static str)],
+    /// The report's first table: the best admitted configuration by `cheapest` (an objective)
+    /// for every combination of the values of the `compare` columns, one row each.
+    pub compare: &'static [&'static str],
+    pub cheapest: &'static str,
 }
 
 /// The columns of one mode's rows, untyped, and what its documents say of them.
@@ -696,13 +702,21 @@ mod tests {
     fn review_trades_are_objectives() {
         for mode in Mode::ALL {
             let s = Schema::get(mode);
-            for (title, x, y) in s.review.trades {
+            for (title, x, y, _) in s.review.trades {
                 for o in [x, y] {
                     assert!(
                         crate::pareto::Objective::parse(o, s).is_ok(),
                         "{title}: {o}"
                     );
                 }
+            }
+            assert!(crate::pareto::Objective::parse(s.review.cheapest, s).is_ok());
+            for c in s.review.compare {
+                let c = s.find(c).map(|i| s.columns[i].ty);
+                assert!(
+                    matches!(c, Some(Type::Label(_) | Type::Id | Type::Count)),
+                    "{c:?}"
+                );
             }
         }
     }

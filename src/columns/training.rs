@@ -157,7 +157,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "racks",
         "racks in the cluster: the grid's, or with a dp axis the fewest that hold tp x pp x cp x dp GPUs",
         |r| r.racks,
-        Show::NONE.frontier(3)
+        Show::NONE.frontier(3).report(3)
     ),
     count!(
         "gpus",
@@ -168,6 +168,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             .brief()
             .header("GPUs")
             .frontier(4)
+            .report(4)
             .follow("cluster size")
     ),
     count!(
@@ -290,7 +291,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
             (e.microbatches > 0).then_some(e.hbm_used_gb_per_gpu)
         }),
         role: Role::Metric,
-        show: Show::NONE.header("HBM/GPU (GB)").frontier(18).report(3),
+        show: Show::NONE.header("HBM/GPU (GB)").frontier(18).report(8),
     },
     Column {
         name: "hbm_state_gb_per_gpu",
@@ -319,7 +320,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "s",
         "one optimizer step: microbatches, pipeline bubble, exposed data-parallel traffic and the optimizer",
         |e| e.step.step_s,
-        Show::NONE.header("step (s)").frontier(16).report(1)
+        Show::NONE.header("step (s)").frontier(16).report(6)
     ),
     metric!(
         "microbatch_s",
@@ -366,7 +367,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "%",
         "model FLOPs utilization: model FLOP/s over the GPU's dense BF16 peak",
         |e| e.mfu_pct,
-        Show::NONE.header("MFU (%)").frontier(17).report(2)
+        Show::NONE.header("MFU (%)").frontier(17).report(5)
     ),
     metric!(
         "hfu_pct",
@@ -403,7 +404,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "%",
         "share of wall time that advances training (checkpoints, lost work and restarts excluded)",
         |e| 100.0 * e.reliability.goodput,
-        Show::NONE.report(4)
+        Show::NONE.header("goodput (%)").report(7)
     ),
     metric!(
         "effective_time_to_train_days",
@@ -413,21 +414,21 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         Show::NONE
             .header("days (with failures)")
             .frontier(19)
-            .report(5)
+            .report(1)
     ),
     metric!(
         "facility_power_kw",
         "kW",
         "facility power while training (IT power x PUE)",
         |e| e.facility_power_kw,
-        Show::NONE.report(7)
+        Show::NONE.header("facility (kW)").report(9)
     ),
     metric!(
         "mwh_per_run",
         "MWh",
         "facility energy of the whole run, failures included",
         |e| e.mwh_per_run,
-        Show::NONE.header("MWh/run").frontier(21).report(8)
+        Show::NONE.header("MWh/run").frontier(21).report(10)
     ),
     metric!(
         "kg_co2e_per_run",
@@ -440,7 +441,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         "USD",
         "cost of the whole run, failures included, for the ownership model",
         |e| e.usd_per_run,
-        Show::NONE.header("USD/run").frontier(20).report(6)
+        Show::NONE.header("USD/run").frontier(20).report(2)
     ),
 ];
 
@@ -464,18 +465,26 @@ pub static TRAINING_REVIEW: Review = Review {
             "Time against cost",
             "min usd_per_run",
             "min effective_time_to_train_days",
+            "Down and to the left is better: the leftmost point is the cheapest run, the lowest \
+             the fastest; the slope between them is what each day saved costs.",
         ),
         (
             "Time against cluster size",
             "min gpus",
             "min effective_time_to_train_days",
+            "How many GPUs each day saved takes: where a line flattens, more GPUs stop \
+             shortening the run (communication and pipeline bubbles grow).",
         ),
         (
             "Time against facility power",
             "min facility_power_kw",
             "min effective_time_to_train_days",
+            "The site power each finishing time needs: the budget that compares hardware \
+             fairly, since a GPU of one kind is not a GPU of another.",
         ),
     ],
+    compare: &["hardware", "ownership"],
+    cheapest: "min usd_per_run",
 };
 
 fn workload_words(w: Workload, _kv_admission: Option<&str>) -> String {

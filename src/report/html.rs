@@ -7,14 +7,29 @@ use super::document::{Block, Document};
 use super::svg::escape;
 use crate::output::table::Align;
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222;line-height:1.4}\
+/// Screen: a page up to 1,400 px wide; tables take the page's width and wrap headers (after
+/// `_` and `/`) and labels (at hyphens) rather than scroll; numbers stay whole. Print: landscape
+/// suggested, 7 pt tables whose cells wrap anywhere as a last resort, so every column is on the
+/// page in portrait too; no table row, chart or heading split from what follows it.
+const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}\
-dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.2em}dt{color:#555}dd{margin:0}\
-.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1em}\
-th,td{border:1px solid #ddd;padding:.25em .5em;white-space:nowrap}th{background:#f3f3f3;text-align:left}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}\
-figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#444;font-size:.9em;max-width:880px}\
-pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.85em}nav a{margin-right:1em}";
+p,dl,figcaption{max-width:1100px}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.2em}dt{color:#555}dd{margin:0}\
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1em;width:100%}\
+th,td{border:1px solid #ddd;padding:.25em .4em;overflow-wrap:break-word}th{background:#f3f3f3;text-align:left;vertical-align:bottom}\
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr:nth-child(even) td{background:#fafafa}\
+figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#444;font-size:.9em}\
+pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em}nav a{margin-right:1em}\
+@page{size:landscape;margin:12mm}\
+@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}nav{display:none}\
+table{font-size:7pt}th,td{padding:.15em .25em}th,td,td.n{white-space:normal;overflow-wrap:anywhere}thead{display:table-header-group}tr,figure,dl{break-inside:avoid}\
+h2,h3{break-after:avoid}h2{margin-top:1.2em}tr:nth-child(even) td{background:none}\
+figure svg{max-height:16cm;width:auto}pre{font-size:7pt}}";
+
+/// A column header, escaped, that may break after `_` and `/` (`tokens/s/GPU`,
+/// `attention_dp`) rather than anywhere.
+fn breakable(header: &str) -> String {
+    escape(header).replace('_', "_<wbr>").replace('/', "/<wbr>")
+}
 
 pub fn render(doc: &Document) -> String {
     let mut s = String::new();
@@ -59,9 +74,9 @@ pub fn render(doc: &Document) -> String {
                 s.push_str("</dl>\n");
             }
             Block::Table(t) => {
-                s.push_str("<div class=\"scroll\"><table><thead><tr>");
+                s.push_str("<table><thead><tr>");
                 for c in &t.columns {
-                    let _ = write!(s, "<th>{}</th>", escape(&c.title()));
+                    let _ = write!(s, "<th>{}</th>", breakable(&c.title()));
                 }
                 s.push_str("</tr></thead><tbody>");
                 for row in &t.rows {
@@ -75,7 +90,7 @@ pub fn render(doc: &Document) -> String {
                     }
                     s.push_str("</tr>");
                 }
-                s.push_str("</tbody></table></div>\n");
+                s.push_str("</tbody></table>\n");
             }
             Block::Figure { chart, caption, .. } => {
                 let _ = writeln!(

@@ -3,18 +3,18 @@
 //! (`document`), and writes them as `report.html` (inline SVG charts) and `report.md` (with
 //! the charts as SVG files beside it).
 
+mod asks;
 pub mod document;
 pub mod html;
 pub mod markdown;
 pub mod svg;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::analyze::digest::{self, Curve, Digest, Ranking, Trade, TradePoint, Traded};
+use crate::analyze::digest::{self, Curve, Digest, Ranked, Ranking, Trade, TradePoint, Traded};
 use crate::columns::{Info, Schema};
 use crate::error::UserError;
 use crate::format::number;
@@ -23,7 +23,7 @@ use crate::output::run_dir::{RunDir, write_atomic};
 use crate::output::table::{Align, Column, Table};
 use crate::pareto::{Constraint, Objective, describe_constraints, describe_objectives};
 use document::{Block, Document};
-use svg::{Chart, Point, Series, Style};
+use svg::{Along, Chart, Limit, Point, Series, Shape, Style};
 
 /// Frontier rows listed in the report at most (all of them are in pareto.md and
 /// pareto.parquet).
@@ -60,12 +60,27 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
     let frontier_ids = crate::analyze::config_ids(&dir.pareto_parquet())?;
 
     let q = Questions::new(&objectives, top, schema);
+    // The sweep as run, parsed once: what it asks beyond its grid. A sweep this version no
+    // longer accepts still gets a report, with the reason in its summary.
+    let sweep = crate::spec::parse(&dir.sweep(), &sweep_text, u64::MAX);
     // How the answer moves with the workload: the workload columns the sweep varies.
-    let varying_workload = match crate::spec::parse(&dir.sweep(), &sweep_text, u64::MAX) {
+    let varying_workload = match &sweep {
         Ok(crate::spec::Sweep::Inference(s)) => s.varying_workload_columns(),
         _ => Vec::new(),
     };
     let curves = workload_curves(&varying_workload, schema);
+    let gpus: Vec<String> = match &sweep {
+        Ok(s) => s
+            .header()
+            .catalog
+            .gpus
+            .iter()
+            .map(|g| g.id.clone())
+            .collect(),
+        Err(_) => crate::catalog::Catalog::builtin()
+            .map(|c| c.gpus.into_iter().map(|g| g.id).collect())
+            .unwrap_or_default(),
+    };
     let shown = shown_columns(&objectives, &constraints, schema);
     let digest = digest::digest(
         &run,
@@ -84,6 +99,8 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
             m: manifest,
             schema,
             sweep_text: &sweep_text,
+            sweep: sweep.as_ref().map_err(|e| e.to_string()),
+            gpus: &gpus,
             objectives: &objectives,
             constraints: &constraints,
             curves: &curves,
@@ -127,9 +144,10 @@ fn parse_all<T>(
         .collect()
 }
 
-/// What the report asks of the run. Rankings, in order: the best per hardware by the first
-/// objective, the top rows by each objective, then the best per value of each column the
-/// report follows (`Show::follow`) by the first objective.
+/// What the report asks of the run. Rankings, in order: the cheapest per combination of the
+/// review's `compare` columns (hardware x ownership ...), the top rows by each objective, then
+/// the best per value of each column the report follows (`Show::follow`) by the first
+/// objective.
 struct Questions {
     rankings: Vec<Ranking>,
     trades: Vec<Trade>,
@@ -140,31 +158,41 @@ impl Questions {
         let objective = |t: &str| Objective::parse(t, schema).expect("a valid objective");
         let primary = objectives[0];
         let mut rankings = vec![Ranking {
-            objective: primary,
-            group: schema.find("hardware"),
+            objective: objective(schema.review.cheapest),
+            groups: compared(schema),
             n: 1,
         }];
         rankings.extend(objectives.iter().map(|&o| Ranking {
             objective: o,
-            group: None,
+            groups: Vec::new(),
             n: top,
         }));
         rankings.extend(follows(schema).map(|(c, _)| Ranking {
             objective: primary,
-            group: Some(c),
+            groups: vec![c],
             n: 1,
         }));
         let trades = schema
             .review
             .trades
             .iter()
-            .map(|(_, x, y)| Trade {
+            .map(|(_, x, y, _)| Trade {
                 x: objective(x),
                 y: objective(y),
             })
             .collect();
         Questions { rankings, trades }
     }
+}
+
+/// The review's `compare` columns (hardware, ownership, ...), as indices.
+fn compared(schema: &Schema) -> Vec<usize> {
+    schema
+        .review
+        .compare
+        .iter()
+        .map(|n| schema.find(n).expect("a review column"))
+        .collect()
 }
 
 /// The columns whose best value the report follows, in file order, with what they are
@@ -177,28 +205,31 @@ fn follows(schema: &Schema) -> impl Iterator<Item = (usize, &'static str)> + '_ 
         .filter_map(|(i, c)| Some((i, c.show.follow?)))
 }
 
-/// The columns a report table may show: those that say which configuration a row is (in file
-/// order; those with one value in every row shown are folded into a sentence instead), the
-/// objectives and constraints, then the metrics every report table shows (`Show::report`, by
-/// rank).
+/// The columns a report table may show, in the order it shows them: the row's id, workload
+/// and platform; the answer columns (`Show::report`, by rank); the objectives and constraints
+/// not among them; then the layout, in file order. Those with one value in every row shown
+/// are folded into a sentence instead.
 fn shown_columns(
     objectives: &[Objective],
     constraints: &[Constraint],
     schema: &Schema,
 ) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = schema.names(Info::identifies).collect();
-    let mut metrics: Vec<(u8, &'static str)> = schema
+    use crate::columns::Role;
+    let lead = |c: &Info| matches!(c.role, Role::Id | Role::Workload | Role::Platform);
+    let mut answers: Vec<(u8, &'static str)> = schema
         .columns
         .iter()
         .filter_map(|c| Some((c.show.report?, c.name)))
         .collect();
-    metrics.sort_unstable();
-    let extra = objectives
-        .iter()
-        .map(|o| o.name)
+    answers.sort_unstable();
+    let mut names: Vec<&'static str> = Vec::new();
+    let ordered = schema
+        .names(lead)
+        .chain(answers.into_iter().map(|(_, n)| n))
+        .chain(objectives.iter().map(|o| o.name))
         .chain(constraints.iter().map(|c| c.name))
-        .chain(metrics.into_iter().map(|(_, n)| n));
-    for n in extra {
+        .chain(schema.names(Info::identifies));
+    for n in ordered {
         if !names.contains(&n) {
             names.push(n);
         }
@@ -229,34 +260,116 @@ struct Tables<'a> {
     digest: &'a Digest,
     kept: Vec<usize>,
     schema: &'a Schema,
+    /// The catalog's GPU ids, in catalog order: a hardware's colour in every chart.
+    gpus: &'a [String],
+    /// The sweep's SLOs and user demand as bounds on columns (`asks::bounds`).
+    bounds: &'a [(&'static str, f64, String)],
 }
 
 impl Tables<'_> {
     fn table(&self, ids: impl IntoIterator<Item = u64>) -> Block {
-        let header: Vec<String> = self
-            .kept
+        self.table_led(ids, &[])
+    }
+
+    /// A table of the rows `ids`, with the kept columns named in `lead` first (in that order).
+    fn table_led(&self, ids: impl IntoIterator<Item = u64>, lead: &[&str]) -> Block {
+        let header_of = |i: usize| self.digest.header[i].as_str();
+        let mut order: Vec<usize> = lead
             .iter()
-            .map(|&i| self.digest.header[i].clone())
+            .filter_map(|n| self.kept.iter().copied().find(|&i| header_of(i) == *n))
             .collect();
+        order.extend(self.kept.iter().filter(|&&i| !lead.contains(&header_of(i))));
+        let header: Vec<String> = order.iter().map(|&i| header_of(i).to_string()).collect();
         let rows: Vec<Vec<String>> = ids
             .into_iter()
             .filter_map(|id| self.digest.rows.get(&id))
-            .map(|r| self.kept.iter().map(|&i| r[i].clone()).collect())
+            .map(|r| order.iter().map(|&i| r[i].clone()).collect())
             .collect();
         if rows.is_empty() {
             return Block::Paragraph("None: no configuration is admitted.".into());
         }
         let columns = header
             .into_iter()
-            .map(|h| {
-                let numeric = self
-                    .schema
-                    .find(&h)
-                    .is_some_and(|c| self.schema.columns[c].is_numeric());
-                Column::new(h, "", Align::numeric(numeric))
-            })
+            .map(
+                |h| match self.schema.find(&h).map(|c| &self.schema.columns[c]) {
+                    Some(c) => Column::new(c.header(), "", Align::numeric(c.is_numeric())),
+                    None => Column::new(h, "", Align::Left),
+                },
+            )
             .collect();
         Block::Table(Table::new(columns, rows))
+    }
+
+    /// The `names` that are table columns (they vary among the rows shown), hardware always.
+    fn varying<'a>(&self, names: &[&'a str]) -> Vec<&'a str> {
+        names
+            .iter()
+            .copied()
+            .filter(|n| *n == "hardware" || self.kept.iter().any(|&i| self.digest.header[i] == *n))
+            .collect()
+    }
+
+    /// A hardware's style: by the GPU's place in the catalog, so that it is the same in every
+    /// report (GPUs the catalog lacks come after its own, in the order met).
+    fn style(&self, hardware: &str) -> Style {
+        Style::nth(
+            self.gpus
+                .iter()
+                .position(|g| g == hardware)
+                .unwrap_or(self.gpus.len()),
+        )
+    }
+
+    /// The marker of a point drawn for configuration `id` and `ties` - 1 others with the same
+    /// values: a circle when owned, a triangle in the cloud, a diamond for several (owned and
+    /// cloud alike often tie where cost is not on an axis).
+    fn shape(&self, id: u64, ties: u64) -> Shape {
+        if ties > 1 {
+            return Shape::Diamond;
+        }
+        let ownership = self.digest.header.iter().position(|h| h == "ownership");
+        match ownership.and_then(|i| Some(self.digest.rows.get(&id)?[i].as_str())) {
+            Some("cloud") => Shape::Triangle,
+            _ => Shape::Circle,
+        }
+    }
+
+    /// The legend's shapes for `points` (id, ties): what each shape used means.
+    fn shapes(&self, points: impl Iterator<Item = (u64, u64)>) -> Vec<(Shape, String)> {
+        let mut used: Vec<Shape> = points.map(|(id, ties)| self.shape(id, ties)).collect();
+        used.sort_by_key(|s| Shape::ALL.iter().position(|a| a == s));
+        used.dedup();
+        used.into_iter()
+            .map(|s| {
+                let meaning = match s {
+                    Shape::Triangle => "cloud",
+                    Shape::Diamond => "several alike",
+                    _ => "owned",
+                };
+                (s, meaning.to_string())
+            })
+            .collect()
+    }
+
+    /// The SLO and demand lines of a chart of `x` against `y`.
+    fn limits(&self, x: &str, y: &str) -> Vec<Limit> {
+        self.bounds
+            .iter()
+            .filter_map(|(column, value, label)| {
+                let along = if *column == x {
+                    Along::X
+                } else if *column == y {
+                    Along::Y
+                } else {
+                    return None;
+                };
+                Some(Limit {
+                    along,
+                    value: *value,
+                    label: label.clone(),
+                })
+            })
+            .collect()
     }
 
     /// A configuration in a few words, for chart tooltips.
@@ -292,6 +405,10 @@ struct Context<'a> {
     m: &'a Manifest,
     schema: &'static Schema,
     sweep_text: &'a str,
+    /// The sweep parsed, or why this version does not accept it.
+    sweep: Result<&'a crate::spec::Sweep, String>,
+    /// The catalog's GPU ids in catalog order (the sweep's, else the built-in one).
+    gpus: &'a [String],
     objectives: &'a [Objective],
     constraints: &'a [Constraint],
     /// The workload questions ([`workload_curves`]), answered in `Digest::curved`.
@@ -334,37 +451,31 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
         objectives,
         constraints,
         curves,
+        ..
     } = *c;
     let (kept, fixed) = varying(d);
+    let bounds = c
+        .sweep
+        .as_ref()
+        .map(|s| asks::bounds(s))
+        .unwrap_or_default();
     let t = Tables {
         digest: d,
         kept,
         schema,
+        gpus: c.gpus,
+        bounds: &bounds,
     };
     let rule = admission_rule(schema, constraints);
     let mut blocks = Vec::new();
 
-    blocks.extend(summary(c, d, rule, &fixed));
-    blocks.extend(workload_blocks(curves, d, &t));
-    blocks.extend(frontier_charts(c, d, &t));
-
     let primary = objectives[0];
     let mut r = d.ranked.iter().zip(&q.rankings);
-    let (best_per_hw, _) = r.next().expect("the per-hardware ranking");
-    blocks.push(Block::Section {
-        id: "best",
-        title: "Best configuration per hardware".into(),
-    });
-    blocks.push(Block::Paragraph(format!(
-        "By {primary}, among the admitted configurations."
-    )));
-    blocks.push(
-        t.table(
-            best_per_hw
-                .iter()
-                .filter_map(|(_, l)| l.first().map(|p| p.0)),
-        ),
-    );
+    let (compare, ranking) = r.next().expect("the review's ranking");
+    blocks.extend(summary(c, d, rule, &fixed));
+    blocks.extend(compare_blocks(c, compare, ranking, &t));
+    blocks.extend(workload_blocks(curves, d, &t));
+    blocks.extend(frontier_charts(c, d, &t));
 
     blocks.push(Block::Section {
         id: "frontier",
@@ -434,17 +545,95 @@ fn build(c: &Context, q: &Questions, d: &Digest, frontier_ids: &[u64]) -> Docume
     }
 }
 
+/// The review's table, first in the report: per hardware x ownership (x pricing, x workload),
+/// the cheapest admitted configuration, so every option is compared at the same demand and
+/// SLOs; then the combinations the run has no such configuration for.
+fn compare_blocks(c: &Context, ranked: &Ranked, ranking: &Ranking, t: &Tables) -> Vec<Block> {
+    let schema = c.schema;
+    let names = schema.review.compare;
+    let mut blocks = vec![
+        Block::Section {
+            id: "compare",
+            title: "Cheapest per hardware and ownership".into(),
+        },
+        Block::Paragraph(format!(
+            "One row per {}: its cheapest admitted configuration by {}, so every option is \
+             compared under the same requirements (the summary's {}). Best first.",
+            t.varying(names).join(" x "),
+            ranking.objective,
+            requirements(schema),
+        )),
+    ];
+    // Workload by workload (the rankings come in group order, workload columns first), best
+    // first within each.
+    let workload: Vec<usize> = ranking
+        .groups
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| schema.columns[c].role == crate::columns::Role::Workload)
+        .map(|(k, _)| k)
+        .collect();
+    let mut best: Vec<(usize, f64, u64)> = Vec::new();
+    let mut last: Option<Vec<String>> = None;
+    let mut w = 0;
+    for (g, l) in ranked {
+        let Some(&(id, v)) = l.first() else { continue };
+        let key: Vec<String> = workload.iter().map(|&k| g[k].text()).collect();
+        if last.as_ref().is_some_and(|k| *k != key) {
+            w += 1;
+        }
+        last = Some(key);
+        best.push((w, v, id));
+    }
+    let sign = if ranking.objective.maximize {
+        -1.0
+    } else {
+        1.0
+    };
+    best.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then((sign * a.1).total_cmp(&(sign * b.1)))
+            .then(a.2.cmp(&b.2))
+    });
+    blocks.push(t.table_led(best.iter().map(|p| p.2), names));
+    // Hardware x ownership pairs of the grid without a row.
+    if let Ok(sweep) = c.sweep {
+        let labels = sweep.labels();
+        let at = |n: &str| names.iter().position(|x| *x == n);
+        let (Some(h), Some(o)) = (at("hardware"), at("ownership")) else {
+            return blocks;
+        };
+        let mut missing = Vec::new();
+        for hw in &labels.hardware {
+            for own in &labels.ownership {
+                let has = ranked
+                    .iter()
+                    .any(|(g, _)| g[h].text() == *hw && g[o].text() == *own);
+                if !has {
+                    missing.push(format!("{hw} {own}"));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            blocks.push(Block::Paragraph(format!(
+                "No row: {} (no admitted configuration with a {}).",
+                missing.join(", "),
+                ranking.objective.name
+            )));
+        }
+    }
+    blocks
+}
+
 /// The summary: the sweep's description and the run's facts.
 fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) -> Vec<Block> {
     let m = c.m;
-    let description = toml::from_str::<toml::Table>(c.sweep_text)
+    let description = c
+        .sweep
+        .as_ref()
         .ok()
-        .and_then(|t| {
-            t.get("sweep")?
-                .get("description")?
-                .as_str()
-                .map(String::from)
-        });
+        .map(|s| s.header().description.clone())
+        .filter(|d| !d.is_empty());
     let mut blocks = Vec::new();
     blocks.push(Block::Section {
         id: "summary",
@@ -470,8 +659,24 @@ fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) ->
             "admitted".into(),
             format!("configurations that {rule}; every table and chart below considers only these"),
         ),
+    ];
+    match &c.sweep {
+        Ok(sweep) => facts.extend(asks::facts(sweep)),
+        Err(e) => facts.push((
+            "sweep".into(),
+            format!("this racksweep does not accept the sweep as run ({e}); its demand, SLOs and [cost] are not listed"),
+        )),
+    }
+    facts.extend([
         ("objectives".into(), describe_objectives(c.objectives)),
-        ("constraints".into(), describe_constraints(c.constraints)),
+        (
+            match c.schema.mode {
+                crate::columns::Mode::Inference => "constraints besides the demand and SLOs",
+                crate::columns::Mode::Training => "constraints",
+            }
+            .into(),
+            describe_constraints(c.constraints),
+        ),
         (
             "evaluated".into(),
             format!(
@@ -491,7 +696,7 @@ fn summary(c: &Context, d: &Digest, rule: String, fixed: &[(String, String)]) ->
                 env!("CARGO_PKG_VERSION")
             ),
         ),
-    ];
+    ]);
     if !fixed.is_empty() {
         let same: Vec<String> = fixed.iter().map(|(k, v)| format!("{k} {v}")).collect();
         facts.push(("in every row shown".into(), same.join(", ")));
@@ -509,22 +714,8 @@ fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
         id: "charts",
         title: "Frontiers".into(),
     });
-    // One style per hardware for every chart: all hardware with an admitted configuration.
-    let styles: BTreeMap<String, Style> = d.ranked[0]
-        .iter()
-        .filter_map(|(g, _)| g.as_ref().map(|g| g.text()))
-        .chain(
-            d.traded
-                .iter()
-                .flat_map(|t| t.per_hardware.iter().map(|(h, _)| h.clone())),
-        )
-        .collect::<std::collections::BTreeSet<String>>()
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| (h, Style::nth(i)))
-        .collect();
     let mut omitted = Vec::new();
-    for ((title, x, y), traded) in schema.review.trades.iter().zip(&d.traded) {
+    for ((title, x, y, reading), traded) in schema.review.trades.iter().zip(&d.traded) {
         let (xo, yo) = (
             Objective::parse(x, schema).expect("valid"),
             Objective::parse(y, schema).expect("valid"),
@@ -538,12 +729,12 @@ fn frontier_charts(c: &Context, d: &Digest, t: &Tables) -> Vec<Block> {
             ));
             continue;
         }
-        let chart = chart(title, [xo, yo], traded, t, &styles);
+        let chart = chart(title, [xo, yo], traded, t);
         let caption = format!(
-            "Each line is one hardware's frontier: the configurations no other configuration on \
-             that hardware beats on both {} ({}) and {} ({}). The grey band and circled points are \
-             the frontier over all hardware. Faint dots are a sample of {} admitted \
-             configurations. Hover a point for its configuration.",
+            "{reading} Each line is one hardware's frontier: the configurations no other \
+             configuration on that hardware beats on both {} ({}) and {} ({}). The grey band and \
+             circled points are the frontier over all hardware. Faint dots are a sample of {} \
+             admitted configurations. Hover a point for its configuration.",
             xo.name,
             direction(xo),
             yo.name,
@@ -592,14 +783,6 @@ fn workload_blocks(curves: &[Curve], d: &Digest, t: &Tables) -> Vec<Block> {
             x.name
         )),
     ];
-    let styles: BTreeMap<String, Style> = d.curved[0]
-        .iter()
-        .flat_map(|(_, lines)| lines.iter().map(|(h, _)| h.clone()))
-        .collect::<std::collections::BTreeSet<String>>()
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| (h, Style::nth(i)))
-        .collect();
     let racks_of = |g: &Vec<String>| {
         d.curved[1]
             .iter()
@@ -629,10 +812,11 @@ fn workload_blocks(curves: &[Curve], d: &Digest, t: &Tables) -> Vec<Block> {
                     .iter()
                     .map(|(h, points)| Series {
                         name: h.clone(),
-                        style: styles.get(h).copied().unwrap_or(Style::nth(0)),
+                        style: t.style(h),
                         frontier: points
                             .iter()
                             .map(|p| Point {
+                                shape: t.shape(p.id, p.ties),
                                 x: p.x,
                                 y: p.y,
                                 tip: format!(
@@ -657,6 +841,12 @@ fn workload_blocks(curves: &[Curve], d: &Digest, t: &Tables) -> Vec<Block> {
                         y_label: axis_label(y, schema),
                         series,
                         global: Vec::new(),
+                        shapes: t.shapes(
+                            lines
+                                .iter()
+                                .flat_map(|(_, p)| p.iter().map(|q| (q.id, q.ties))),
+                        ),
+                        limits: Vec::new(),
                     },
                     caption: format!(
                         "Each line is one hardware: its {} {} among the admitted \
@@ -783,13 +973,7 @@ fn axis_label(o: Objective, schema: &Schema) -> String {
     format!("{} ({}, {})", c.name, c.unit, direction(o))
 }
 
-fn chart(
-    title: &str,
-    [x, y]: [Objective; 2],
-    traded: &Traded,
-    t: &Tables,
-    styles: &BTreeMap<String, Style>,
-) -> Chart {
+fn chart(title: &str, [x, y]: [Objective; 2], traded: &Traded, t: &Tables) -> Chart {
     let point = |p: &TradePoint| {
         let ties = if p.ties > 1 {
             format!(
@@ -802,6 +986,7 @@ fn chart(
         Point {
             x: p.x,
             y: p.y,
+            shape: t.shape(p.id, p.ties),
             tip: format!(
                 "{}: {} = {}, {} = {}{ties}",
                 t.describe(p.id),
@@ -818,7 +1003,7 @@ fn chart(
         .filter(|(_, points)| !points.is_empty())
         .map(|(h, points)| Series {
             name: h.clone(),
-            style: styles.get(h).copied().unwrap_or(Style::nth(0)),
+            style: t.style(h),
             frontier: points.iter().map(point).collect(),
             cloud: traded
                 .sample
@@ -834,5 +1019,12 @@ fn chart(
         y_label: axis_label(y, t.schema),
         series,
         global: traded.global.iter().map(point).collect(),
+        shapes: t.shapes(
+            traded
+                .per_hardware
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|q| (q.id, q.ties))),
+        ),
+        limits: t.limits(x.name, y.name),
     }
 }

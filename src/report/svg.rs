@@ -4,13 +4,15 @@
 
 use std::fmt::Write as _;
 
-/// Okabe & Ito's colour-blind-safe palette ("Color Universal Design", 2008), darkest first,
-/// without its yellow, which is unreadable on white.
-pub const PALETTE: [&str; 6] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+/// Twelve colours readable on white and told apart with common colour-vision deficiencies:
+/// Okabe & Ito's palette ("Color Universal Design", 2008) without its yellow and black, then
+/// the darker six of Paul Tol's "muted" scheme ("Colour schemes", SRON/EPS/TN/09-002, 2021).
+pub const PALETTE: [&str; 12] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#332288", "#882255",
+    "#117733", "#999933", "#44AA99", "#AA4499",
 ];
 
-/// Marker shapes, combined with the palette so that up to 24 series stay distinct.
+/// Marker shapes: what a point is beyond its series (owned or cloud).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     Circle,
@@ -19,30 +21,50 @@ pub enum Shape {
     Diamond,
 }
 
-/// How series `i` of a report is drawn: colours first, then shapes, with dashed lines once
-/// the colours repeat.
+impl Shape {
+    pub const ALL: [Shape; 4] = [
+        Shape::Circle,
+        Shape::Triangle,
+        Shape::Square,
+        Shape::Diamond,
+    ];
+}
+
+/// How a series (one hardware) is drawn: its colour, and a dashed line once the colours repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
     pub color: &'static str,
-    pub shape: Shape,
     pub dashed: bool,
 }
 
 impl Style {
+    /// The style of the `i`-th GPU of the catalog: the same GPU has the same colour in every
+    /// report, whatever else the run holds.
     pub fn nth(i: usize) -> Style {
-        const SHAPES: [Shape; 4] = [
-            Shape::Circle,
-            Shape::Square,
-            Shape::Triangle,
-            Shape::Diamond,
-        ];
         Style {
             color: PALETTE[i % PALETTE.len()],
-            shape: SHAPES[(i / PALETTE.len()) % SHAPES.len()],
-            dashed: i >= PALETTE.len(),
+            dashed: (i / PALETTE.len()) % 2 == 1,
         }
     }
 }
+
+/// Which axis a [`Limit`] bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Along {
+    X,
+    Y,
+}
+
+/// A requirement drawn as a line across the plot at `value` of one axis (an SLO).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    pub along: Along,
+    pub value: f64,
+    pub label: String,
+}
+
+/// Colour of requirement lines.
+const LIMIT: &str = "#B00020";
 
 /// A marker of `shape` centred on (x, y), `r` its circle radius (other shapes have about the
 /// same area); `paint` is its fill/stroke attributes and `tip` its tooltip (empty for none).
@@ -112,12 +134,13 @@ fn marker(s: &mut String, shape: Shape, x: f64, y: f64, r: f64, paint: &str, tip
 /// Colour of the frontier of all series together.
 const GLOBAL: &str = "#000000";
 
-/// A drawn point; `tip` is its tooltip (empty for none).
+/// A drawn point; `tip` is its tooltip (empty for none), `shape` its marker.
 #[derive(Debug, Clone)]
 pub struct Point {
     pub x: f64,
     pub y: f64,
     pub tip: String,
+    pub shape: Shape,
 }
 
 /// One hardware: its frontier (drawn as a line with markers) and its sampled points.
@@ -137,6 +160,10 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// The frontier of all series together, drawn under them as a wide band.
     pub global: Vec<Point>,
+    /// What each marker shape the points use means ("owned", "cloud"), for the legend.
+    pub shapes: Vec<(Shape, String)>,
+    /// Requirements drawn across the plot; the axes reach them.
+    pub limits: Vec<Limit>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -340,15 +367,21 @@ impl Chart {
         };
         let cloud = || self.series.iter().flat_map(|s| s.cloud.iter().copied());
         let has_frontier = frontiers().next().is_some();
-        let fit = |axis: fn((f64, f64)) -> f64| {
+        let limits = |along: Along| {
+            self.limits
+                .iter()
+                .filter(move |l| l.along == along)
+                .map(|l| l.value)
+        };
+        let fit = |axis: fn((f64, f64)) -> f64, along: Along| {
             if has_frontier {
-                Axis::fit(frontiers().map(axis))
+                Axis::fit(frontiers().map(axis).chain(limits(along)))
             } else {
-                Axis::fit(cloud().map(axis))
+                Axis::fit(cloud().map(axis).chain(limits(along)))
             }
         };
-        let xa = fit(|p| p.0);
-        let ya = fit(|p| p.1);
+        let xa = fit(|p| p.0, Along::X);
+        let ya = fit(|p| p.1, Along::Y);
         let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
         let px = |x: f64| LEFT + xa.fraction(x) * pw;
         let py = |y: f64| TOP + (1.0 - ya.fraction(y)) * ph;
@@ -436,18 +469,42 @@ impl Chart {
                 polyline(&self.global, &px, &py)
             );
         }
+        // Requirements: a dashed line across the plot, labelled at its end.
+        for l in &self.limits {
+            let (x1, y1, x2, y2, tx, ty, anchor) = match l.along {
+                // Labelled on the side with room: inside the plot.
+                Along::X => {
+                    let x = px(l.value);
+                    if x < LEFT + pw / 2.0 {
+                        (x, TOP, x, TOP + ph, x + 4.0, TOP + 12.0, "start")
+                    } else {
+                        (x, TOP, x, TOP + ph, x - 4.0, TOP + 12.0, "end")
+                    }
+                }
+                Along::Y => {
+                    let y = py(l.value);
+                    (LEFT, y, LEFT + pw, y, LEFT + pw - 4.0, y - 4.0, "end")
+                }
+            };
+            let _ = write!(
+                s,
+                r#"<g class="limit"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{LIMIT}" stroke-width="1.5" stroke-dasharray="5 4"/><text x="{tx:.1}" y="{ty:.1}" text-anchor="{anchor}" fill="{LIMIT}" font-size="11">{}</text></g>"#,
+                escape(&l.label)
+            );
+        }
         for series in &self.series {
             let st = series.style;
             let _ = write!(
                 s,
-                r#"<g class="series"><polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
+                r#"<g class="series" data-name="{}"><polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
+                escape(&series.name),
                 polyline(&series.frontier, &px, &py),
                 st.color,
                 dash(st)
             );
             let paint = format!(r#"fill="{}""#, st.color);
             for p in &series.frontier {
-                marker(&mut s, st.shape, px(p.x), py(p.y), 3.5, &paint, &p.tip);
+                marker(&mut s, p.shape, px(p.x), py(p.y), 3.5, &paint, &p.tip);
             }
             s.push_str("</g>");
         }
@@ -469,7 +526,7 @@ impl Chart {
             );
             marker(
                 &mut s,
-                st.shape,
+                Shape::Circle,
                 lx + 12.0,
                 ly,
                 3.5,
@@ -495,6 +552,19 @@ impl Chart {
                 ly + 4.0
             );
             ly += 22.0;
+        }
+        if !self.shapes.is_empty() {
+            for (shape, meaning) in &self.shapes {
+                marker(&mut s, *shape, lx + 12.0, ly, 3.5, r##"fill="#555""##, "");
+                let _ = write!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                    lx + 32.0,
+                    ly + 4.0,
+                    escape(meaning)
+                );
+                ly += 20.0;
+            }
         }
         if self.series.iter().any(|s| !s.cloud.is_empty()) {
             let _ = write!(
@@ -664,11 +734,13 @@ mod tests {
                         x: 1.0,
                         y: 9.0,
                         tip: "a & b".into(),
+                        shape: Shape::Circle,
                     },
                     Point {
                         x: 2.0,
                         y: 4.0,
                         tip: "c".into(),
+                        shape: Shape::Triangle,
                     },
                 ],
                 cloud: vec![(1.5, 3.0)],
@@ -677,7 +749,13 @@ mod tests {
                 x: 1.0,
                 y: 9.0,
                 tip: "a & b".into(),
+                shape: Shape::Circle,
             }],
+            shapes: vec![
+                (Shape::Circle, "owned".into()),
+                (Shape::Triangle, "cloud".into()),
+            ],
+            limits: Vec::new(),
         };
         let svg = chart.render();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
@@ -686,8 +764,21 @@ mod tests {
         assert!(svg.contains(">h100-sxm</text>"));
         assert!(svg.contains(">all hardware</text>"));
         assert!(svg.contains("x (ms)") && svg.contains("y (tokens/s)"));
-        // Two frontier markers, one global marker, one sampled point, three legend marks.
-        assert_eq!(svg.matches("<circle").count(), 2 + 1 + 1 + 3);
+        // Frontier markers: a circle (owned) and a triangle (cloud); one global marker, one
+        // sampled point, four legend marks (series, all hardware, owned, sampled) and the
+        // legend's triangle.
+        assert_eq!(svg.matches("<circle").count(), 1 + 1 + 1 + 4);
+        assert!(svg.contains(">owned</text>") && svg.contains(">cloud</text>"));
+        assert!(svg.contains(r#"<g class="series" data-name="h100-sxm">"#));
+        // A requirement beyond the data stretches its axis and is drawn with its label.
+        let mut slo = chart.clone();
+        slo.limits.push(Limit {
+            along: Along::Y,
+            value: 20.0,
+            label: "SLO <= 20".into(),
+        });
+        let svg = slo.render();
+        assert!(svg.contains(">20</text>") && svg.contains(">SLO &lt;= 20</text>"));
         // The axes fit the frontiers: a far sampled point is clipped, not given the scale.
         let mut far = chart.clone();
         far.series[0].cloud.push((1.5, 1000.0));
@@ -697,15 +788,12 @@ mod tests {
     }
 
     #[test]
-    fn twenty_four_series_are_drawn_distinctly() {
-        let styles: std::collections::HashSet<_> = (0..24)
-            .map(|i| {
-                let s = Style::nth(i);
-                (s.color, s.shape as u8)
-            })
-            .collect();
-        assert_eq!(styles.len(), 24);
-        assert!(!Style::nth(5).dashed && Style::nth(6).dashed);
+    fn every_gpu_of_the_catalog_has_its_own_colour() {
+        let n = crate::catalog::Catalog::builtin().unwrap().gpus.len();
+        assert!(n <= PALETTE.len(), "{n} GPUs, {} colours", PALETTE.len());
+        let colours: std::collections::HashSet<_> = (0..n).map(|i| Style::nth(i).color).collect();
+        assert_eq!(colours.len(), n);
+        assert!(!Style::nth(11).dashed && Style::nth(12).dashed);
         let mut s = String::new();
         marker(
             &mut s,
