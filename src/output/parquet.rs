@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use arrow_array::{ArrayRef, StringArray};
+use arrow_array::{ArrayRef, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{
@@ -127,7 +127,35 @@ impl<R: Record> ParquetSink<R> {
         labels: LabelValues,
         metadata: Vec<(String, String)>,
     ) -> Result<ParquetSink<R>> {
-        let schema = schema(R::MODE);
+        Self::create_with(path, labels, metadata, schema(R::MODE))
+    }
+
+    /// Creates `path` for a run's frontier: the mode's columns, then `tie_group`
+    /// ([`crate::pareto::TIE_GROUP`], uint32); write it with [`ParquetSink::write_frontier`].
+    pub fn create_frontier(
+        path: &Path,
+        labels: LabelValues,
+        metadata: Vec<(String, String)>,
+    ) -> Result<ParquetSink<R>> {
+        let mut fields: Vec<Field> = schema(R::MODE)
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new(
+            crate::pareto::TIE_GROUP.0,
+            DataType::UInt32,
+            false,
+        ));
+        Self::create_with(path, labels, metadata, Arc::new(Schema::new(fields)))
+    }
+
+    fn create_with(
+        path: &Path,
+        labels: LabelValues,
+        metadata: Vec<(String, String)>,
+        schema: SchemaRef,
+    ) -> Result<ParquetSink<R>> {
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
@@ -248,6 +276,36 @@ impl<R: Record> ParquetSink<R> {
         let mut columns = Columns::from_rows(rows, &self.labels);
         let mut group = self.row_group()?;
         self.encode(&mut group, &mut columns)?;
+        self.append(group)
+    }
+
+    /// Writes a frontier's rows with each row's tie group, into a file made by
+    /// [`ParquetSink::create_frontier`].
+    pub fn write_frontier(&mut self, rows: &[R], tie_groups: &[u32]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tie_groups.len() == rows.len(),
+            "{} rows with {} tie groups",
+            rows.len(),
+            tie_groups.len()
+        );
+        let mut columns = Columns::from_rows(rows, &self.labels);
+        let mut group = self.row_group()?;
+        let last = self.schema.fields().len() - 1;
+        anyhow::ensure!(
+            self.schema.field(last).name() == crate::pareto::TIE_GROUP.0,
+            "the file has no {} column",
+            crate::pareto::TIE_GROUP.0
+        );
+        let mut writer = group.writers.remove(last);
+        self.encode(&mut group, &mut columns)?;
+        let array: ArrayRef = Arc::new(UInt32Array::from(tie_groups.to_vec()));
+        for leaf in compute_leaves(self.schema.field(last), &array)? {
+            writer.write(&leaf)?;
+        }
+        group.writers.push(writer);
         self.append(group)
     }
 
