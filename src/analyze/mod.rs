@@ -3,6 +3,7 @@
 //! objectives and constraints, without re-running the sweep. Only the columns a query needs
 //! are read.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::output::run_dir::Finished;
@@ -96,7 +97,13 @@ fn candidates(
     extra: impl IntoIterator<Item = &'static str>,
 ) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = match columns {
-        Columns::Telling => schema.names(|c| c.show.brief || c.identifies()).collect(),
+        Columns::Telling => {
+            // A column with one value in the whole run tells no rows apart: not read at all.
+            let constant = constant_columns(run);
+            schema
+                .names(|c| c.show.brief || (c.identifies() && !constant.contains(c.name)))
+                .collect()
+        }
         Columns::Chosen(names) => return names.to_vec(),
     };
     if let Some(at) = names.iter().position(|&n| n == WORKLOAD)
@@ -138,6 +145,52 @@ fn shown(
         }
     }
     Ok(kept)
+}
+
+/// The columns that hold one value in every row of the run (or null in every row), by the
+/// part files' row-group statistics (no data is read); a file without statistics names none.
+fn constant_columns(run: &Finished) -> BTreeSet<String> {
+    /// What the statistics say of a column so far: its one value (if any row has one) and
+    /// whether a row is null; `None` once two rows differ.
+    type Seen = Option<(Option<Vec<u8>>, bool)>;
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    for path in &run.configs {
+        let Ok(reader) = std::fs::File::open(path).map(SerializedFileReader::new) else {
+            return BTreeSet::new();
+        };
+        let Ok(reader) = reader else {
+            return BTreeSet::new();
+        };
+        for group in reader.metadata().row_groups() {
+            let rows = u64::try_from(group.num_rows()).unwrap_or(u64::MAX);
+            for chunk in group.columns() {
+                let name = chunk.column_descr().name().to_string();
+                let this: Seen = chunk.statistics().and_then(|st| {
+                    let nulls = st.null_count_opt()?;
+                    if nulls == rows {
+                        return Some((None, true));
+                    }
+                    let (min, max) = (st.min_bytes_opt()?, st.max_bytes_opt()?);
+                    (min == max).then(|| (Some(min.to_vec()), nulls > 0))
+                });
+                let entry = seen.entry(name).or_insert_with(|| this.clone());
+                *entry = match (entry.take(), this) {
+                    (Some((a, an)), Some((b, bn))) => match (a, b) {
+                        (Some(a), Some(b)) if a != b => None,
+                        (a, b) => Some((a.or(b), an || bn)),
+                    },
+                    _ => None,
+                };
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(name, s)| match s {
+            // One value, or null throughout; a value and nulls differ.
+            Some((Some(_), false)) | Some((None, _)) => Some(name),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether the run evaluates several workloads (each with its own frontier).
@@ -518,5 +571,33 @@ mod tests {
         let whole = top(SLICE_ROWS);
         assert_eq!(whole.len(), 25);
         assert_eq!(top(700), whole);
+    }
+
+    /// Columns with one value (or null) in every row of the quickstart run, by the statistics:
+    /// its one rack count, model, workload and ownership, and the prefill pool's GPU (null:
+    /// no disaggregation); not what its grid varies.
+    #[test]
+    fn constant_columns_come_from_the_statistics() {
+        let (_tmp, run) = quickstart_run();
+        let constant = constant_columns(&run);
+        for name in [
+            "racks",
+            "model",
+            "input_tokens",
+            "ownership",
+            "prefill_hardware",
+        ] {
+            assert!(constant.contains(name), "{name}: {constant:?}");
+        }
+        for name in [
+            "config_id",
+            "hardware",
+            "rack",
+            "tp",
+            "batch",
+            "weight_dtype",
+        ] {
+            assert!(!constant.contains(name), "{name}");
+        }
     }
 }
