@@ -35,13 +35,17 @@ pub enum Command {
     /// Print the best configurations of a finished run by one column.
     ///
     /// Reads the run's Parquet (no re-run). Only rows that run, meet the sweep's demand and
-    /// SLOs where it set them, and satisfy every --where are ranked.
+    /// SLOs where it set them, and satisfy every --where are ranked. Prints the columns that
+    /// tell the rows apart, then the ranked and filtered ones (or --columns); the rows go to
+    /// stdout in the --format asked, their count to stderr.
     Top(TopArgs),
     /// Recompute a Pareto frontier of a finished run under other objectives and constraints.
     ///
     /// Reads the run's Parquet (no re-run), admits rows as the sweep's frontier does (they run,
     /// meet the demand and SLOs where set, satisfy every --where), and prints the
-    /// non-dominated ones, best first by the first objective.
+    /// non-dominated ones, best first by the first objective. Rows equal on every objective (a
+    /// tie group) print as one row, with what differs summarized ("1–10", "cloud, owned"), in
+    /// the table and Markdown formats; CSV and JSON print every row with its tie_group.
     Pareto(ParetoArgs),
     /// Write a planning-review report of a finished run: report.html and report.md.
     ///
@@ -171,9 +175,19 @@ pub struct TopArgs {
     #[arg(short, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub n: u32,
     /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
-    /// or "weight_dtype != bf16" (repeatable).
+    /// or "weight_dtype != bf16"; combined with "and", "or" and parentheses, e.g. "(hardware ==
+    /// b200 or hardware == h200-sxm) and ttft_ms <= 1000" ("and" binds first). Repeatable: every
+    /// --where must hold.
     #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
+    /// Columns to print, in this order, comma-separated [default: the configuration columns
+    /// that tell the rows apart, then the ones the query names].
+    #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Output format: a table for the terminal, or CSV, JSON or Markdown on stdout (the row
+    /// count goes to stderr in every format).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Read a run that is not complete (its committed parts only), saying so on stderr.
     #[arg(long)]
     pub allow_incomplete: bool,
@@ -187,12 +201,37 @@ pub struct ParetoArgs {
     #[arg(long = "objective", value_name = "OBJECTIVE", required = true)]
     pub objectives: Vec<String>,
     /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
-    /// or "weight_dtype != bf16" (repeatable).
+    /// or "weight_dtype != bf16"; combined with "and", "or" and parentheses, e.g. "(hardware ==
+    /// b200 or hardware == h200-sxm) and ttft_ms <= 1000" ("and" binds first). Repeatable: every
+    /// --where must hold.
     #[arg(long = "where", value_name = "FILTER")]
     pub wheres: Vec<String>,
+    /// Columns to print, in this order, comma-separated [default: the configuration columns
+    /// that tell the rows apart, then the ones the query names].
+    #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Output format: a table for the terminal, or CSV, JSON or Markdown on stdout (the row
+    /// count goes to stderr in every format).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Read a run that is not complete (its committed parts only), saying so on stderr.
     #[arg(long)]
     pub allow_incomplete: bool,
+}
+
+/// How `top` and `pareto` print their rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a terminal; `pareto` prints each tie group as one row.
+    Table,
+    /// RFC 4180 CSV with a header of column names, values in full, null as an empty field;
+    /// `pareto` prints every row with its `tie_group`.
+    Csv,
+    /// An array of objects (numbers, booleans, strings, null); `pareto` prints every row with its
+    /// `tie_group`.
+    Json,
+    /// A Markdown pipe table; `pareto` prints each tie group as one row.
+    Markdown,
 }
 
 #[derive(Debug, Args)]

@@ -32,8 +32,12 @@ fn main() -> ExitCode {
         Command::Catalog(args) => commands::catalog::run(args).map(|out| (Some(out), None)),
         Command::Validate(args) => commands::validate::run(args).map(|out| (Some(out), None)),
         Command::Merge(args) => commands::merge::run(args).map(|summary| (None, summary)),
-        Command::Top(args) => commands::analytics::top(args).map(|out| (Some(out), None)),
-        Command::Pareto(args) => commands::analytics::pareto(args).map(|out| (Some(out), None)),
+        Command::Top(args) => {
+            commands::analytics::top(args).map(|(out, count)| (Some(out), Some(count)))
+        }
+        Command::Pareto(args) => {
+            commands::analytics::pareto(args).map(|(out, count)| (Some(out), Some(count)))
+        }
         Command::Report(args) => commands::report::run(args).map(|summary| (None, Some(summary))),
     };
     match result {

@@ -414,6 +414,23 @@ impl<R: Record> Frontier<R> {
         &self.objectives
     }
 
+    /// The tie group of each row ([`tie_groups`]), in the order of [`Frontier::rows`].
+    pub fn tie_groups(&self) -> Vec<u32> {
+        let keys: Vec<(u32, Vec<f64>)> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let values = self
+                    .objectives
+                    .iter()
+                    .map(|o| o.key(r).unwrap_or(f64::NAN))
+                    .collect();
+                (r.group(), values)
+            })
+            .collect();
+        tie_groups(keys.iter().map(|(g, v)| (*g, v.as_slice())))
+    }
+
     pub fn constraints(&self) -> &[Constraint] {
         &self.constraints
     }
@@ -434,6 +451,33 @@ impl<R: Record> Frontier<R> {
         }
         a.config_id().cmp(&b.config_id())
     }
+}
+
+/// The column of `pareto.parquet` (and of `pareto --format csv|json`) that numbers a frontier's
+/// tie groups: rows of one workload whose every objective has the same value, which no
+/// objective tells apart (e.g. the same cluster at 1 to 10 racks when no objective counts
+/// racks). Groups are numbered from 0 in frontier order; `pareto.md` and `pareto` print each
+/// group as one row.
+pub const TIE_GROUP: (&str, &str) = (
+    "tie_group",
+    "the row's tie group (only in pareto.parquet): rows of one workload equal on every objective share it; numbered from 0 in frontier order",
+);
+
+/// The tie group of each of `points` (`(group, objective values)`, in frontier order): points
+/// of one group with equal values share a number; numbers count up from 0 in order of first
+/// appearance.
+pub fn tie_groups<'a>(points: impl IntoIterator<Item = (u32, &'a [f64])>) -> Vec<u32> {
+    let mut seen: std::collections::HashMap<(u32, Vec<u64>), u32> =
+        std::collections::HashMap::new();
+    points
+        .into_iter()
+        .map(|(group, values)| {
+            // +0.0 makes -0.0 and 0.0 one value.
+            let bits = values.iter().map(|v| (v + 0.0).to_bits()).collect();
+            let next = u32::try_from(seen.len()).unwrap_or(u32::MAX);
+            *seen.entry((group, bits)).or_insert(next)
+        })
+        .collect()
 }
 
 /// The ids of the non-dominated points among `(id, values)` under `objectives`, ascending;
@@ -778,5 +822,24 @@ mod tests {
             let groups: Vec<u32> = f.rows().iter().map(|r| r.workload.id).collect();
             prop_assert!(groups.windows(2).all(|w| w[0] <= w[1]), "rows by workload");
         }
+    }
+
+    /// Points of one group with equal values share a tie group, numbered in order of first
+    /// appearance; the same values in another group are another tie group; -0.0 is 0.0.
+    #[test]
+    fn tie_groups_number_equal_points() {
+        let p: [(u32, [f64; 2]); 6] = [
+            (0, [2.0, 1.0]),
+            (0, [2.0, 1.0]),
+            (0, [1.0, 3.0]),
+            (1, [2.0, 1.0]),
+            (0, [2.0, 1.0]),
+            (1, [-0.0, 5.0]),
+        ];
+        let mut points: Vec<(u32, &[f64])> = p.iter().map(|(g, v)| (*g, &v[..])).collect();
+        assert_eq!(tie_groups(points.clone()), [0, 0, 1, 2, 0, 3]);
+        let zero = [0.0, 5.0];
+        points.push((1, &zero));
+        assert_eq!(tie_groups(points)[6], 3);
     }
 }

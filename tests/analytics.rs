@@ -32,15 +32,19 @@ fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {
     finished("sweeps/quickstart.toml", "quickstart")
 }
 
-/// The config_ids of a printed table (first column), and the printed row count.
-fn printed_ids(out: &str) -> Vec<u64> {
+/// The config_ids of printed rows (first column of a table or of CSV), checked against the row
+/// count on stderr.
+fn printed_ids(o: &std::process::Output) -> Vec<u64> {
+    let out = stdout(o);
     let mut lines = out.lines();
     assert!(lines.next().unwrap().starts_with("config_id"), "{out}");
     let ids: Vec<u64> = lines
-        .take_while(|l| !l.ends_with(" rows"))
-        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .map(|l| {
+            let mut cells = l.split(|c: char| c == ',' || c.is_whitespace());
+            cells.find(|c| !c.is_empty()).unwrap().parse().unwrap()
+        })
         .collect();
-    assert!(out.ends_with(&format!("{} rows\n", ids.len())), "{out}");
+    assert_eq!(stderr(o), format!("{} rows\n", ids.len()), "{out}");
     ids
 }
 
@@ -79,6 +83,8 @@ fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
     let o = run(&[
         "pareto",
         dir.to_str().unwrap(),
+        "--format",
+        "csv",
         "--objective",
         "max tokens_per_s_per_gpu",
         "--objective",
@@ -89,7 +95,7 @@ fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
         "tokens_per_s_per_user >= 10",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed = printed_ids(&stdout(&o));
+    let printed = printed_ids(&o);
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
     let expected = column_u64(&pareto, "config_id");
     assert_eq!(printed, expected, "same rows, same order");
@@ -112,6 +118,7 @@ fn pareto_reproduces_a_sized_runs_frontier_from_its_manifest() {
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let mut args = vec!["pareto".to_string(), dir.to_str().unwrap().to_string()];
+    args.extend(["--format".into(), "csv".into()]);
     for o in m["objectives"].as_array().unwrap() {
         args.extend(["--objective".into(), o.as_str().unwrap().to_string()]);
     }
@@ -124,7 +131,7 @@ fn pareto_reproduces_a_sized_runs_frontier_from_its_manifest() {
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
     let expected = column_u64(&pareto, "config_id");
     assert!(!expected.is_empty());
-    assert_eq!(printed_ids(&stdout(&o)), expected);
+    assert_eq!(printed_ids(&o), expected);
 }
 
 #[test]
@@ -133,6 +140,8 @@ fn pareto_under_other_objectives_matches_brute_force() {
     let o = run(&[
         "pareto",
         dir.to_str().unwrap(),
+        "--format",
+        "csv",
         "--objective",
         "min ttft_ms",
         "--objective",
@@ -141,7 +150,7 @@ fn pareto_under_other_objectives_matches_brute_force() {
         "tpot_ms <= 40",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed: BTreeSet<u64> = printed_ids(&stdout(&o)).into_iter().collect();
+    let printed: BTreeSet<u64> = printed_ids(&o).into_iter().collect();
 
     let rows = Rows::read(&dir);
     let (ttft, out, tpot, ok) = (
@@ -181,7 +190,7 @@ fn top_ranks_admitted_rows() {
         "ttft_ms <= 1000",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed = printed_ids(&stdout(&o));
+    let printed = printed_ids(&o);
 
     let rows = Rows::read(&dir);
     let (gpu, ttft, ok) = (
@@ -205,7 +214,7 @@ fn top_ranks_admitted_rows() {
         "3",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed = printed_ids(&stdout(&o));
+    let printed = printed_ids(&o);
     let fastest: Vec<(f64, u64)> = (0..rows.ids.len())
         .filter(|&i| ok[i])
         .filter_map(|i| Some((ttft[i]?, rows.ids[i])))
@@ -333,7 +342,7 @@ fn top_filters_on_labels() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let printed = printed_ids(&out);
+    let printed = printed_ids(&o);
     assert_eq!(printed.len(), 4);
     for line in out.lines().skip(1).take(4) {
         let cells: Vec<&str> = line.split_whitespace().collect();
@@ -354,6 +363,56 @@ fn top_filters_on_labels() {
         .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
         .collect();
     assert_eq!(printed, best_ids(admitted, 4, true));
+}
+
+/// `and`, `or` and parentheses in one --where, against brute force: `and` binds first.
+#[test]
+fn top_filters_with_and_or_and_parentheses() {
+    let (_tmp, dir) = quickstart();
+    let d = dir.to_str().unwrap();
+    let rows = Rows::read(&dir);
+    let (gpu, ttft, ok, hw) = (
+        rows.f64("tokens_per_s_per_gpu"),
+        rows.f64("ttft_ms"),
+        rows.feasible(),
+        rows.label("hardware"),
+    );
+    let fast = |i: usize| ttft[i].is_some_and(|t| t <= 100.0);
+    let mut answers = Vec::new();
+    for (filter, keep) in [
+        (
+            "hardware == h100-sxm or hardware == mi300x and ttft_ms <= 100",
+            &(|i: usize| hw[i] == "h100-sxm" || (hw[i] == "mi300x" && fast(i)))
+                as &dyn Fn(usize) -> bool,
+        ),
+        (
+            "(hardware == h100-sxm or hardware == mi300x) and ttft_ms <= 100",
+            &|i: usize| (hw[i] == "h100-sxm" || hw[i] == "mi300x") && fast(i),
+        ),
+    ] {
+        let o = run(&[
+            "top",
+            d,
+            "--by",
+            "tokens_per_s_per_gpu",
+            "-n",
+            "30",
+            "--format",
+            "csv",
+            "--where",
+            filter,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let admitted: Vec<(f64, u64)> = (0..rows.ids.len())
+            .filter(|&i| ok[i] && keep(i))
+            .filter_map(|i| Some((gpu[i]?, rows.ids[i])))
+            .collect();
+        let want = best_ids(admitted, 30, true);
+        assert_eq!(want.len(), 30, "{filter}");
+        assert_eq!(printed_ids(&o), want, "{filter}");
+        answers.push(want);
+    }
+    assert_ne!(answers[0], answers[1], "the parentheses change the answer");
 }
 
 /// A finished run of the small training sweep in a temporary directory.
@@ -394,7 +453,7 @@ fn top_ranks_a_training_runs_layouts() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let printed = printed_ids(&out);
+    let printed = printed_ids(&o);
     assert!(printed_column(&out, "precision").iter().all(|p| p == "fp8"));
 
     let rows = Rows::read(&dir);
@@ -435,7 +494,7 @@ fn top_ranks_a_training_runs_layouts() {
         .filter(|&i| ok[i] && gpus[i].is_some_and(|g| g <= 1024))
         .filter_map(|i| Some((step[i]?, rows.ids[i])))
         .collect();
-    assert_eq!(printed_ids(&stdout(&o)), best_ids(fastest, 4, false));
+    assert_eq!(printed_ids(&o), best_ids(fastest, 4, false));
 }
 
 /// A Pareto frontier of a training run under objectives other than the sweep's: nothing on it
@@ -446,6 +505,8 @@ fn pareto_on_a_training_run_matches_brute_force() {
     let o = run(&[
         "pareto",
         dir.to_str().unwrap(),
+        "--format",
+        "csv",
         "--objective",
         "max mfu_pct",
         "--objective",
@@ -458,7 +519,7 @@ fn pareto_on_a_training_run_matches_brute_force() {
         "facility_power_kw <= 4000",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed: BTreeSet<u64> = printed_ids(&stdout(&o)).into_iter().collect();
+    let printed: BTreeSet<u64> = printed_ids(&o).into_iter().collect();
 
     let rows = Rows::read(&dir);
     let (mfu, usd, hbm, kw, ok, precision) = (
@@ -498,6 +559,8 @@ fn pareto_reproduces_a_training_runs_frontier() {
     let o = run(&[
         "pareto",
         dir.to_str().unwrap(),
+        "--format",
+        "csv",
         "--objective",
         "min effective_time_to_train_days",
         "--objective",
@@ -511,7 +574,7 @@ fn pareto_reproduces_a_training_runs_frontier() {
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
     let expected = column_u64(&pareto, "config_id");
     assert!(!expected.is_empty());
-    assert_eq!(printed_ids(&stdout(&o)), expected);
+    assert_eq!(printed_ids(&o), expected);
 }
 
 /// Inference columns asked of a training run: an error naming the run's mode, with the nearest

@@ -120,7 +120,14 @@ fn quickstart_end_to_end() {
 
     // The frontier is a subset of the configs, row for row.
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));
-    assert_eq!(pareto[0].schema(), configs[0].schema());
+    // The configs' columns, then the tie group.
+    let (fields, configs_fields) = (
+        pareto[0].schema().fields().clone(),
+        configs[0].schema().fields().clone(),
+    );
+    assert_eq!(fields[..configs_fields.len()], configs_fields[..]);
+    assert_eq!(fields.len(), configs_fields.len() + 1);
+    assert_eq!(fields[configs_fields.len()].name(), "tie_group");
     let frontier_ids = column_u64(&pareto, "config_id");
     assert_eq!(m["frontier_size"], frontier_ids.len() as u64);
     assert!(!frontier_ids.is_empty());
@@ -192,6 +199,56 @@ fn every_example_sweep_runs() {
         );
         let configs = read_configs(&name);
         assert_eq!(rows(&configs) as u64, n, "{rel}");
+        query_formats_parse(&name, &m);
+    }
+}
+
+/// `top` and `pareto` (by the run's own objectives) print CSV that a CSV reader takes and JSON
+/// that a JSON parser takes, the same rows in both, with the count on stderr (issue 23).
+fn query_formats_parse(dir: &std::path::Path, m: &serde_json::Value) {
+    let d = dir.to_str().unwrap();
+    let objectives: Vec<String> = m["objectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    let mut queries = vec![vec![
+        "top".to_string(),
+        d.into(),
+        "--by".into(),
+        objectives[0].clone(),
+    ]];
+    let mut pareto = vec!["pareto".to_string(), d.into()];
+    for o in &objectives {
+        pareto.extend(["--objective".into(), o.clone()]);
+    }
+    queries.push(pareto);
+    for query in queries {
+        let output = |format: &str| {
+            let mut args: Vec<&str> = query.iter().map(String::as_str).collect();
+            args.extend(["--format", format]);
+            let o = run(&args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            (stdout(&o), stderr(&o))
+        };
+        let (csv_text, count) = output("csv");
+        let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+        let width = reader.headers().unwrap().len();
+        let records: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        assert!(records.iter().all(|r| r.len() == width), "{query:?}");
+        assert_eq!(count, format!("{} rows\n", records.len()), "{query:?}");
+        let (json_text, count_json) = output("json");
+        assert_eq!(count_json, count);
+        let json: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+        let rows = json.as_array().unwrap();
+        assert_eq!(rows.len(), records.len(), "{query:?}");
+        for (row, record) in rows.iter().zip(&records) {
+            let row = row.as_object().unwrap();
+            assert_eq!(row.len(), width);
+            assert!(row["config_id"].is_u64(), "{query:?}");
+            assert_eq!(row["config_id"].to_string(), record[0].to_string());
+        }
     }
 }
 

@@ -108,6 +108,15 @@ fn schema_doc_matches_the_writer() {
     );
 }
 
+/// docs/schema.md describes pareto.parquet's `tie_group` column as the code declares it.
+#[test]
+fn schema_doc_describes_the_tie_group() {
+    let doc = std::fs::read_to_string(root().join("docs/schema.md")).unwrap();
+    let (name, meaning) = racksweep::pareto::TIE_GROUP;
+    let row = format!("| `{name}` | uint32 | never | - | {meaning} |");
+    assert!(doc.contains(&row), "docs/schema.md lacks {row}");
+}
+
 /// docs/model.md §4 lists the reasons a serving layout is invalid, in the order they are checked,
 /// which is `Reason::ALL`'s; the reasons of cluster sizing, which come after, are described where
 /// they arise.

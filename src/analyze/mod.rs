@@ -3,6 +3,7 @@
 //! objectives and constraints, without re-running the sweep. Only the columns a query needs
 //! are read.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::output::run_dir::Finished;
@@ -12,7 +13,7 @@ use polars::prelude::*;
 
 use crate::columns::{Schema, Type};
 use crate::format::number;
-use crate::output::table::Table;
+use crate::output::table::{Table, Value};
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids_by_group};
 use filter::Where;
 
@@ -74,16 +75,41 @@ fn admitted(lf: LazyFrame, wheres: &[Where], schema: &Schema) -> LazyFrame {
     lf
 }
 
-/// The columns every result table leads with (`Show::brief`, in file order; in a run of several
-/// workloads `workload_id` after `config_id`, so rows of different workloads are told apart),
-/// then `extra` (deduplicated).
-fn shown(
+/// Which columns an answer shows.
+#[derive(Debug, Clone, Copy)]
+pub enum Columns<'a> {
+    /// The columns every answer leads with (`Show::brief`; in a run of several workloads
+    /// `workload_id` after `config_id`, so rows of different workloads are told apart), and the
+    /// other columns that say which configuration a row is (`Info::identifies`) where they
+    /// differ among the rows printed, in file order; then the columns the query names.
+    Telling,
+    /// These columns, in this order.
+    Chosen(&'a [&'static str]),
+}
+
+/// The columns an answer reads: those `columns` may show (for [`Columns::Telling`], every
+/// brief or identifying column; only the varying ones are kept, by [`shown`]), then `extra`
+/// (the query's; deduplicated).
+fn candidates(
     run: &Finished,
     schema: &Schema,
+    columns: Columns,
     extra: impl IntoIterator<Item = &'static str>,
 ) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = schema.names(|c| c.show.brief).collect();
-    if !run.manifest.workloads.is_empty() {
+    let mut names: Vec<&'static str> = match columns {
+        Columns::Telling => {
+            // A column with one value in the whole run tells no rows apart: not read at all.
+            let constant = constant_columns(run);
+            schema
+                .names(|c| c.show.brief || (c.identifies() && !constant.contains(c.name)))
+                .collect()
+        }
+        Columns::Chosen(names) => return names.to_vec(),
+    };
+    if let Some(at) = names.iter().position(|&n| n == WORKLOAD)
+        && several_workloads(run)
+    {
+        names.remove(at);
         names.insert(1, WORKLOAD);
     }
     for c in extra {
@@ -92,6 +118,84 @@ fn shown(
         }
     }
     names
+}
+
+/// The candidate columns an answer shows: all of a chosen list; of the telling ones, the brief
+/// columns, those the query names (`extra`) and the identifying ones whose values differ among
+/// `df`'s rows.
+fn shown(
+    run: &Finished,
+    df: &DataFrame,
+    columns: Columns,
+    names: &[&'static str],
+    extra: &[&'static str],
+) -> Result<Vec<&'static str>> {
+    if let Columns::Chosen(chosen) = columns {
+        return Ok(chosen.to_vec());
+    }
+    let schema = schema(run);
+    let mut kept = Vec::new();
+    for &n in names {
+        let keep = extra.contains(&n)
+            || (n == WORKLOAD && several_workloads(run))
+            || schema.find(n).is_some_and(|i| schema.columns[i].show.brief)
+            || df.column(n)?.n_unique()? > 1;
+        if keep {
+            kept.push(n);
+        }
+    }
+    Ok(kept)
+}
+
+/// The columns that hold one value in every row of the run (or null in every row), by the
+/// part files' row-group statistics (no data is read); a file without statistics names none.
+fn constant_columns(run: &Finished) -> BTreeSet<String> {
+    /// What the statistics say of a column so far: its one value (if any row has one) and
+    /// whether a row is null; `None` once two rows differ.
+    type Seen = Option<(Option<Vec<u8>>, bool)>;
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    for path in &run.configs {
+        let Ok(reader) = std::fs::File::open(path).map(SerializedFileReader::new) else {
+            return BTreeSet::new();
+        };
+        let Ok(reader) = reader else {
+            return BTreeSet::new();
+        };
+        for group in reader.metadata().row_groups() {
+            let rows = u64::try_from(group.num_rows()).unwrap_or(u64::MAX);
+            for chunk in group.columns() {
+                let name = chunk.column_descr().name().to_string();
+                let this: Seen = chunk.statistics().and_then(|st| {
+                    let nulls = st.null_count_opt()?;
+                    if nulls == rows {
+                        return Some((None, true));
+                    }
+                    let (min, max) = (st.min_bytes_opt()?, st.max_bytes_opt()?);
+                    (min == max).then(|| (Some(min.to_vec()), nulls > 0))
+                });
+                let entry = seen.entry(name).or_insert_with(|| this.clone());
+                *entry = match (entry.take(), this) {
+                    (Some((a, an)), Some((b, bn))) => match (a, b) {
+                        (Some(a), Some(b)) if a != b => None,
+                        (a, b) => Some((a.or(b), an || bn)),
+                    },
+                    _ => None,
+                };
+            }
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(name, s)| match s {
+            // One value, or null throughout; a value and nulls differ.
+            Some((Some(_), false)) | Some((None, _)) => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the run evaluates several workloads (each with its own frontier).
+fn several_workloads(run: &Finished) -> bool {
+    !run.manifest.workloads.is_empty()
 }
 
 /// The columns `names`, labels cast to text.
@@ -107,6 +211,7 @@ fn select(lf: LazyFrame, names: &[&'static str], schema: &Schema) -> LazyFrame {
     )
 }
 
+/// `df` as a table: each cell formatted for a reader, with its value.
 fn table(df: &DataFrame) -> Result<Table> {
     let header: Vec<String> = df
         .get_column_names()
@@ -114,24 +219,42 @@ fn table(df: &DataFrame) -> Result<Table> {
         .map(|n| n.to_string())
         .collect();
     let mut rows = vec![Vec::with_capacity(header.len()); df.height()];
+    let mut values = vec![Vec::with_capacity(header.len()); df.height()];
     for column in df.columns() {
         let series = column.as_materialized_series();
-        for (i, row) in rows.iter_mut().enumerate() {
-            row.push(cell(&series.get(i)?));
+        for (i, (row, vals)) in rows.iter_mut().zip(&mut values).enumerate() {
+            let v = value(&series.get(i)?);
+            row.push(cell(&v));
+            vals.push(v);
         }
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    Ok(Table::aligned_by_cells(&header, rows))
+    Ok(Table::aligned_by_cells(&header, rows).with_values(values))
 }
 
-fn cell(v: &AnyValue) -> String {
+fn value(v: &AnyValue) -> Value {
     match v {
-        AnyValue::Null => "-".into(),
-        AnyValue::Float64(x) => number(*x),
-        AnyValue::Float32(x) => number(f64::from(*x)),
-        AnyValue::String(s) => s.to_string(),
-        AnyValue::StringOwned(s) => s.to_string(),
-        other => other.to_string(),
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(*b),
+        AnyValue::UInt8(n) => Value::UInt(u64::from(*n)),
+        AnyValue::UInt16(n) => Value::UInt(u64::from(*n)),
+        AnyValue::UInt32(n) => Value::UInt(u64::from(*n)),
+        AnyValue::UInt64(n) => Value::UInt(*n),
+        AnyValue::Float64(x) => Value::float(*x),
+        AnyValue::Float32(x) => Value::float(f64::from(*x)),
+        AnyValue::String(s) => Value::Text(s.to_string()),
+        AnyValue::StringOwned(s) => Value::Text(s.to_string()),
+        other => Value::Text(other.to_string()),
+    }
+}
+
+/// A value as a reader sees it in a table: numbers as `format::number` writes them, null as
+/// "-".
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Float(x) => number(*x),
+        other => other.data_text(),
     }
 }
 
@@ -182,8 +305,8 @@ fn for_each_slice(
     Ok(())
 }
 
-/// The shown columns of the rows `ids`, sorted by `by` (descending where `descending`), then
-/// config_id.
+/// The rows `ids`, sorted by `by` (descending where `descending`), then config_id: the
+/// `names` columns (and `by`), as a frame.
 fn fetch(
     lf: LazyFrame,
     ids: Vec<u64>,
@@ -191,28 +314,44 @@ fn fetch(
     schema: &Schema,
     mut by: Vec<&'static str>,
     mut descending: Vec<bool>,
-) -> Result<Table> {
+) -> Result<DataFrame> {
     by.push("config_id");
     descending.push(false);
+    let mut read = names.to_vec();
+    for n in &by {
+        if !read.contains(n) {
+            read.push(n);
+        }
+    }
     let ids = Series::new("ids".into(), ids);
-    let df = select(
+    Ok(select(
         lf.filter(col("config_id").is_in(lit(ids).implode(false), false))
             .sort(
                 by,
                 SortMultipleOptions::default().with_order_descending_multi(descending),
             ),
-        names,
+        &read,
         schema,
     )
-    .collect()?;
-    table(&df)
+    .collect()?)
+}
+
+/// The shown columns of `df` as a table.
+fn answer(df: &DataFrame, shown: &[&'static str]) -> Result<Table> {
+    table(&df.select(shown.iter().copied())?)
 }
 
 /// The `n` best admitted rows by `by`. Each slice contributes its own best `n` (id and value
 /// only); the shown columns are read for the winners alone.
-pub fn top(run: &Finished, by: Objective, n: u32, wheres: &[Where]) -> Result<Table> {
+pub fn top(
+    run: &Finished,
+    by: Objective,
+    n: u32,
+    wheres: &[Where],
+    columns: Columns,
+) -> Result<Table> {
     filter::check_labels(run, wheres)?;
-    top_sliced(run, by, n, wheres, SLICE_ROWS)
+    top_sliced(run, by, n, wheres, columns, SLICE_ROWS)
 }
 
 fn top_sliced(
@@ -220,6 +359,7 @@ fn top_sliced(
     by: Objective,
     n: u32,
     wheres: &[Where],
+    columns: Columns,
     slice_rows: u32,
 ) -> Result<Table> {
     let lf = scan(run)?;
@@ -247,13 +387,21 @@ fn top_sliced(
         order(&mut best);
         Ok(())
     })?;
-    let names = shown(
-        run,
-        schema,
-        std::iter::once(by.name).chain(wheres.iter().map(Where::name)),
-    );
+    let extra: Vec<&'static str> = std::iter::once(by.name)
+        .chain(wheres.iter().flat_map(Where::names))
+        .collect();
+    let names = candidates(run, schema, columns, extra.iter().copied());
     let ids = best.iter().map(|&(_, id)| id).collect();
-    fetch(lf, ids, &names, schema, vec![column], vec![by.maximize])
+    let df = fetch(lf, ids, &names, schema, vec![column], vec![by.maximize])?;
+    answer(&df, &shown(run, &df, columns, &names, &extra)?)
+}
+
+/// A recomputed frontier: its rows (best first, as [`frontier`] orders them) and each row's tie
+/// group ([`crate::pareto::tie_groups`]).
+#[derive(Debug, Clone)]
+pub struct Frontier {
+    pub table: Table,
+    pub tie_groups: Vec<u32>,
 }
 
 /// The column whose values split an inference run into its workloads, each with its own
@@ -261,20 +409,27 @@ fn top_sliced(
 const WORKLOAD: &str = "workload_id";
 
 /// The Pareto frontier of the admitted rows under `objectives` (one per workload in an
-/// inference run), by workload, then best first by the first objective. Each slice is reduced to its own frontier from config_id and the objective
-/// columns alone (the frontier of a union is the frontier of the parts' frontiers); the shown
-/// columns are read for the frontier's rows.
-pub fn frontier(run: &Finished, objectives: &[Objective], wheres: &[Where]) -> Result<Table> {
+/// inference run), by workload, then best first by the first objective. Each slice is reduced
+/// to its own frontier from config_id and the objective columns alone (the frontier of a union
+/// is the frontier of the parts' frontiers); the shown columns are read for the frontier's
+/// rows.
+pub fn frontier(
+    run: &Finished,
+    objectives: &[Objective],
+    wheres: &[Where],
+    columns: Columns,
+) -> Result<Frontier> {
     filter::check_labels(run, wheres)?;
-    frontier_sliced(run, objectives, wheres, SLICE_ROWS)
+    frontier_sliced(run, objectives, wheres, columns, SLICE_ROWS)
 }
 
 fn frontier_sliced(
     run: &Finished,
     objectives: &[Objective],
     wheres: &[Where],
+    columns: Columns,
     slice_rows: u32,
-) -> Result<Table> {
+) -> Result<Frontier> {
     let lf = scan(run)?;
     let schema = schema(run);
     // An inference run holds one frontier per workload.
@@ -312,16 +467,17 @@ fn frontier_sliced(
             .collect();
         Ok(())
     })?;
-    let names = shown(
-        run,
-        schema,
-        objectives
-            .iter()
-            .map(|o| o.name)
-            .chain(wheres.iter().map(Where::name)),
-    );
-    let ids = survivors.into_iter().map(|(id, _, _)| id).collect();
-    fetch(
+    let extra: Vec<&'static str> = objectives
+        .iter()
+        .map(|o| o.name)
+        .chain(wheres.iter().flat_map(Where::names))
+        .collect();
+    let names = candidates(run, schema, columns, extra.iter().copied());
+    // The frontier's points by config_id, for its tie groups.
+    let mut points: Vec<(u64, u32, Vec<f64>)> = survivors;
+    points.sort_unstable_by_key(|p| p.0);
+    let ids = points.iter().map(|p| p.0).collect();
+    let df = fetch(
         lf,
         ids,
         &names,
@@ -335,7 +491,22 @@ fn frontier_sliced(
             .into_iter()
             .chain(objectives.iter().map(|o| o.maximize))
             .collect(),
-    )
+    )?;
+    let keys = df
+        .column("config_id")?
+        .u64()?
+        .iter()
+        .map(|id| {
+            id.and_then(|id| points.binary_search_by_key(&id, |p| p.0).ok())
+                .map(|at| (points[at].1, points[at].2.as_slice()))
+                .context("a row read back is not one of the frontier's")
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let tie_groups = crate::pareto::tie_groups(keys);
+    Ok(Frontier {
+        table: answer(&df, &shown(run, &df, columns, &names, &extra)?)?,
+        tie_groups,
+    })
 }
 
 /// The quickstart sweep run into a temporary directory, in parts of 1,000 rows, for the
@@ -382,16 +553,51 @@ mod tests {
             objective("max tokens_per_s_per_gpu"),
             objective("min tpot_ms"),
         ];
-        let rows = |t: Table| t.rows;
-        let whole = rows(frontier_sliced(&dir, &objectives, &wheres, SLICE_ROWS).unwrap());
-        assert!(whole.len() > 3);
-        assert_eq!(
-            rows(frontier_sliced(&dir, &objectives, &wheres, 700).unwrap()),
-            whole
-        );
+        let frontier = |slice_rows| {
+            let f = frontier_sliced(&dir, &objectives, &wheres, Columns::Telling, slice_rows);
+            let f = f.unwrap();
+            (f.table.rows, f.tie_groups)
+        };
+        let whole = frontier(SLICE_ROWS);
+        assert!(whole.0.len() > 3);
+        assert_eq!(whole.0.len(), whole.1.len());
+        assert_eq!(frontier(700), whole);
         let by = objective("min ttft_ms");
-        let whole = rows(top_sliced(&dir, by, 25, &wheres, SLICE_ROWS).unwrap());
+        let top = |slice_rows| {
+            top_sliced(&dir, by, 25, &wheres, Columns::Telling, slice_rows)
+                .unwrap()
+                .rows
+        };
+        let whole = top(SLICE_ROWS);
         assert_eq!(whole.len(), 25);
-        assert_eq!(rows(top_sliced(&dir, by, 25, &wheres, 700).unwrap()), whole);
+        assert_eq!(top(700), whole);
+    }
+
+    /// Columns with one value (or null) in every row of the quickstart run, by the statistics:
+    /// its one rack count, model, workload and ownership, and the prefill pool's GPU (null:
+    /// no disaggregation); not what its grid varies.
+    #[test]
+    fn constant_columns_come_from_the_statistics() {
+        let (_tmp, run) = quickstart_run();
+        let constant = constant_columns(&run);
+        for name in [
+            "racks",
+            "model",
+            "input_tokens",
+            "ownership",
+            "prefill_hardware",
+        ] {
+            assert!(constant.contains(name), "{name}: {constant:?}");
+        }
+        for name in [
+            "config_id",
+            "hardware",
+            "rack",
+            "tp",
+            "batch",
+            "weight_dtype",
+        ] {
+            assert!(!constant.contains(name), "{name}");
+        }
     }
 }

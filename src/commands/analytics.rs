@@ -1,27 +1,36 @@
 //! `racksweep top` and `racksweep pareto`: questions asked of a finished run's Parquet
-//! (through `analyze`), printed as a table on stdout.
+//! (through `analyze`), printed on stdout as a table, CSV, JSON or Markdown (`--format`); the
+//! row count goes to stderr, so that stdout holds the data alone. `pareto` prints each tie group
+//! as one row in the formats people read, and every row with its `tie_group` in the others.
 
 use anyhow::Result;
 
 use crate::analyze;
+use crate::analyze::Columns;
 use crate::analyze::filter::Where;
-use crate::cli::{ParetoArgs, TopArgs};
+use crate::cli::{Format, ParetoArgs, TopArgs};
 use crate::columns::Schema;
 use crate::error::UserError;
+use crate::format::thousands;
 use crate::output::run_dir::RunDir;
-use crate::output::table::{Exporter as _, Table, Text};
-use crate::pareto::Objective;
+use crate::output::table::{Align, Column, Csv, Exporter, Json, Markdown, Table, Text, Value};
+use crate::output::ties;
+use crate::pareto::{Objective, TIE_GROUP};
 
-pub fn top(args: TopArgs) -> Result<String> {
+/// Returns what goes to stdout (the rows) and to stderr (their count).
+pub fn top(args: TopArgs) -> Result<(String, String)> {
     let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
     let schema = analyze::schema(&run);
     let by = parse_by(&args.by, schema)?;
     let wheres = parse_wheres(&args.wheres, schema)?;
-    let t = analyze::top(&run, by, args.n, &wheres)?;
-    Ok(render(&t))
+    let chosen = parse_columns(&args.columns, schema)?;
+    let t = analyze::top(&run, by, args.n, &wheres, columns(&chosen))?;
+    let footer = format!("{} rows", thousands(t.rows.len() as u64));
+    Ok((exporter(args.format).table(&t), footer))
 }
 
-pub fn pareto(args: ParetoArgs) -> Result<String> {
+/// Returns what goes to stdout (the rows) and to stderr (their count).
+pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
     let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
     let schema = analyze::schema(&run);
     let objectives =
@@ -30,8 +39,80 @@ pub fn pareto(args: ParetoArgs) -> Result<String> {
             None => flag_list_error("--objective", e),
         })?;
     let wheres = parse_wheres(&args.wheres, schema)?;
-    let t = analyze::frontier(&run, &objectives, &wheres)?;
-    Ok(render(&t))
+    let chosen = parse_columns(&args.columns, schema)?;
+    let f = analyze::frontier(&run, &objectives, &wheres, columns(&chosen))?;
+    let configurations = f.table.rows.len() as u64;
+    let t = match args.format {
+        Format::Table | Format::Markdown => ties::collapse(&f.table, &f.tie_groups),
+        Format::Csv | Format::Json => with_tie_groups(f.table, &f.tie_groups),
+    };
+    let printed = t.rows.len() as u64;
+    let footer = if printed == configurations {
+        format!("{} rows", thousands(printed))
+    } else {
+        format!(
+            "{} rows ({} configurations: rows equal on every objective are one row)",
+            thousands(printed),
+            thousands(configurations)
+        )
+    };
+    Ok((exporter(args.format).table(&t), footer))
+}
+
+fn exporter(format: Format) -> &'static dyn Exporter {
+    match format {
+        Format::Table => &Text,
+        Format::Csv => &Csv,
+        Format::Json => &Json,
+        Format::Markdown => &Markdown,
+    }
+}
+
+/// `t` with a last column of each row's tie group.
+fn with_tie_groups(mut t: Table, groups: &[u32]) -> Table {
+    t.columns.push(Column::new(TIE_GROUP.0, "", Align::Right));
+    for ((row, values), &g) in t.rows.iter_mut().zip(&mut t.values).zip(groups) {
+        row.push(g.to_string());
+        values.push(Value::UInt(u64::from(g)));
+    }
+    t
+}
+
+fn columns<'a>(chosen: &'a [&'static str]) -> Columns<'a> {
+    if chosen.is_empty() {
+        Columns::Telling
+    } else {
+        Columns::Chosen(chosen)
+    }
+}
+
+/// `--columns a,b,c`: columns of the run, each once.
+fn parse_columns(texts: &[String], schema: &Schema) -> Result<Vec<&'static str>, UserError> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for text in texts {
+        let name = text.trim();
+        let Some(i) = schema.find(name) else {
+            let all = || schema.columns.iter().map(|c| c.name);
+            let hint = match crate::suggest::did_you_mean(name, all()) {
+                Some(s) => format!("{s} (docs/schema.md lists the columns)"),
+                None => "docs/schema.md lists the columns".to_string(),
+            };
+            return Err(UserError::new(format!(
+                "--columns: unknown {} column \"{}\"",
+                schema.mode.as_str(),
+                crate::limits::quoted(name)
+            ))
+            .with_hint(hint));
+        };
+        let name = schema.columns[i].name;
+        if names.contains(&name) {
+            return Err(UserError::new(format!(
+                "--columns: \"{name}\" is named twice"
+            )));
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// `--by COLUMN` ranks highest first; `--by "min COLUMN"` or `"max COLUMN"` says which way.
@@ -69,10 +150,4 @@ fn hinted(e: UserError, hint: Option<String>) -> UserError {
         Some(h) => e.with_hint(h),
         None => e,
     }
-}
-
-fn render(t: &Table) -> String {
-    let mut out = Text.table(t);
-    out.push_str(&format!("{} rows\n", t.rows.len()));
-    out
 }

@@ -1,13 +1,15 @@
 //! `pareto.md`: the frontier ready to paste into a planning review, as a Markdown table (a
 //! `table::Table` written by the Markdown exporter) sorted by the first objective: the columns
 //! the schema places in it first (`columns::Show`), then the objectives and constraints with
-//! their units in the header.
+//! their units in the header. Rows equal on every objective are one row (`ties::collapse`);
+//! `pareto.parquet` keeps each of them.
 
 use std::fmt::Write as _;
 
 use crate::columns::{Kind, LabelValues, Record, Schema, When};
 use crate::format::{number, thousands};
-use crate::output::table::{Align, Column, Exporter as _, Markdown, Table};
+use crate::output::table::{Align, Column, Exporter as _, Markdown, Table, Value};
+use crate::output::ties;
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
 use crate::spec::Sweep;
 
@@ -61,13 +63,24 @@ pub fn render<R: Record>(
         "- constraints: {}",
         describe_constraints(frontier.constraints())
     );
-    let _ = writeln!(
+    let tie_groups = frontier.tie_groups();
+    let distinct = tie_groups.iter().max().map_or(0, |&g| u64::from(g) + 1);
+    let _ = write!(
         out,
-        "- {} configurations, {} feasible, {} on the frontier\n",
+        "- {} configurations, {} feasible, {} on the frontier",
         thousands(totals.configurations),
         thousands(totals.feasible),
         thousands(frontier.rows().len() as u64)
     );
+    if distinct < frontier.rows().len() as u64 {
+        let _ = write!(
+            out,
+            "; {} rows below, rows equal on every objective shown as one (pareto.parquet \
+             holds each, with its tie_group)",
+            thousands(distinct)
+        );
+    }
+    out.push_str("\n\n");
     if frontier.rows().is_empty() {
         let _ = writeln!(out, "No feasible configuration meets the constraints.");
         return out;
@@ -98,25 +111,29 @@ pub fn render<R: Record>(
             ));
         }
     }
-    let table = |rows: &mut dyn Iterator<Item = &R>| {
-        let rows = rows
-            .map(|row| shown.iter().map(|&(i, _)| cell(i, row, labels)).collect())
-            .collect();
+    let table = |rows: &mut dyn Iterator<Item = (&R, u32)>| {
+        let (mut cells, mut values, mut ties) = (Vec::new(), Vec::new(), Vec::new());
+        for (row, tie) in rows {
+            let row: Vec<(String, Value)> =
+                shown.iter().map(|&(i, _)| cell(i, row, labels)).collect();
+            let (c, v) = row.into_iter().unzip();
+            cells.push(c);
+            values.push(v);
+            ties.push(tie);
+        }
         let columns = shown.iter().map(|(_, c)| c.clone()).collect();
-        Markdown.table(&Table::new(columns, rows))
+        let t = Table::new(columns, cells).with_values(values);
+        Markdown.table(&ties::collapse(&t, &ties))
     };
+    let rows = || frontier.rows().iter().zip(tie_groups.iter().copied());
     if groups.len() <= 1 {
-        out.push_str(&table(&mut frontier.rows().iter()));
+        out.push_str(&table(&mut rows()));
         return out;
     }
     // One frontier per workload: rows of different workloads are not comparable.
     for (k, name) in groups.iter().enumerate() {
         let _ = writeln!(out, "## Workload {k}: {name}\n");
-        let mut rows = frontier
-            .rows()
-            .iter()
-            .filter(|r| r.group() as usize == k)
-            .peekable();
+        let mut rows = rows().filter(|(r, _)| r.group() as usize == k).peekable();
         if rows.peek().is_none() {
             let _ = writeln!(out, "No feasible configuration meets the constraints.\n");
         } else {
@@ -163,17 +180,28 @@ fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize
     places.into_iter().map(|(_, i)| i).collect()
 }
 
-fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> String {
+/// Column `i` of `row`: its cell as the review reads it, and its value.
+fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> (String, Value) {
     let c = &R::columns()[i];
+    let count = |n: Option<u64>| match n {
+        Some(n) => (number(n as f64), Value::UInt(n)),
+        None => (String::new(), Value::Null),
+    };
     match c.kind {
-        Kind::Label(l) => labels.text(l, row),
-        Kind::Flag(f) => match f(row) {
-            Some(true) => "yes".to_string(),
-            Some(false) => "no".to_string(),
-            None => String::new(),
+        Kind::Label(l) => match labels.text(l, row) {
+            t if t.is_empty() => (t, Value::Null),
+            t => (t.clone(), Value::Text(t)),
         },
-        Kind::Id(_) | Kind::Count(_) | Kind::Metric(_) => {
-            c.number(row).map_or_else(String::new, number)
-        }
+        Kind::Flag(f) => match f(row) {
+            Some(true) => ("yes".to_string(), Value::Bool(true)),
+            Some(false) => ("no".to_string(), Value::Bool(false)),
+            None => (String::new(), Value::Null),
+        },
+        Kind::Id(f) => count(Some(f(row))),
+        Kind::Count(f) => count(f(row).map(u64::from)),
+        Kind::Metric(_) => match c.number(row) {
+            Some(x) if x.is_finite() => (number(x), Value::Float(x)),
+            _ => (String::new(), Value::Null),
+        },
     }
 }

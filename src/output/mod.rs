@@ -1,5 +1,6 @@
 //! One writer per output format: Parquet tables, the Markdown frontier, the JSON manifest, and
-//! the table block every tabular text output is rendered from (`table`: Markdown and plain text).
+//! the table block every tabular output is rendered from (`table`: Markdown, plain text, CSV,
+//! JSON), and a frontier's tie groups collapsed for reading (`ties`).
 
 pub mod columnar;
 pub mod manifest;
@@ -7,3 +8,4 @@ pub mod markdown;
 pub mod parquet;
 pub mod run_dir;
 pub mod table;
+pub mod ties;

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use arrow_array::{ArrayRef, StringArray};
+use arrow_array::{ArrayRef, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::{
@@ -73,22 +73,67 @@ pub const UNIT_KEY: &str = "unit";
 /// Field metadata key of a column's meaning (docs/schema.md's "meaning").
 pub const DESCRIPTION_KEY: &str = "description";
 
-/// The Arrow schema of a mode's output tables. Every field carries its column's unit and
-/// meaning as field metadata ([`UNIT_KEY`], [`DESCRIPTION_KEY`]), and the schema the pandas
-/// metadata that gives every column one pandas dtype in every file.
-pub fn schema(mode: Mode) -> SchemaRef {
-    let table = Table::get(mode);
-    let fields = table.columns.iter().map(|c| {
-        Field::new(c.name, storage(c.ty).arrow, c.nullable()).with_metadata(HashMap::from([
-            (UNIT_KEY.to_string(), c.unit.to_string()),
-            (DESCRIPTION_KEY.to_string(), c.doc.to_string()),
+/// One column of a file as the writer describes it.
+struct FieldSpec {
+    name: &'static str,
+    storage: Storage,
+    nullable: bool,
+    unit: &'static str,
+    doc: &'static str,
+}
+
+/// The columns of a mode's tables, in file order.
+fn mode_fields(mode: Mode) -> Vec<FieldSpec> {
+    Table::get(mode)
+        .columns
+        .iter()
+        .map(|c| FieldSpec {
+            name: c.name,
+            storage: storage(c.ty),
+            nullable: c.nullable(),
+            unit: c.unit,
+            doc: c.doc,
+        })
+        .collect()
+}
+
+/// The Arrow schema of `fields`: every field carries its unit and meaning as field metadata
+/// ([`UNIT_KEY`], [`DESCRIPTION_KEY`]), and the schema the pandas metadata that gives every
+/// column one pandas dtype in every file.
+fn build_schema(fields: &[FieldSpec]) -> SchemaRef {
+    let arrow = fields.iter().map(|f| {
+        Field::new(f.name, f.storage.arrow.clone(), f.nullable).with_metadata(HashMap::from([
+            (UNIT_KEY.to_string(), f.unit.to_string()),
+            (DESCRIPTION_KEY.to_string(), f.doc.to_string()),
         ]))
     });
-    let metadata = HashMap::from([("pandas".to_string(), pandas_metadata(table))]);
-    Arc::new(Schema::new_with_metadata(
-        fields.collect::<Vec<_>>(),
-        metadata,
-    ))
+    let metadata = HashMap::from([("pandas".to_string(), pandas_metadata(fields))]);
+    Arc::new(Schema::new_with_metadata(arrow.collect::<Vec<_>>(), metadata))
+}
+
+/// The Arrow schema of a mode's output tables ([`build_schema`]).
+pub fn schema(mode: Mode) -> SchemaRef {
+    build_schema(&mode_fields(mode))
+}
+
+/// The schema of a run's `pareto.parquet`: the mode's columns, then
+/// [`crate::pareto::TIE_GROUP`] (uint32, never null).
+pub fn frontier_schema(mode: Mode) -> SchemaRef {
+    let mut fields = mode_fields(mode);
+    let (name, doc) = crate::pareto::TIE_GROUP;
+    fields.push(FieldSpec {
+        name,
+        storage: Storage {
+            arrow: DataType::UInt32,
+            doc: "uint32",
+            pandas_type: "uint32",
+            numpy_type: "uint32",
+        },
+        nullable: false,
+        unit: "",
+        doc,
+    });
+    build_schema(&fields)
 }
 
 /// Key/value metadata key of every column's unit and meaning as one JSON object keyed by column
@@ -96,9 +141,8 @@ pub fn schema(mode: Mode) -> SchemaRef {
 /// show Arrow field metadata (DuckDB's `parquet_kv_metadata`, polars' `read_parquet_metadata`).
 pub const COLUMNS_KEY: &str = "racksweep.columns";
 
-/// The value of [`COLUMNS_KEY`] for a mode's files: the field metadata of [`schema`], by name.
-pub fn columns_metadata(mode: Mode) -> String {
-    let schema = schema(mode);
+/// The value of [`COLUMNS_KEY`] for a file of `schema`: its field metadata, by name.
+pub fn columns_metadata(schema: &Schema) -> String {
     let columns: serde_json::Map<String, serde_json::Value> = schema
         .fields()
         .iter()
@@ -118,17 +162,15 @@ pub fn columns_metadata(mode: Mode) -> String {
 
 /// The `pandas` schema metadata pyarrow writes for a DataFrame (its `columns` with their
 /// `pandas_type` and `numpy_type`, no index), which pyarrow's `to_pandas` reads back.
-fn pandas_metadata(table: &Table) -> String {
-    let columns: Vec<serde_json::Value> = table
-        .columns
+fn pandas_metadata(fields: &[FieldSpec]) -> String {
+    let columns: Vec<serde_json::Value> = fields
         .iter()
-        .map(|c| {
-            let s = storage(c.ty);
+        .map(|f| {
             serde_json::json!({
-                "name": c.name,
-                "field_name": c.name,
-                "pandas_type": s.pandas_type,
-                "numpy_type": s.numpy_type,
+                "name": f.name,
+                "field_name": f.name,
+                "pandas_type": f.storage.pandas_type,
+                "numpy_type": f.storage.numpy_type,
                 "metadata": null,
             })
         })
@@ -219,9 +261,26 @@ impl<R: Record> ParquetSink<R> {
         labels: LabelValues,
         metadata: Vec<(String, String)>,
     ) -> Result<ParquetSink<R>> {
-        let schema = schema(R::MODE);
-        let mut metadata = metadata;
-        metadata.push((COLUMNS_KEY.to_string(), columns_metadata(R::MODE)));
+        Self::create_with(path, labels, metadata, schema(R::MODE))
+    }
+
+    /// Creates `path` for a run's frontier ([`frontier_schema`]); write it with
+    /// [`ParquetSink::write_frontier`].
+    pub fn create_frontier(
+        path: &Path,
+        labels: LabelValues,
+        metadata: Vec<(String, String)>,
+    ) -> Result<ParquetSink<R>> {
+        Self::create_with(path, labels, metadata, frontier_schema(R::MODE))
+    }
+
+    fn create_with(
+        path: &Path,
+        labels: LabelValues,
+        mut metadata: Vec<(String, String)>,
+        schema: SchemaRef,
+    ) -> Result<ParquetSink<R>> {
+        metadata.push((COLUMNS_KEY.to_string(), columns_metadata(&schema)));
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
@@ -345,6 +404,36 @@ impl<R: Record> ParquetSink<R> {
         self.append(group)
     }
 
+    /// Writes a frontier's rows with each row's tie group, into a file made by
+    /// [`ParquetSink::create_frontier`].
+    pub fn write_frontier(&mut self, rows: &[R], tie_groups: &[u32]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tie_groups.len() == rows.len(),
+            "{} rows with {} tie groups",
+            rows.len(),
+            tie_groups.len()
+        );
+        let mut columns = Columns::from_rows(rows, &self.labels);
+        let mut group = self.row_group()?;
+        let last = self.schema.fields().len() - 1;
+        anyhow::ensure!(
+            self.schema.field(last).name() == crate::pareto::TIE_GROUP.0,
+            "the file has no {} column",
+            crate::pareto::TIE_GROUP.0
+        );
+        let mut writer = group.writers.remove(last);
+        self.encode(&mut group, &mut columns)?;
+        let array: ArrayRef = Arc::new(UInt32Array::from(tie_groups.to_vec()));
+        for leaf in compute_leaves(self.schema.field(last), &array)? {
+            writer.write(&leaf)?;
+        }
+        group.writers.push(writer);
+        self.append(group)
+    }
+
     /// The label dictionaries rows are keyed against.
     pub fn labels(&self) -> &LabelValues {
         &self.labels
@@ -392,13 +481,13 @@ mod tests {
     #[test]
     fn columns_metadata_is_the_field_metadata() {
         let parsed: serde_json::Value =
-            serde_json::from_str(&columns_metadata(Mode::Inference)).unwrap();
+            serde_json::from_str(&columns_metadata(&schema(Mode::Inference))).unwrap();
         assert_eq!(parsed["racks"]["unit"], "racks");
         assert_eq!(parsed["tpot_ms"]["unit"], "ms");
         assert_eq!(parsed["hardware"]["unit"], "");
         let table = Table::get(Mode::Training);
         let parsed: serde_json::Value =
-            serde_json::from_str(&columns_metadata(Mode::Training)).unwrap();
+            serde_json::from_str(&columns_metadata(&schema(Mode::Training))).unwrap();
         assert_eq!(parsed.as_object().unwrap().len(), table.columns.len());
         for c in &table.columns {
             assert_eq!(parsed[c.name]["description"], c.doc, "{}", c.name);
@@ -429,6 +518,35 @@ mod tests {
                 assert_eq!(p["numpy_type"], want, "{}", c.name);
             }
             assert_eq!(pandas["index_columns"], serde_json::json!([]));
+        }
+    }
+
+    /// `pareto.parquet` adds `tie_group` after the mode's columns, described like every other
+    /// field: unit, meaning, pandas dtype, and in `racksweep.columns`.
+    #[test]
+    fn frontier_schema_describes_the_tie_group() {
+        for mode in Mode::ALL {
+            let (plain, frontier) = (schema(mode), frontier_schema(mode));
+            assert_eq!(frontier.fields().len(), plain.fields().len() + 1);
+            let last = frontier.fields().last().unwrap();
+            assert_eq!(last.name(), crate::pareto::TIE_GROUP.0);
+            assert_eq!(last.data_type(), &DataType::UInt32);
+            assert!(!last.is_nullable());
+            assert_eq!(
+                last.metadata().get(DESCRIPTION_KEY).map(String::as_str),
+                Some(crate::pareto::TIE_GROUP.1)
+            );
+            let pandas: serde_json::Value =
+                serde_json::from_str(&frontier.metadata()["pandas"]).unwrap();
+            let columns = pandas["columns"].as_array().unwrap();
+            assert_eq!(columns.len(), frontier.fields().len());
+            assert_eq!(columns.last().unwrap()["numpy_type"], "uint32");
+            let described: serde_json::Value =
+                serde_json::from_str(&columns_metadata(&frontier)).unwrap();
+            assert_eq!(
+                described[crate::pareto::TIE_GROUP.0]["description"],
+                crate::pareto::TIE_GROUP.1
+            );
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Tables as one block, and the exporters that render it (as hyperfine's exporters do): a
-//! [`Table`] is columns (header, unit, alignment) and rows of formatted cells; [`Markdown`]
-//! writes it as a pipe table (`pareto.md`, `validate --markdown`, `report.md`), [`Text`] as
-//! padded plain text for a terminal (`top`, `pareto`, `catalog`, `check`). This module formats
-//! no values: the cells come formatted.
+//! [`Table`] is columns (header, unit, alignment) and rows of formatted cells, and, where the
+//! table is data (`top`, `pareto`), the typed [`Value`] behind each cell. [`Markdown`] writes it
+//! as a pipe table (`pareto.md`, `validate --markdown`, `report.md`), [`Text`] as padded plain
+//! text for a terminal (`top`, `pareto`, `catalog`, `check`); [`Csv`] and [`Json`] write the
+//! values for other programs (`top`/`pareto --format csv|json`). This module formats no values
+//! for people: the cells come formatted.
 
 use std::fmt::Write as _;
 
@@ -56,13 +58,51 @@ impl Column {
     }
 }
 
+/// A cell's value as data: what [`Csv`] and [`Json`] write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    /// Ids and counts.
+    UInt(u64),
+    /// A finite number (a value that is not finite is [`Value::Null`]).
+    Float(f64),
+    Text(String),
+}
+
+impl Value {
+    /// `v` as a number, null unless finite (JSON has no NaN or infinity).
+    pub fn float(v: f64) -> Value {
+        if v.is_finite() {
+            Value::Float(v)
+        } else {
+            Value::Null
+        }
+    }
+
+    /// The value as data text: numbers in full (Rust's shortest round-trip form), booleans as
+    /// `true`/`false`, null as "".
+    pub fn data_text(&self) -> String {
+        match self {
+            Value::Null => String::new(),
+            Value::Bool(b) => b.to_string(),
+            Value::UInt(n) => n.to_string(),
+            Value::Float(x) => x.to_string(),
+            Value::Text(s) => s.clone(),
+        }
+    }
+}
+
 /// A table: an optional title, its columns and rows of cells (one per column).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Table {
     /// A heading above the table (level 3 in Markdown).
     pub title: Option<String>,
     pub columns: Vec<Column>,
     pub rows: Vec<Vec<String>>,
+    /// The values the cells show, row by row, where the table is data; empty otherwise (then
+    /// [`Csv`] and [`Json`] write the cells as text).
+    pub values: Vec<Vec<Value>>,
 }
 
 impl Table {
@@ -71,6 +111,21 @@ impl Table {
             title: None,
             columns,
             rows,
+            values: Vec::new(),
+        }
+    }
+
+    /// The same table with the values its cells show (one row of values per row of cells).
+    pub fn with_values(self, values: Vec<Vec<Value>>) -> Table {
+        debug_assert_eq!(values.len(), self.rows.len());
+        Table { values, ..self }
+    }
+
+    /// Row `i`'s values: the typed ones, or its cells as text.
+    fn row_values(&self, i: usize) -> Vec<Value> {
+        match self.values.get(i) {
+            Some(v) => v.clone(),
+            None => self.rows[i].iter().cloned().map(Value::Text).collect(),
         }
     }
 
@@ -102,6 +157,67 @@ impl Table {
 /// A format a table is written in.
 pub trait Exporter {
     fn table(&self, table: &Table) -> String;
+}
+
+/// CSV (RFC 4180 quoting: a field with a comma, quote or line break is quoted, quotes doubled;
+/// lines end in `\n`): a header of column names, then each row's values, null as an empty
+/// field. No title.
+pub struct Csv;
+
+/// JSON: an array of one object per row, keyed by column name in column order, with typed values
+/// (numbers, booleans, strings, null), one row per line. No title.
+pub struct Json;
+
+impl Exporter for Csv {
+    fn table(&self, t: &Table) -> String {
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        let record = |w: &mut csv::Writer<Vec<u8>>, fields: Vec<String>| {
+            w.write_record(fields)
+                .expect("writing CSV to memory cannot fail");
+        };
+        record(&mut w, t.columns.iter().map(|c| c.header.clone()).collect());
+        for i in 0..t.rows.len() {
+            record(
+                &mut w,
+                t.row_values(i).iter().map(Value::data_text).collect(),
+            );
+        }
+        let bytes = w.into_inner().expect("writing CSV to memory cannot fail");
+        String::from_utf8(bytes).expect("CSV of UTF-8 text is UTF-8")
+    }
+}
+
+impl Exporter for Json {
+    fn table(&self, t: &Table) -> String {
+        let quote = |s: &str| serde_json::Value::from(s).to_string();
+        let keys: Vec<String> = t.columns.iter().map(|c| quote(&c.header)).collect();
+        let rows: Vec<String> = (0..t.rows.len())
+            .map(|i| {
+                let fields: Vec<String> = keys
+                    .iter()
+                    .zip(t.row_values(i))
+                    .map(|(k, v)| {
+                        let v = match v {
+                            Value::Null => "null".to_string(),
+                            Value::Bool(b) => b.to_string(),
+                            Value::UInt(n) => n.to_string(),
+                            Value::Float(x) => serde_json::Value::from(x).to_string(),
+                            Value::Text(s) => quote(&s),
+                        };
+                        format!("{k}: {v}")
+                    })
+                    .collect();
+                format!("  {{{}}}", fields.join(", "))
+            })
+            .collect();
+        if rows.is_empty() {
+            "[]\n".to_string()
+        } else {
+            format!("[\n{}\n]\n", rows.join(",\n"))
+        }
+    }
 }
 
 /// A Markdown pipe table, `|---:|` over numbers; pipes in cells are escaped.
@@ -212,6 +328,61 @@ mod tests {
         assert_eq!(
             Markdown.table(&sample().titled("Sizes")),
             "### Sizes\n\n| id | n (GPUs) |\n|---|---:|\n| a\\|b | 1 |\n| bbb | 100 |\n"
+        );
+    }
+
+    fn data() -> Table {
+        Table::new(
+            vec![
+                Column::left("name"),
+                Column::right("n"),
+                Column::right("x"),
+                Column::left("ok"),
+            ],
+            vec![
+                vec!["a, \"b\"".into(), "1".into(), "0.125".into(), "true".into()],
+                vec!["line\nbreak".into(), "-".into(), "-".into(), "-".into()],
+            ],
+        )
+        .with_values(vec![
+            vec![
+                Value::Text("a, \"b\"".into()),
+                Value::UInt(1),
+                Value::Float(0.125),
+                Value::Bool(true),
+            ],
+            vec![
+                Value::Text("line\nbreak".into()),
+                Value::Null,
+                Value::float(f64::NAN),
+                Value::Null,
+            ],
+        ])
+    }
+
+    #[test]
+    fn csv_quotes_what_it_must_and_leaves_nulls_empty() {
+        assert_eq!(
+            Csv.table(&data()),
+            "name,n,x,ok\n\"a, \"\"b\"\"\",1,0.125,true\n\"line\nbreak\",,,\n"
+        );
+        // A table without values writes its cells.
+        assert_eq!(Csv.table(&sample()), "id,n\na|b,1\nbbb,100\n");
+    }
+
+    #[test]
+    fn json_keeps_types() {
+        let text = Json.table(&data());
+        assert_eq!(
+            text,
+            "[\n  {\"name\": \"a, \\\"b\\\"\", \"n\": 1, \"x\": 0.125, \"ok\": true},\n  \
+             {\"name\": \"line\\nbreak\", \"n\": null, \"x\": null, \"ok\": null}\n]\n"
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed[0]["x"], serde_json::json!(0.125));
+        assert_eq!(
+            Json.table(&Table::new(vec![Column::left("a")], vec![])),
+            "[]\n"
         );
     }
 }

@@ -188,8 +188,8 @@ fn write_frontier<R: Record>(
     frontier.extend(rows);
     let labels = sweep.labels();
     let tmp = run_dir::tmp_path(&dir.pareto_parquet());
-    let mut pareto = ParquetSink::create(&tmp, labels.clone(), sweep.file_metadata())?;
-    pareto.write_rows(frontier.rows())?;
+    let mut pareto = ParquetSink::create_frontier(&tmp, labels.clone(), sweep.file_metadata())?;
+    pareto.write_frontier(frontier.rows(), &frontier.tie_groups())?;
     let sha256 = pareto.finish()?;
     run_dir::rename(&tmp, &dir.pareto_parquet())?;
     let totals = Totals {
