@@ -108,7 +108,10 @@ fn build_schema(fields: &[FieldSpec]) -> SchemaRef {
         ]))
     });
     let metadata = HashMap::from([("pandas".to_string(), pandas_metadata(fields))]);
-    Arc::new(Schema::new_with_metadata(arrow.collect::<Vec<_>>(), metadata))
+    Arc::new(Schema::new_with_metadata(
+        arrow.collect::<Vec<_>>(),
+        metadata,
+    ))
 }
 
 /// The Arrow schema of a mode's output tables ([`build_schema`]).
