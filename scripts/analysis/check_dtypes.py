@@ -45,6 +45,17 @@ def documented(mode):
     }
 
 
+def tie_group_documented():
+    """(pandas dtype, unit, meaning) of `tie_group`, the never-null uint32 column pareto.parquet
+    adds (docs/schema.md, "Ties on the frontier")."""
+    text = open(os.path.join(ROOT, "docs", "schema.md")).read()
+    found = re.search(r"^\| `tie_group` \| (uint32) \| never \| ([^|]+) \| (.+) \|$", text, re.M)
+    if not found:
+        fail("docs/schema.md does not describe tie_group as a never-null uint32")
+    unit = found.group(2).strip()
+    return ("uint32", "" if unit == "-" else unit, found.group(3))
+
+
 def same_everywhere(kind, seen):
     """`seen` maps a column to {type: [files]}: each column must have one type."""
     for column, types in sorted(seen.items()):
@@ -63,11 +74,14 @@ def main(runs):
         modes.add(mode)
         sweep = open(os.path.join(run, "sweep.toml")).read()
         sized.add(bool(re.search(r'^\s*racks\s*=\s*"auto"', sweep, re.M)))
-        docs = documented(mode)
+        plain = documented(mode)
+        with_ties = dict(plain, tie_group=tie_group_documented())
         parts = sorted(glob.glob(os.path.join(run, "configs", "*.parquet")))
         if len(parts) < 2:
             fail(f"{run}: {len(parts)} part; run it with a smaller --part-rows")
-        for path in parts + [os.path.join(run, "pareto.parquet"), os.path.join(run, "configs")]:
+        pareto = os.path.join(run, "pareto.parquet")
+        for path in parts + [pareto, os.path.join(run, "configs")]:
+            docs = with_ties if path == pareto else plain
             files += 1
             frame = pd.read_parquet(path)
             for column in frame.columns:
