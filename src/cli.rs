@@ -54,7 +54,11 @@ pub enum Command {
     Report(ReportArgs),
     /// Validate a sweep file and print its axes and grid size without evaluating.
     Check(CheckArgs),
-    /// List the built-in presets with their key specs.
+    /// List the built-in presets with their key specs, or print one as TOML for a sweep.
+    ///
+    /// With an id (`racksweep catalog gpus h100-sxm`), prints that preset as a [[gpu]], [[rack]]
+    /// or [[model]] table that a sweep file accepts as it is: a GPU as `extends` of itself (edit
+    /// a number to replace it for the sweep), a rack or model as a copy under a new id.
     Catalog(CatalogArgs),
     /// Predict published hardware measurements and report the error per case and per metric.
     ///
@@ -220,12 +224,19 @@ pub struct CheckArgs {
 pub struct CatalogArgs {
     /// Which presets to list [default: all].
     pub kind: Option<CatalogKind>,
+    /// A preset's id: print it as a TOML table to paste into a sweep.
+    #[arg(requires = "kind")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CatalogKind {
+    #[value(alias = "gpu")]
     Gpus,
+    #[value(alias = "model")]
     Models,
+    #[value(alias = "rack")]
     Racks,
+    #[value(alias = "dtype")]
     Dtypes,
 }

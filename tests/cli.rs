@@ -330,6 +330,60 @@ fn check_output_snapshot() {
     );
 }
 
+/// `catalog <kind> <id>` prints a preset as a table the sweep parser takes back: the same GPU
+/// (replaced in place by itself), a copy of the rack or model with every number the same.
+#[test]
+fn a_preset_printed_as_toml_parses_back_as_the_same_preset() {
+    use racksweep::catalog::Catalog;
+    use racksweep::cli::CatalogKind;
+    use racksweep::commands::catalog::preset_toml;
+    let builtin = Catalog::builtin().unwrap();
+    let sweep = |table: &str| {
+        let text = format!(
+            "[sweep]\nname = \"t\"\n[workload]\nmodel = \"llama-3.1-8b\"\ninput_tokens = 128\noutput_tokens = 128\n[grid]\nhardware = [\"h100-sxm\"]\n{table}"
+        );
+        match racksweep::spec::parse(std::path::Path::new("t.toml"), &text, 1_000_000) {
+            Ok(s) => s.header().catalog.clone(),
+            Err(e) => panic!("{e}\n{table}"),
+        }
+    };
+    for g in &builtin.gpus {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Gpus, &g.id).unwrap());
+        assert_eq!(value(c.gpu(&g.id).unwrap()), value(g), "{}", g.id);
+        assert_eq!(c.gpus.len(), builtin.gpus.len());
+    }
+    for r in &builtin.racks {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Racks, &r.id).unwrap());
+        let copy = c.rack(&format!("{}-custom", r.id)).unwrap();
+        let mut v = value(copy);
+        v.as_table_mut()
+            .unwrap()
+            .insert("id".into(), r.id.clone().into());
+        assert_eq!(v, value(r), "{}", r.id);
+    }
+    for m in &builtin.models {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Models, &m.id).unwrap());
+        let copy = c.model(&format!("{}-custom", m.id)).unwrap();
+        let mut v = value(copy);
+        v.as_table_mut()
+            .unwrap()
+            .insert("id".into(), m.id.clone().into());
+        assert_eq!(v, value(m), "{}", m.id);
+    }
+    // The binary prints the same text.
+    let o = run(&["catalog", "gpu", "h100-sxm"]);
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        preset_toml(&builtin, CatalogKind::Gpus, "h100-sxm").unwrap()
+    );
+}
+
+/// A preset as a TOML value, to compare two presets field by field.
+fn value<T: serde::Serialize>(preset: &T) -> toml::Value {
+    toml::Value::try_from(preset).unwrap()
+}
+
 #[test]
 fn catalog_lists_every_gpu_and_model() {
     let o = run(&["catalog", "gpus"]);
