@@ -124,7 +124,12 @@ pub struct RunArgs {
     /// Worker threads [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
-    /// Hide the progress bar and the closing summary.
+    /// How to show progress on stderr: "auto" draws a bar on a terminal and prints lines
+    /// otherwise (nohup, Slurm logs), "bar", "lines" (one every 10 s and one at the end: done,
+    /// total, rate, ETA) or "none".
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    pub progress: Progress,
+    /// Print nothing on success: no progress and no closing summary.
     #[arg(long)]
     pub quiet: bool,
     /// Replace an existing run directory of the same name (with --shard: write the shard again).
@@ -181,6 +186,18 @@ pub struct TopArgs {
     /// Read a run that is not complete (its committed parts only), saying so on stderr.
     #[arg(long)]
     pub allow_incomplete: bool,
+}
+
+/// How `run` shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Progress {
+    /// A bar when stderr is a terminal, lines otherwise.
+    Auto,
+    /// A bar (drawn only on a terminal).
+    Bar,
+    /// A line every 10 s and one at the end.
+    Lines,
+    None,
 }
 
 #[derive(Debug, Args)]

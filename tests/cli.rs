@@ -330,6 +330,37 @@ fn check_output_snapshot() {
     );
 }
 
+/// Without a terminal (nohup, Slurm, this test's pipe) `run` prints progress lines to stderr,
+/// the last one with the whole count; `--progress none` and `--quiet` print none.
+#[test]
+fn a_run_without_a_terminal_prints_progress_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let o = run(&["run", "sweeps/quickstart.toml", "--out", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let last = err
+        .lines()
+        .rfind(|l| l.starts_with("progress: "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(
+        last.starts_with("progress: 3,168 / 3,168 configs (100.0 %) in "),
+        "{last}"
+    );
+    assert!(err.lines().last().unwrap().starts_with("wrote "), "{err}");
+    for flags in [&["--progress", "none"][..], &["--quiet"]] {
+        let mut args = vec!["run", "sweeps/quickstart.toml", "--out", out, "--force"];
+        args.extend(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("progress"),
+            "{flags:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 /// `catalog <kind> <id>` prints a preset as a table the sweep parser takes back: the same GPU
 /// (replaced in place by itself), a copy of the rack or model with every number the same.
 #[test]
