@@ -70,6 +70,27 @@ pub enum Command {
     /// --leave-one-out reports the error out of sample, each source family predicted with the
     /// factors fitted without it.
     Validate(ValidateArgs),
+    /// Print a shell completion script to stdout.
+    ///
+    /// bash: `racksweep completions bash > ~/.local/share/bash-completion/completions/racksweep`;
+    /// zsh: into a directory of your $fpath as `_racksweep`; fish: into
+    /// ~/.config/fish/completions/racksweep.fish.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to stdout: `racksweep man | man -l -`, or
+    /// `racksweep man > racksweep.1`.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's own page (`racksweep man run`) instead of racksweep's.
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]

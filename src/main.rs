@@ -35,6 +35,10 @@ fn main() -> ExitCode {
         Command::Top(args) => commands::analytics::top(args).map(|out| (Some(out), None)),
         Command::Pareto(args) => commands::analytics::pareto(args).map(|out| (Some(out), None)),
         Command::Report(args) => commands::report::run(args).map(|summary| (None, Some(summary))),
+        Command::Completions(args) => {
+            commands::completions::completions(args).map(|out| (Some(out), None))
+        }
+        Command::Man(args) => commands::completions::man(args).map(|out| (Some(out), None)),
     };
     match result {
         Ok((stdout, stderr)) => {

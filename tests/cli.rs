@@ -361,6 +361,53 @@ fn a_run_without_a_terminal_prints_progress_lines() {
     }
 }
 
+/// Completion scripts and the manual page come from the clap definition: each names every
+/// subcommand.
+#[test]
+fn completions_and_man_page_name_every_subcommand() {
+    use clap::CommandFactory;
+    let cli = racksweep::cli::Cli::command();
+    let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    assert!(names.contains(&"completions") && names.contains(&"man"));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        for name in &names {
+            assert!(script.contains(name), "{shell} completes {name}");
+        }
+        // Flags too: run's --progress (fish: `-l progress`) with its values.
+        assert!(
+            script.contains("progress") && script.contains("lines"),
+            "{shell}"
+        );
+    }
+    let page = stdout(&run(&["man"]));
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH racksweep 1"),
+        "{page}"
+    );
+    for name in &names {
+        assert!(
+            page.contains(&format!("racksweep\\-{name}(1)")),
+            "man lists {name}"
+        );
+        let sub = run(&["man", name]);
+        assert!(sub.status.success());
+        assert!(
+            stdout(&sub).contains(&format!(".TH racksweep-{name} 1")),
+            "{name}"
+        );
+    }
+    let o = run(&["man", "rnn"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("did you mean \"run\"?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// `catalog <kind> <id>` prints a preset as a table the sweep parser takes back: the same GPU
 /// (replaced in place by itself), a copy of the rack or model with every number the same.
 #[test]
