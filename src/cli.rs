@@ -181,6 +181,18 @@ pub struct RunArgs {
     pub part_rows: u64,
 }
 
+/// How `run` shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Progress {
+    /// A bar when stderr is a terminal, lines otherwise.
+    Auto,
+    /// A bar (drawn only on a terminal).
+    Bar,
+    /// A line every 10 s and one at the end.
+    Lines,
+    None,
+}
+
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// Run directory: <OUT>/<sweep name>.
@@ -207,18 +219,6 @@ pub struct TopArgs {
     /// Read a run that is not complete (its committed parts only), saying so on stderr.
     #[arg(long)]
     pub allow_incomplete: bool,
-}
-
-/// How `run` shows its progress on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Progress {
-    /// A bar when stderr is a terminal, lines otherwise.
-    Auto,
-    /// A bar (drawn only on a terminal).
-    Bar,
-    /// A line every 10 s and one at the end.
-    Lines,
-    None,
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +253,9 @@ pub struct ReportArgs {
 pub struct CheckArgs {
     /// Sweep file (TOML; see docs/sweep-format.md).
     pub sweep: PathBuf,
+    /// Worker threads the run time is estimated for [default: all cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
     /// Largest grid accepted.
     #[arg(long, default_value_t = DEFAULT_MAX_CONFIGS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_configs: u64,

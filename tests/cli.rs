@@ -322,11 +322,64 @@ fn resume_after_a_kill_at_the_very_start() {
 
 #[test]
 fn check_output_snapshot() {
-    let o = run(&["check", "sweeps/quickstart.toml"]);
+    let o = run(&["check", "sweeps/quickstart.toml", "--threads", "2"]);
     assert!(o.status.success());
     assert_snapshot(
         &root().join("tests/snapshots/check-quickstart.txt"),
         &stdout(&o),
+    );
+}
+
+/// `check` prints what a sized sweep asks: the demand (a token budget with its traffic), the
+/// SLOs, the `[cost]` keys it sets, and the estimated output and run time; with workload axes,
+/// the demand of each workload.
+#[test]
+fn check_prints_the_demand_slos_cost_and_estimates() {
+    for (sweep, snapshot) in [
+        (
+            "sweeps/llama-70b-2b-tokens-per-day.toml",
+            "check-tokens-per-day.txt",
+        ),
+        ("sweeps/overnight-5k-40k-users.toml", "check-workloads.txt"),
+    ] {
+        let o = run(&["check", sweep, "--threads", "2"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_snapshot(&root().join("tests/snapshots").join(snapshot), &stdout(&o));
+    }
+    // The estimate scales with the threads: 4 threads take half the time of 2 (bench-10m's
+    // 10,002,432 rows at 485,555 configs/s per thread: 10.3 s on 2, 5.15 s on 4).
+    let time = |threads: &str| {
+        let o = run(&[
+            "check",
+            "scripts/bench/bench-10m.toml",
+            "--threads",
+            threads,
+        ]);
+        stdout(&o)
+            .lines()
+            .find(|l| l.starts_with("estimated run time: "))
+            .map(|l| l.split(' ').nth(3).unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(time("2"), "0:00:10");
+    assert_eq!(time("4"), "0:00:05");
+    // Each [cost] key with the catalog value it replaces (pue 1.3 and H100's $2.99 on-demand in
+    // src/catalog/data/), the API prices without one.
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("cost.toml");
+    std::fs::write(
+        &sweep,
+        "[sweep]\nname = \"cost\"\n[workload]\nmodel = \"llama-3.1-8b\"\ninput_tokens = 128\n\
+         output_tokens = 128\n[cost]\nusd_per_gpu_hour = { \"h100-sxm\" = 2.4 }\npue = 1.2\n\
+         usd_per_mtok_api_input = 0.1\nusd_per_mtok_api_output = 0.3\n[grid]\nhardware = [\"h100-sxm\"]\n",
+    )
+    .unwrap();
+    let o = run(&["check", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("\ncost: pue = 1.2 (was 1.3), usd_per_gpu_hour.h100-sxm = 2.4 (was 2.99), usd_per_mtok_api_input = 0.1, usd_per_mtok_api_output = 0.3\n"),
+        "{}",
+        stdout(&o)
     );
 }
 
