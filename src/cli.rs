@@ -58,7 +58,11 @@ pub enum Command {
     Report(ReportArgs),
     /// Validate a sweep file and print its axes and grid size without evaluating.
     Check(CheckArgs),
-    /// List the built-in presets with their key specs.
+    /// List the built-in presets with their key specs, or print one as TOML for a sweep.
+    ///
+    /// With an id (`racksweep catalog gpus h100-sxm`), prints that preset as a [[gpu]], [[rack]]
+    /// or [[model]] table that a sweep file accepts as it is: a GPU as `extends` of itself (edit
+    /// a number to replace it for the sweep), a rack or model as a copy under a new id.
     Catalog(CatalogArgs),
     /// Predict published hardware measurements and report the error per case and per metric.
     ///
@@ -70,6 +74,27 @@ pub enum Command {
     /// --leave-one-out reports the error out of sample, each source family predicted with the
     /// factors fitted without it.
     Validate(ValidateArgs),
+    /// Print a shell completion script to stdout.
+    ///
+    /// bash: `racksweep completions bash > ~/.local/share/bash-completion/completions/racksweep`;
+    /// zsh: into a directory of your $fpath as `_racksweep`; fish: into
+    /// ~/.config/fish/completions/racksweep.fish.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to stdout: `racksweep man | man -l -`, or
+    /// `racksweep man > racksweep.1`.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's own page (`racksweep man run`) instead of racksweep's.
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -124,7 +149,12 @@ pub struct RunArgs {
     /// Worker threads [default: all cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
-    /// Hide the progress bar and the closing summary.
+    /// How to show progress on stderr: "auto" draws a bar on a terminal and prints lines
+    /// otherwise (nohup, Slurm logs), "bar", "lines" (one every 10 s and one at the end: done,
+    /// total, rate, ETA) or "none".
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    pub progress: Progress,
+    /// Print nothing on success: no progress and no closing summary.
     #[arg(long)]
     pub quiet: bool,
     /// Replace an existing run directory of the same name (with --shard: write the shard again).
@@ -153,6 +183,18 @@ pub struct RunArgs {
     /// Grid points per part file when one process runs the whole sweep (the unit of --resume).
     #[arg(long, default_value_t = DEFAULT_PART_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
     pub part_rows: u64,
+}
+
+/// How `run` shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Progress {
+    /// A bar when stderr is a terminal, lines otherwise.
+    Auto,
+    /// A bar (drawn only on a terminal).
+    Bar,
+    /// A line every 10 s and one at the end.
+    Lines,
+    None,
 }
 
 #[derive(Debug, Args)]
@@ -250,6 +292,9 @@ pub struct ReportArgs {
 pub struct CheckArgs {
     /// Sweep file (TOML; see docs/sweep-format.md).
     pub sweep: PathBuf,
+    /// Worker threads the run time is estimated for [default: all cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
     /// Largest grid accepted.
     #[arg(long, default_value_t = DEFAULT_MAX_CONFIGS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_configs: u64,
@@ -259,12 +304,19 @@ pub struct CheckArgs {
 pub struct CatalogArgs {
     /// Which presets to list [default: all].
     pub kind: Option<CatalogKind>,
+    /// A preset's id: print it as a TOML table to paste into a sweep.
+    #[arg(requires = "kind")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CatalogKind {
+    #[value(alias = "gpu")]
     Gpus,
+    #[value(alias = "model")]
     Models,
+    #[value(alias = "rack")]
     Racks,
+    #[value(alias = "dtype")]
     Dtypes,
 }

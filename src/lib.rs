@@ -38,6 +38,7 @@
 //!    - [`pareto`]: objectives, constraints and the exact Pareto frontier, kept over a stream.
 //! 6. Sweep files
 //!    - [`spec`]: a sweep file parsed and validated into a `Spec` or a `TrainingSpec`.
+//!    - [`estimate`]: a run's Parquet size and run time, scaled from measured benchmark sweeps.
 //! 7. Output
 //!    - [`output`]: one writer per format (Parquet, `pareto.md`, manifest, text) and run dirs.
 //! 8. Engine
@@ -65,6 +66,7 @@ pub mod columns;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod estimate;
 pub mod format;
 pub mod grid;
 pub mod limits;

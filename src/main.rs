@@ -39,6 +39,10 @@ fn main() -> ExitCode {
             commands::analytics::pareto(args).map(|(out, count)| (Some(out), Some(count)))
         }
         Command::Report(args) => commands::report::run(args).map(|summary| (None, Some(summary))),
+        Command::Completions(args) => {
+            commands::completions::completions(args).map(|out| (Some(out), None))
+        }
+        Command::Man(args) => commands::completions::man(args).map(|out| (Some(out), None)),
     };
     match result {
         Ok((stdout, stderr)) => {

@@ -379,12 +379,197 @@ fn resume_after_a_kill_at_the_very_start() {
 
 #[test]
 fn check_output_snapshot() {
-    let o = run(&["check", "sweeps/quickstart.toml"]);
+    let o = run(&["check", "sweeps/quickstart.toml", "--threads", "2"]);
     assert!(o.status.success());
     assert_snapshot(
         &root().join("tests/snapshots/check-quickstart.txt"),
         &stdout(&o),
     );
+}
+
+/// `check` prints what a sized sweep asks: the demand (a token budget with its traffic), the
+/// SLOs, the `[cost]` keys it sets, and the estimated output and run time; with workload axes,
+/// the demand of each workload.
+#[test]
+fn check_prints_the_demand_slos_cost_and_estimates() {
+    for (sweep, snapshot) in [
+        (
+            "sweeps/llama-70b-2b-tokens-per-day.toml",
+            "check-tokens-per-day.txt",
+        ),
+        ("sweeps/overnight-5k-40k-users.toml", "check-workloads.txt"),
+    ] {
+        let o = run(&["check", sweep, "--threads", "2"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_snapshot(&root().join("tests/snapshots").join(snapshot), &stdout(&o));
+    }
+    // The estimate scales with the threads: 4 threads take half the time of 2 (bench-10m's
+    // 10,002,432 rows at 485,555 configs/s per thread: 10.3 s on 2, 5.15 s on 4).
+    let time = |threads: &str| {
+        let o = run(&[
+            "check",
+            "scripts/bench/bench-10m.toml",
+            "--threads",
+            threads,
+        ]);
+        stdout(&o)
+            .lines()
+            .find(|l| l.starts_with("estimated run time: "))
+            .map(|l| l.split(' ').nth(3).unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(time("2"), "0:00:10");
+    assert_eq!(time("4"), "0:00:05");
+    // Each [cost] key with the catalog value it replaces (pue 1.3 and H100's $2.99 on-demand in
+    // src/catalog/data/), the API prices without one.
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("cost.toml");
+    std::fs::write(
+        &sweep,
+        "[sweep]\nname = \"cost\"\n[workload]\nmodel = \"llama-3.1-8b\"\ninput_tokens = 128\n\
+         output_tokens = 128\n[cost]\nusd_per_gpu_hour = { \"h100-sxm\" = 2.4 }\npue = 1.2\n\
+         usd_per_mtok_api_input = 0.1\nusd_per_mtok_api_output = 0.3\n[grid]\nhardware = [\"h100-sxm\"]\n",
+    )
+    .unwrap();
+    let o = run(&["check", sweep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("\ncost: pue = 1.2 (was 1.3), usd_per_gpu_hour.h100-sxm = 2.4 (was 2.99), usd_per_mtok_api_input = 0.1, usd_per_mtok_api_output = 0.3\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Without a terminal (nohup, Slurm, this test's pipe) `run` prints progress lines to stderr,
+/// the last one with the whole count; `--progress none` and `--quiet` print none.
+#[test]
+fn a_run_without_a_terminal_prints_progress_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let o = run(&["run", "sweeps/quickstart.toml", "--out", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let last = err
+        .lines()
+        .rfind(|l| l.starts_with("progress: "))
+        .unwrap_or_else(|| panic!("no progress line: {err}"));
+    assert!(
+        last.starts_with("progress: 3,168 / 3,168 configs (100.0 %) in "),
+        "{last}"
+    );
+    assert!(err.lines().last().unwrap().starts_with("wrote "), "{err}");
+    for flags in [&["--progress", "none"][..], &["--quiet"]] {
+        let mut args = vec!["run", "sweeps/quickstart.toml", "--out", out, "--force"];
+        args.extend(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("progress"),
+            "{flags:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Completion scripts and the manual page come from the clap definition: each names every
+/// subcommand.
+#[test]
+fn completions_and_man_page_name_every_subcommand() {
+    use clap::CommandFactory;
+    let cli = racksweep::cli::Cli::command();
+    let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    assert!(names.contains(&"completions") && names.contains(&"man"));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        for name in &names {
+            assert!(script.contains(name), "{shell} completes {name}");
+        }
+        // Flags too: run's --progress (fish: `-l progress`) with its values.
+        assert!(
+            script.contains("progress") && script.contains("lines"),
+            "{shell}"
+        );
+    }
+    let page = stdout(&run(&["man"]));
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH racksweep 1"),
+        "{page}"
+    );
+    for name in &names {
+        assert!(
+            page.contains(&format!("racksweep\\-{name}(1)")),
+            "man lists {name}"
+        );
+        let sub = run(&["man", name]);
+        assert!(sub.status.success());
+        assert!(
+            stdout(&sub).contains(&format!(".TH racksweep-{name} 1")),
+            "{name}"
+        );
+    }
+    let o = run(&["man", "rnn"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("did you mean \"run\"?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `catalog <kind> <id>` prints a preset as a table the sweep parser takes back: the same GPU
+/// (replaced in place by itself), a copy of the rack or model with every number the same.
+#[test]
+fn a_preset_printed_as_toml_parses_back_as_the_same_preset() {
+    use racksweep::catalog::Catalog;
+    use racksweep::cli::CatalogKind;
+    use racksweep::commands::catalog::preset_toml;
+    let builtin = Catalog::builtin().unwrap();
+    let sweep = |table: &str| {
+        let text = format!(
+            "[sweep]\nname = \"t\"\n[workload]\nmodel = \"llama-3.1-8b\"\ninput_tokens = 128\noutput_tokens = 128\n[grid]\nhardware = [\"h100-sxm\"]\n{table}"
+        );
+        match racksweep::spec::parse(std::path::Path::new("t.toml"), &text, 1_000_000) {
+            Ok(s) => s.header().catalog.clone(),
+            Err(e) => panic!("{e}\n{table}"),
+        }
+    };
+    for g in &builtin.gpus {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Gpus, &g.id).unwrap());
+        assert_eq!(value(c.gpu(&g.id).unwrap()), value(g), "{}", g.id);
+        assert_eq!(c.gpus.len(), builtin.gpus.len());
+    }
+    for r in &builtin.racks {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Racks, &r.id).unwrap());
+        let copy = c.rack(&format!("{}-custom", r.id)).unwrap();
+        let mut v = value(copy);
+        v.as_table_mut()
+            .unwrap()
+            .insert("id".into(), r.id.clone().into());
+        assert_eq!(v, value(r), "{}", r.id);
+    }
+    for m in &builtin.models {
+        let c = sweep(&preset_toml(&builtin, CatalogKind::Models, &m.id).unwrap());
+        let copy = c.model(&format!("{}-custom", m.id)).unwrap();
+        let mut v = value(copy);
+        v.as_table_mut()
+            .unwrap()
+            .insert("id".into(), m.id.clone().into());
+        assert_eq!(v, value(m), "{}", m.id);
+    }
+    // The binary prints the same text.
+    let o = run(&["catalog", "gpu", "h100-sxm"]);
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        preset_toml(&builtin, CatalogKind::Gpus, "h100-sxm").unwrap()
+    );
+}
+
+/// A preset as a TOML value, to compare two presets field by field.
+fn value<T: serde::Serialize>(preset: &T) -> toml::Value {
+    toml::Value::try_from(preset).unwrap()
 }
 
 #[test]

@@ -212,7 +212,7 @@ fn a_sharded_training_run_merges_to_the_single_process_run() {
 
 #[test]
 fn check_lists_the_layout_axes() {
-    let o = run(&["check", SWEEP]);
+    let o = run(&["check", SWEEP, "--threads", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_snapshot(
         &root().join("tests/snapshots/check-training.txt"),

@@ -519,6 +519,7 @@ pub(crate) fn quickstart_run() -> (tempfile::TempDir, Finished) {
         sweep: root.join("sweeps/quickstart.toml"),
         out: tmp.path().to_path_buf(),
         threads: Some(1),
+        progress: crate::cli::Progress::None,
         quiet: true,
         force: false,
         feasible_only: false,

@@ -107,12 +107,23 @@ pub struct Overrides {
     pub calibration: Vec<Changed>,
     /// Built-in GPUs its `[[gpu]]` tables extend.
     pub gpus: Vec<Extended>,
+    /// Keys its `[cost]` table sets, in the table's order.
+    pub cost: Vec<CostSet>,
 }
 
 impl Overrides {
     pub fn is_empty(&self) -> bool {
-        self.calibration.is_empty() && self.gpus.is_empty()
+        self.calibration.is_empty() && self.gpus.is_empty() && self.cost.is_empty()
     }
+}
+
+/// A `[cost]` key a sweep sets (`pue`, `usd_per_gpu_hour.h100-sxm`, `usd_per_mtok_api_input`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CostSet {
+    pub key: String,
+    pub value: f64,
+    /// The catalog's value it replaces (none: a price the preset lacks, or the API prices).
+    pub was: Option<f64>,
 }
 
 /// One global factor a calibration sets.
@@ -365,6 +376,23 @@ impl Catalog {
             ));
         }
         out
+    }
+
+    /// The sweep's `[cost]` keys in one line, each with the value it replaces (`cost: pue =
+    /// 1.2 (was 1.3), ...`); `None` without `[cost]`.
+    pub fn cost_words(&self) -> Option<String> {
+        let c = &self.overrides.cost;
+        if c.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = c
+            .iter()
+            .map(|c| match c.was {
+                Some(was) => format!("{} = {} (was {was})", c.key, c.value),
+                None => format!("{} = {}", c.key, c.value),
+            })
+            .collect();
+        Some(format!("cost: {}", each.join(", ")))
     }
 
     pub fn gpu(&self, id: &str) -> Option<&Gpu> {

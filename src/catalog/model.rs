@@ -5,9 +5,9 @@
 //! (see docs/model.md, "Parameters"): attention projections, (gated) MLPs, routed and shared
 //! experts, router, norms and embeddings. Biases are ignored (< 0.1 % for every catalog model).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Attention {
     /// Multi-head attention: one K/V head per query head.
@@ -25,7 +25,7 @@ crate::names::names! {
     /// 1.2 for other MoE models; aiconfigurator_core/sdk/models/deepseek.py and moe.py). A
     /// skewed table times the busiest expert-parallel rank, so the skew across ranks is in it
     /// (docs/model.md, "Measured kernel surfaces").
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
     pub enum ExpertRouting {
         #[default]
         #[serde(rename = "balanced")]
@@ -37,7 +37,7 @@ crate::names::names! {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mlp {
     /// SwiGLU-style gate, up and down projections (3 matrices).
@@ -55,7 +55,7 @@ impl Mlp {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
     pub id: String,

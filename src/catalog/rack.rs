@@ -2,9 +2,9 @@
 //! Fabric) and scale-out network they talk over, and the power envelope. Data in
 //! `data/racks.toml`; the same fields form an inline `[[rack]]` table in a sweep file.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rack {
     pub id: String,

@@ -1,12 +1,15 @@
-//! `racksweep catalog`: the built-in presets with their key specs.
+//! `racksweep catalog`: the built-in presets with their key specs, or one preset as a TOML table
+//! a sweep file accepts (`racksweep catalog gpus h100-sxm`).
 
 use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Model, Rack};
 use crate::cli::{CatalogArgs, CatalogKind};
+use crate::error::UserError;
 use crate::format::number;
+use crate::limits::quoted;
 use crate::output::table;
 use crate::vocab::Pricing;
 
@@ -35,7 +38,7 @@ pub fn render(catalog: &Catalog, kind: Option<CatalogKind>) -> String {
                 "{}",
                 match k {
                     CatalogKind::Gpus => {
-                        "# gpus (dense TFLOP/s; int8 in TOP/s; cloud prices in USD per GPU-hour)"
+                        "# gpus (dense TFLOP/s; int8 in TOP/s; board power idle and at TDP, and the default rack's server power per GPU, in W; cloud prices in USD per GPU-hour)"
                     }
                     CatalogKind::Racks => "# racks",
                     CatalogKind::Models => "# models",
@@ -66,7 +69,6 @@ fn gpus(c: &Catalog) -> String {
                 opt(g.int8_tops),
                 number(g.hbm_gb),
                 format!("{:.2}", g.hbm_tbps),
-                opt(g.tdp_w),
                 g.native_dtypes.join(","),
                 g.weight_only_dtypes
                     .iter()
@@ -74,6 +76,12 @@ fn gpus(c: &Catalog) -> String {
                     .collect::<Vec<_>>()
                     .join(","),
                 g.kv_dtypes.join(","),
+                opt(g.idle_w),
+                opt(g.tdp_w),
+                c.rack(&g.default_rack).map_or_else(
+                    || "-".into(),
+                    |r| number(r.server_power_kw * 1e3 / f64::from(r.gpus_per_server)),
+                ),
                 opt(g.usd_per_gpu_hour_at(Pricing::OnDemand)),
                 opt(g.usd_per_gpu_hour_at(Pricing::Reserved1y)),
                 opt(g.usd_per_gpu_hour_at(Pricing::Reserved3y)),
@@ -91,10 +99,12 @@ fn gpus(c: &Catalog) -> String {
             "int8",
             "hbm_gb",
             "hbm_tbps",
-            "tdp_w",
             "native",
             "weight_only",
             "kv",
+            "idle_w",
+            "tdp_w",
+            "server_w/gpu",
             "on-demand",
             "reserved-1y",
             "reserved-3y",
@@ -228,7 +238,109 @@ fn dtypes(c: &Catalog) -> String {
     )
 }
 
+/// One preset as a TOML table a sweep file accepts as it is: a GPU as a `[[gpu]]` table that
+/// `extends` itself with every field (edit any number to replace it for the sweep); a rack or a
+/// model as a copy under the id `<id>-custom` (an inline preset may not reuse a catalog id),
+/// which the sweep then names in `[grid] rack` or `[workload] model`.
+pub fn preset_toml(catalog: &Catalog, kind: CatalogKind, id: &str) -> Result<String, UserError> {
+    let unknown = |what: &str, ids: Vec<&str>| {
+        let hint = match crate::suggest::did_you_mean(id, ids.iter().copied()) {
+            Some(s) => format!("{s} `racksweep catalog {what}s` lists them"),
+            None => format!("`racksweep catalog {what}s` lists them"),
+        };
+        UserError::new(format!("catalog: unknown {what} \"{}\"", quoted(id))).with_hint(hint)
+    };
+    let (comment, body) = match kind {
+        CatalogKind::Gpus => {
+            let Some(g) = catalog.gpu(id) else {
+                return Err(unknown(
+                    "gpu",
+                    catalog.gpus.iter().map(|g| g.id.as_str()).collect(),
+                ));
+            };
+            (
+                format!(
+                    "# The built-in {id}: every field, as `extends` of itself. Change a number to \
+                     replace it for this sweep\n# (docs/sweep-format.md, section 6); sources in \
+                     src/catalog/data/gpus.toml.\n"
+                ),
+                array_of_one(
+                    "gpu",
+                    &Extends {
+                        extends: id,
+                        preset: g,
+                    },
+                ),
+            )
+        }
+        CatalogKind::Racks => {
+            let Some(r) = catalog.rack(id) else {
+                return Err(unknown(
+                    "rack",
+                    catalog.racks.iter().map(|r| r.id.as_str()).collect(),
+                ));
+            };
+            let copy = Rack {
+                id: format!("{id}-custom"),
+                ..r.clone()
+            };
+            (
+                format!(
+                    "# A copy of the built-in {id} under a new id (an inline preset adds to the \
+                     catalog):\n# name it in [grid] rack = [\"{id}-custom\"]. Sources in \
+                     src/catalog/data/racks.toml.\n"
+                ),
+                array_of_one("rack", &copy),
+            )
+        }
+        CatalogKind::Models => {
+            let Some(m) = catalog.model(id) else {
+                return Err(unknown(
+                    "model",
+                    catalog.models.iter().map(|m| m.id.as_str()).collect(),
+                ));
+            };
+            let copy = Model {
+                id: format!("{id}-custom"),
+                ..m.clone()
+            };
+            (
+                format!(
+                    "# A copy of the built-in {id} under a new id (an inline preset adds to the \
+                     catalog):\n# name it in [workload] model = \"{id}-custom\". Sources in \
+                     src/catalog/data/models.toml.\n"
+                ),
+                array_of_one("model", &copy),
+            )
+        }
+        CatalogKind::Dtypes => {
+            return Err(UserError::new(format!(
+                "catalog: number formats are not set in a sweep file (\"{}\")",
+                quoted(id)
+            ))
+            .with_hint("a sweep names formats in [grid] weight_dtype and kv_dtype; `racksweep catalog dtypes` lists them"));
+        }
+    };
+    Ok(comment + &body.map_err(|e| UserError::new(format!("catalog: {e}")))?)
+}
+
+/// A GPU preset with `extends` (its own id) before its fields.
+#[derive(serde::Serialize)]
+struct Extends<'a> {
+    extends: &'a str,
+    #[serde(flatten)]
+    preset: &'a crate::catalog::Gpu,
+}
+
+/// `[[key]]` with one table, its fields in declaration order.
+fn array_of_one<T: serde::Serialize>(key: &str, value: &T) -> Result<String, toml::ser::Error> {
+    toml::to_string(&std::collections::BTreeMap::from([(key, [value])]))
+}
+
 pub fn run(args: CatalogArgs) -> Result<String> {
     let catalog = Catalog::builtin().map_err(anyhow::Error::msg)?;
-    Ok(render(&catalog, args.kind))
+    match (args.kind, &args.id) {
+        (Some(kind), Some(id)) => Ok(preset_toml(&catalog, kind, id)?),
+        _ => Ok(render(&catalog, args.kind)),
+    }
 }

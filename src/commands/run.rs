@@ -10,16 +10,16 @@
 //! the signal handlers, decides what an existing run directory or committed shard means
 //! (`--force`, `--resume`, or an error) and what to print.
 
+mod progress;
+
 use std::fs;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use anyhow::{Context as _, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::RunArgs;
+use crate::cli::{self, RunArgs};
 use crate::error::UserError;
 use crate::format::thousands;
 use crate::output::manifest::Manifest;
@@ -27,6 +27,7 @@ use crate::output::run_dir::{PartRecord, RunDir, Verified};
 use crate::pipeline::{self, Clock, Options, Plan};
 use crate::shard::Shard;
 use crate::spec::{self, Sweep};
+use progress::Progress;
 
 /// What a finished `run` reports.
 pub enum Outcome {
@@ -159,12 +160,12 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
     }
     dir.create(&sweep.header().text)?;
     let plan = Plan::whole(sweep, dir, args.part_rows)?;
-    let progress = progress_bar(sweep.len(), args.quiet);
+    let progress = progress(args, sweep.len());
     let opts = Options {
         feasible_only: args.feasible_only,
         threads,
         stop,
-        progress: &progress,
+        progress: progress.bar(),
     };
     let manifest = pipeline::evaluate_all(&plan, &opts, clock)?;
     Ok(Outcome::Run {
@@ -206,12 +207,12 @@ fn one_shard(
             .into());
         }
     }
-    let progress = progress_bar(s.range(sweep.len()).count() as u64, args.quiet);
+    let progress = progress(args, s.range(sweep.len()).count() as u64);
     let opts = Options {
         feasible_only: args.feasible_only,
         threads,
         stop,
-        progress: &progress,
+        progress: progress.bar(),
     };
     let record = pipeline::evaluate_part(&plan, s, &opts)?;
     Ok(Outcome::Shard {
@@ -221,22 +222,12 @@ fn one_shard(
     })
 }
 
-fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    if quiet || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template(
-        "{elapsed_precise} [{bar:40}] {human_pos}/{human_len} configs  {rate}  ETA {eta}",
-    )
-    .expect("valid template")
-    .with_key(
-        "rate",
-        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{} configs/s", thousands(state.per_sec() as u64));
-        },
-    )
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar
+/// Progress over `total` configurations as the flags ask (none with `--quiet`).
+fn progress(args: &RunArgs, total: u64) -> Progress {
+    let mode = if args.quiet {
+        cli::Progress::None
+    } else {
+        args.progress
+    };
+    Progress::start(mode, total)
 }

@@ -476,7 +476,7 @@ pub fn load(path: &Path, max_configs: u64) -> Result<Sweep, UserError> {
 /// Validates sweep text; `path` is used in messages only.
 pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Sweep, UserError> {
     let loader = Loader { path, text };
-    let probe: RawModeProbe = loader.toml()?;
+    let probe: RawModeProbe = loader.toml(Mode::Inference)?;
     let mode = match probe.sweep.and_then(|s| s.mode) {
         None => Mode::Inference,
         Some(m) => Mode::parse(m.get_ref()).ok_or_else(|| {
@@ -489,9 +489,11 @@ pub fn parse(path: &Path, text: &str, max_configs: u64) -> Result<Sweep, UserErr
         })?,
     };
     Ok(match mode {
-        Mode::Inference => Sweep::Inference(Box::new(loader.spec(loader.toml()?, max_configs)?)),
+        Mode::Inference => Sweep::Inference(Box::new(
+            loader.spec(loader.toml(Mode::Inference)?, max_configs)?,
+        )),
         Mode::Training => {
-            let raw: RawTrainingSpec = loader.toml()?;
+            let raw: RawTrainingSpec = loader.toml(Mode::Training)?;
             Sweep::Training(Box::new(loader.training_spec(raw, max_configs)?))
         }
     })
@@ -503,15 +505,29 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    /// The sweep text parsed as `T`, unknown keys and type errors pointing into the file.
-    fn toml<T: serde::de::DeserializeOwned>(&self) -> Result<T, UserError> {
+    /// The sweep text parsed as `T`, unknown keys and type errors pointing into the file. A key
+    /// unknown where it stands but known to another table of a `mode` sweep gets a hint naming
+    /// that table (`concurrent_users` under `[workload]`: `[workload.demand]`).
+    fn toml<T: serde::de::DeserializeOwned>(&self, mode: Mode) -> Result<T, UserError> {
         toml::from_str(self.text).map_err(|e| {
-            let message = crate::limits::cut_quotes(&e.message().trim_end().replace('\n', " "));
+            let raw_message = e.message();
+            let message = crate::limits::cut_quotes(&raw_message.trim_end().replace('\n', " "));
             let error = match e.span() {
                 Some(span) => self.at(span, message),
                 None => UserError::new(format!("{}: {message}", self.path.display())),
             };
-            error.with_hint("docs/sweep-format.md describes every key")
+            let elsewhere = raw_message
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(key, _)| (key, raw::tables_with(mode, key)))
+                .filter(|(_, tables)| !tables.is_empty());
+            match elsewhere {
+                Some((key, tables)) => error.with_hint(format!(
+                    "{key} goes in {}; docs/sweep-format.md describes every key",
+                    tables.join(" or in ")
+                )),
+                None => error.with_hint("docs/sweep-format.md describes every key"),
+            }
         })
     }
 

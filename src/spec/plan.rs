@@ -4,7 +4,7 @@
 
 use toml::Spanned;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CostSet};
 use crate::error::UserError;
 use crate::limits;
 use crate::perf::demand::{self, Demand, Sessions, Traffic};
@@ -417,12 +417,21 @@ impl Loader<'_> {
         let Some(cost) = cost else {
             return Ok(None);
         };
+        // Every workload applies the same table; the first records what it replaced.
+        let record = catalog.overrides.cost.is_empty();
+        let mut sets = Vec::new();
         for (key, v) in cost.economics() {
             if let Some(v) = v {
-                *catalog
+                let field = catalog
                     .economics
                     .field_mut(key)
-                    .expect("RawCost keys are Economics keys") = *v.get_ref();
+                    .expect("RawCost keys are Economics keys");
+                sets.push(CostSet {
+                    key: key.to_string(),
+                    value: *v.get_ref(),
+                    was: Some(*field),
+                });
+                *field = *v.get_ref();
                 catalog
                     .economics
                     .check()
@@ -451,14 +460,20 @@ impl Loader<'_> {
                 };
                 let x = self.number(v, &key, |x| x > 0.0, "must be positive")?;
                 let gpu = &mut catalog.gpus[g];
-                match table {
-                    "usd_per_gpu_hour" => gpu.usd_per_gpu_hour = Some(x),
-                    _ => gpu.capex_usd_per_gpu = Some(x),
-                }
+                let field = match table {
+                    "usd_per_gpu_hour" => &mut gpu.usd_per_gpu_hour,
+                    _ => &mut gpu.capex_usd_per_gpu,
+                };
+                sets.push(CostSet {
+                    key: format!("{table}.{id}"),
+                    value: x,
+                    was: *field,
+                });
+                *field = Some(x);
             }
         }
-        match (&cost.usd_per_mtok_api_input, &cost.usd_per_mtok_api_output) {
-            (Some(i), Some(o)) => Ok(Some((
+        let api = match (&cost.usd_per_mtok_api_input, &cost.usd_per_mtok_api_output) {
+            (Some(i), Some(o)) => Some((
                 self.number(
                     i,
                     "cost.usd_per_mtok_api_input",
@@ -471,14 +486,32 @@ impl Loader<'_> {
                     |x| x >= 0.0,
                     "must be zero or positive",
                 )?,
-            ))),
-            (Some(v), None) | (None, Some(v)) => Err(self
-                .at(
-                    v.span(),
-                    "cost: usd_per_mtok_api_input and usd_per_mtok_api_output go together",
-                )
-                .with_hint("set both API prices (USD per million input and output tokens)")),
-            (None, None) => Ok(None),
+            )),
+            (Some(v), None) | (None, Some(v)) => {
+                return Err(self
+                    .at(
+                        v.span(),
+                        "cost: usd_per_mtok_api_input and usd_per_mtok_api_output go together",
+                    )
+                    .with_hint("set both API prices (USD per million input and output tokens)"));
+            }
+            (None, None) => None,
+        };
+        if let Some((input, output)) = api {
+            for (key, value) in [
+                ("usd_per_mtok_api_input", input),
+                ("usd_per_mtok_api_output", output),
+            ] {
+                sets.push(CostSet {
+                    key: key.to_string(),
+                    value,
+                    was: None,
+                });
+            }
         }
+        if record {
+            catalog.overrides.cost = sets;
+        }
+        Ok(api)
     }
 }

@@ -382,3 +382,100 @@ pub struct RawTrainingWorkload {
 }
 
 crate::train::grid::training_axes!(raw_grid! { pub struct RawTrainingGrid; });
+
+/// The tables of a `mode` sweep that accept `key`, as a hint names them (`[workload.demand]`,
+/// `[grid] (as an axis to sweep)`), in file order.
+pub fn tables_with(mode: crate::columns::Mode, key: &str) -> Vec<&'static str> {
+    use crate::columns::Mode;
+    let tables: &[(&'static str, &'static [&'static str])] = match mode {
+        Mode::Inference => &[
+            ("[sweep]", keys::<RawSweep>()),
+            ("[workload]", keys::<RawWorkload>()),
+            ("[workload.demand]", keys::<RawDemand>()),
+            ("[[workload.phase]]", keys::<RawPhase>()),
+            ("[cost]", keys::<RawCost>()),
+            ("[grid] (as an axis to sweep)", keys::<RawGrid>()),
+        ],
+        Mode::Training => &[
+            ("[sweep]", keys::<RawSweep>()),
+            ("[workload]", keys::<RawTrainingWorkload>()),
+            ("[cost]", keys::<RawCost>()),
+            ("[grid] (as an axis to sweep)", keys::<RawTrainingGrid>()),
+        ],
+    };
+    tables
+        .iter()
+        .filter(|(_, keys)| keys.contains(&key))
+        .map(|&(table, _)| table)
+        .collect()
+}
+
+/// The keys of a table's mirror, as its `Deserialize` derive declares them: the derive hands
+/// its field names to `deserialize_struct`, which this deserializer records and stops at.
+fn keys<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+    #[derive(Debug)]
+    struct Stop;
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("field names recorded")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl de::Error for Stop {
+        fn custom<M: fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = fields;
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::Mode;
+
+    /// The keys come from the derives: a demand key lives in [workload.demand] and is a grid
+    /// axis; a key of no table has no home.
+    #[test]
+    fn a_key_is_found_in_its_tables() {
+        assert!(keys::<RawDemand>().contains(&"concurrent_users"));
+        assert!(keys::<RawSweep>().contains(&"mode"));
+        assert_eq!(
+            tables_with(Mode::Inference, "concurrent_users"),
+            ["[workload.demand]", "[grid] (as an axis to sweep)"]
+        );
+        assert_eq!(tables_with(Mode::Inference, "ttft_p99_ms"), ["[sweep]"]);
+        assert_eq!(
+            tables_with(Mode::Inference, "think_s"),
+            ["[workload]", "[grid] (as an axis to sweep)"]
+        );
+        assert_eq!(
+            tables_with(Mode::Training, "concurrent_users"),
+            Vec::<&str>::new()
+        );
+        assert!(tables_with(Mode::Inference, "no_such_key").is_empty());
+    }
+}

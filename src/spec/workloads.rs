@@ -37,6 +37,85 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The demand modes in words (`50,000 concurrent users`; the strictest wins when several
+    /// are set), scaled by `demand_scale`; `None` without `[workload.demand]`.
+    pub fn demand_words(&self) -> Option<String> {
+        use crate::format::number;
+        let d = self.demand?;
+        let mut modes = Vec::new();
+        if let Some(u) = d.concurrent_users {
+            modes.push(format!("{} concurrent users", number(u)));
+        }
+        if let Some(s) = d.sessions {
+            modes.push(format!(
+                "sessions arriving at {}/s for {} min each, sized at their p{} ({} concurrent)",
+                number(s.arrival_rate_per_s),
+                number(s.session_s / 60.0),
+                number(s.percentile * 100.0),
+                number(s.concurrent())
+            ));
+        }
+        if let Some(r) = d.requests_per_s {
+            modes.push(format!("{} requests/s", number(r)));
+        }
+        if let Some((t, traffic)) = d.tokens_per_day {
+            modes.push(format!(
+                "{} tokens/day, active {} % of the time, peaks {}x the active mean",
+                number(t),
+                number(traffic.active_ratio * 100.0),
+                number(traffic.burst_factor)
+            ));
+        }
+        let mut words = modes.join(" or ");
+        if modes.len() > 1 {
+            words.push_str(" (the strictest)");
+        }
+        if self.demand_scale != 1.0 {
+            words.push_str(&format!(" x {} (demand_scale)", self.demand_scale));
+        }
+        Some(words)
+    }
+
+    /// How the demand behaves, in words: think time, cached tokens, target utilization and the
+    /// schedule (`think time 30 s, 4,096 cached tokens per session, target utilization 75 %`).
+    pub fn demand_settings_words(&self) -> String {
+        use crate::format::number;
+        let s = &self.plan.settings;
+        let mut words = format!(
+            "think time {} s, {} cached tokens per session, target utilization {} %",
+            number(s.think_s),
+            number(s.cached_tokens),
+            number(s.target_utilization * 100.0)
+        );
+        if self.phases.len() > 1 {
+            words.push_str(&format!(", {} phases", self.phases.len()));
+        }
+        words
+    }
+
+    /// The SLOs of `[sweep]` by their keys (`ttft_p99_ms <= 2000, tokens_per_s_per_user >=
+    /// 20`), or `none`.
+    pub fn slo_words(&self) -> String {
+        let slo = &self.plan.settings.slo;
+        // As the sweep wrote them: milliseconds back from seconds, to a nanosecond.
+        let ms = |s: f64| (s * 1e9).round() / 1e6;
+        let mut each = Vec::new();
+        if let Some(t) = slo.ttft_p99_s {
+            each.push(format!("ttft_p99_ms <= {}", ms(t)));
+        }
+        if let Some(t) = slo.tpot_p99_s {
+            each.push(format!("tpot_p99_ms <= {}", ms(t)));
+        }
+        if let Some(r) = slo.tokens_per_s_per_user {
+            each.push(format!("tokens_per_s_per_user >= {r}"));
+        }
+        if each.is_empty() {
+            "none".to_string()
+        } else {
+            each.join(", ")
+        }
+    }
+
     /// The rows' workload columns; `id` is its index, `model_key` its model's label key.
     pub fn columns(&self, id: u32, model_key: u16) -> WorkloadValues {
         let d = self.demand.unwrap_or_default();
