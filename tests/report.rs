@@ -317,7 +317,7 @@ fn a_sized_run_gets_the_racks_chart() {
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("![Racks against users served](report-racks-against-users-served.svg)"));
     assert!(md.contains("### By batch size"));
-    assert!(md.contains("- **SLOs**: TTFT p99 <= 2,000 ms, at least 20 tokens/s per user"));
+    assert!(md.contains("- **SLOs**: ttft_p99_ms <= 2000, tokens_per_s_per_user >= 20"));
     assert!(md.contains("- **demand**: 50,000 concurrent users"));
 
     // The review's table: one row per hardware x ownership x pricing, its cheapest admitted

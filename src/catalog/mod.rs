@@ -378,8 +378,8 @@ impl Catalog {
         out
     }
 
-    /// The sweep's `[cost]` keys in one line, each with the value it replaces (`cost: pue =
-    /// 1.2 (was 1.3), ...`); `None` without `[cost]`.
+    /// The sweep's `[cost]` keys in one line, each with the value it replaces (`pue = 1.2 (was
+    /// 1.3), ...`); `None` without `[cost]`.
     pub fn cost_words(&self) -> Option<String> {
         let c = &self.overrides.cost;
         if c.is_empty() {
@@ -392,7 +392,7 @@ impl Catalog {
                 None => format!("{} = {}", c.key, c.value),
             })
             .collect();
-        Some(format!("cost: {}", each.join(", ")))
+        Some(each.join(", "))
     }
 
     pub fn gpu(&self, id: &str) -> Option<&Gpu> {

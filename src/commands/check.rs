@@ -119,7 +119,8 @@ fn demand(out: &mut String, spec: &Spec) {
 
 /// The sweep's own numbers: `[calibration]`, extended GPUs, `[[price]]` quotes, `[cost]`.
 fn own_numbers(out: &mut String, c: &crate::catalog::Catalog) {
-    for line in c.own_numbers().into_iter().chain(c.cost_words()) {
+    let cost = c.cost_words().map(|words| format!("cost: {words}"));
+    for line in c.own_numbers().into_iter().chain(cost) {
         let _ = writeln!(out, "{line}");
     }
 }
