@@ -8,24 +8,9 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 use common::{
-    best_ids, column_f64, column_flags, column_labels, column_u32, column_u64, read_configs,
-    read_parquet, run, stderr, stdout,
+    best_ids, column_f64, column_flags, column_labels, column_u32, column_u64, finished,
+    read_configs, read_parquet, run, stderr, stdout,
 };
-
-/// A finished run of `sweep` (named `name`) in a temporary directory.
-fn finished(sweep: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "run",
-        sweep,
-        "--quiet",
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let dir = tmp.path().join(name);
-    (tmp, dir)
-}
 
 /// A finished quickstart run in a temporary directory.
 fn quickstart() -> (tempfile::TempDir, std::path::PathBuf) {

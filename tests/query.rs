@@ -8,23 +8,9 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    assert_snapshot, column_labels, column_u32, column_u64, read_parquet, root, run, stderr, stdout,
+    assert_snapshot, column_labels, column_u32, column_u64, finished, read_parquet, root, run,
+    stderr, stdout,
 };
-
-/// A finished run of `sweep` (named `name`) in a temporary directory.
-fn finished(sweep: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "run",
-        sweep,
-        "--quiet",
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let dir = tmp.path().join(name);
-    (tmp, dir)
-}
 
 const TIES_OBJECTIVES: [&str; 4] = [
     "--objective",

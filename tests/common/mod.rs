@@ -33,6 +33,21 @@ pub fn run(args: &[&str]) -> Output {
     run_in(&root(), args)
 }
 
+/// A finished run of `sweep` (named `name`) in a temporary directory.
+pub fn finished(sweep: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "run",
+        sweep,
+        "--quiet",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join(name);
+    (tmp, dir)
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
