@@ -89,17 +89,7 @@ fn pareto_with_the_sweeps_own_rules_is_the_runs_frontier() {
 /// A sized sweep: rows that miss the demand or the SLOs never enter, as in the engine.
 #[test]
 fn pareto_reproduces_a_sized_runs_frontier_from_its_manifest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let sweep = "sweeps/qwen3-235b-50k-users.toml";
-    let o = run(&[
-        "run",
-        sweep,
-        "--quiet",
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let dir = tmp.path().join("qwen3-235b-50k-users");
+    let (_tmp, dir) = finished("sweeps/qwen3-235b-50k-users.toml", "qwen3-235b-50k-users");
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let mut args = vec!["pareto".to_string(), dir.to_str().unwrap().to_string()];

@@ -881,6 +881,14 @@ mod tests {
     use crate::vocab::Payment;
     use std::path::Path;
 
+    /// The inference sweep of TOML `text`, of at most `max_configs` configurations.
+    fn inference(text: &str, max_configs: u64) -> crate::spec::Spec {
+        parse(Path::new("t.toml"), text, max_configs)
+            .expect("test sweep parses")
+            .into_inference()
+            .expect("an inference sweep")
+    }
+
     /// A small sized sweep: llama-3.1-8b on H100 racks, one or two GPUs per instance.
     fn sweep(demand: &str, slo: &str) -> crate::spec::Spec {
         let text = format!(
@@ -907,10 +915,7 @@ batch = [4, 32, 256]
 ownership = ["cloud", "owned"]
 "#
         );
-        parse(Path::new("t.toml"), &text, 1_000_000)
-            .expect("test sweep parses")
-            .into_inference()
-            .expect("an inference sweep")
+        inference(&text, 1_000_000)
     }
 
     mod ranges {
@@ -1091,10 +1096,7 @@ weight_dtype = ["fp8"]
 kv_dtype = ["bf16", "fp8"]
 ownership = ["cloud", "owned"]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1_000_000)
-            .unwrap()
-            .into_inference()
-            .unwrap();
+        let spec = inference(text, 1_000_000);
         let ctx = spec.context();
         let mut placements = PlacementCache::default();
         placements.in_scope(Scope::new());
@@ -1190,10 +1192,7 @@ tp = [1]
 batch = [64]
 "#
             );
-            let spec = parse(Path::new("t.toml"), &text, 1000)
-                .unwrap()
-                .into_inference()
-                .unwrap();
+            let spec = inference(&text, 1000);
             let ctx = spec.context();
             evaluate(&ctx, &spec.grid.point(0))
         };
@@ -1241,10 +1240,7 @@ racks = "auto"
 tp = [8]
 batch = [64]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1000)
-            .unwrap()
-            .into_inference()
-            .unwrap();
+        let spec = inference(text, 1000);
         let ctx = spec.context();
         let e = evaluate(&ctx, &spec.grid.point(0));
         assert!(e.feasible(), "{e:?}");
@@ -1415,10 +1411,7 @@ batch = [64]
             let text = format!(
                 "[sweep]\nname = \"t\"\n[workload]\nmodel = \"llama-3.1-70b\"\ninput_tokens = 1024\noutput_tokens = 1024\n[grid]\nhardware = [\"h200-sxm\"]\nengine = [\"trtllm\"]\nracks = [2]\ntp = [4]\ndisagg_prefill_pct = [25]\nprefill_hardware = [\"{prefill}\"]\nbatch = [64]\nownership = [\"{ownership}\"]\n"
             );
-            parse(Path::new("t.toml"), &text, 1)
-                .unwrap()
-                .into_inference()
-                .unwrap()
+            inference(&text, 1)
         };
         let s = spec("h100-sxm", "cloud");
         let ctx = s.context();
@@ -1518,10 +1511,7 @@ prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
 batch = [32, 256]
 ownership = ["cloud", "owned"]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1_000_000)
-            .unwrap()
-            .into_inference()
-            .unwrap();
+        let spec = inference(text, 1_000_000);
         let ctx = spec.context();
         let decode = &ctx.platforms[0];
         let mut checked = 0;
@@ -1608,10 +1598,7 @@ prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
 batch = [32, 128]
 ownership = ["cloud", "owned"]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1_000_000)
-            .unwrap()
-            .into_inference()
-            .unwrap();
+        let spec = inference(text, 1_000_000);
         let ctx = spec.context();
         let mut checked = 0;
         for (_, p) in spec.grid.range(0, spec.grid.len()) {
@@ -1678,10 +1665,7 @@ prefill_tp = [0, 1, 2, 4]
 batch = [32, 256]
 ownership = ["cloud", "owned"]
 "#;
-        let spec = parse(Path::new("t.toml"), text, 1_000_000)
-            .unwrap()
-            .into_inference()
-            .unwrap();
+        let spec = inference(text, 1_000_000);
         let ctx = spec.context();
         let rack = &ctx.platforms[0].rack;
         let (mut heterogeneous, mut refused) = (0, 0);
