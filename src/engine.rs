@@ -1,9 +1,10 @@
 //! Evaluates a contiguous slice of the grid in index order, in parallel, chunk by chunk, and
 //! streams the rows to a Parquet sink while keeping counts and the running Pareto frontier.
 //!
-//! Each rayon task evaluates one block of a chunk and, while the block is in cache, writes its
-//! rows into the chunk's column buffers, counts them, and reduces its frontier candidates to the
-//! block's own frontier. Only those few survivors reach the sequential merge. Memory is bounded
+//! Each rayon task evaluates one block of a chunk into its own column buffers, which stay in the
+//! core's cache, copies them into the chunk's one column at a time, counts the rows, and reduces
+//! its frontier candidates to the block's own frontier. Only those few survivors reach the
+//! sequential merge. Memory is bounded
 //! by two chunks whatever the grid size: evaluating chunk k+1 overlaps with encoding chunk k
 //! (`rayon::join`), so both halves of the pipeline keep every core busy.
 
@@ -19,16 +20,17 @@ use crate::output::columnar::Columns;
 use crate::output::parquet::ParquetSink;
 use crate::pareto::{Candidates, Frontier};
 
-/// Grid points evaluated per chunk: one row group when every row is written. (Smaller chunks
-/// whose buffers stay in the last-level cache measured slower: more, smaller encoder calls.)
+/// Grid points evaluated per chunk: one row group, and one data page a column, when every row is
+/// written. Long pages compress better (zstd finds the grid's repeats across the page): at
+/// 32,768 rows bench-10m's file grows 23 % and runs 2 % faster, at 16,384 rows it grows 53 %.
 pub const CHUNK_ROWS: u64 = 131_072;
 
 /// Rows written per Parquet row group (about 128k, as the output format asks); with
 /// `--feasible-only` a row group gathers the kept rows of several chunks.
 pub const ROW_GROUP_ROWS: usize = 131_072;
 
-/// Rows one rayon task evaluates sequentially (amortizes the mixed-radix decode; a block of rows
-/// stays in the core's cache while it is written out column by column).
+/// Rows one rayon task evaluates sequentially (amortizes the mixed-radix decode; the block's
+/// column buffers, about 0.8 MB, stay in the core's cache while its rows are written).
 const BLOCK_ROWS: usize = 2048;
 
 /// A sweep's design space and its model: what the engine evaluates. Implementations decode
@@ -142,8 +144,18 @@ impl<S: Space> Job<'_, S> {
             .into_par_iter()
             .enumerate()
             .map_init(
-                || (Candidates::default(), S::Scratch::default()),
-                |(candidates, scratch), (b, mut columns)| {
+                || {
+                    let mut local = Columns::default();
+                    local.reserve(BLOCK_ROWS);
+                    (Candidates::default(), S::Scratch::default(), local)
+                },
+                |(candidates, scratch, local), (b, mut columns)| {
+                    // Rows are written to the task's own block, which stays in the core's
+                    // cache, then copied to the chunk's one column at a time: writing each row
+                    // straight into 60 columns spread over the chunk cost three times as much
+                    // (180 against 590 ns a row, each row's 60 stores missing the cache).
+                    let mut blocks = local.blocks(BLOCK_ROWS);
+                    let local = &mut blocks[0];
                     let start = range.start + (b * BLOCK_ROWS) as u64;
                     let end = (start + BLOCK_ROWS as u64).min(range.end);
                     let mut counts = BlockCounts {
@@ -160,11 +172,12 @@ impl<S: Space> Job<'_, S> {
                             Some(r) => counts.infeasible[r] += 1,
                         }
                         if !self.feasible_only || row.feasible() {
-                            columns.set(counts.written, row, self.labels);
+                            local.set(counts.written, row, self.labels);
                             counts.written += 1;
                         }
                         frontier.offer(row, candidates);
                     });
+                    columns.copy_from(local, counts.written);
                     // The evaluation is pure: the few survivors are evaluated again rather than
                     // every candidate row being kept (with the task's scratch, whose caches only
                     // save work).
@@ -218,7 +231,7 @@ impl<S: Space> Job<'_, S> {
         let mut start = range.start;
         self.evaluate(chunk(start), &rules, &mut current);
         start += current.evaluated;
-        let mut group = Some(sink.row_group()?);
+        let mut group = sink.row_group()?;
         loop {
             if self.stop.load(Ordering::Relaxed) != 0 {
                 return Ok(None);
@@ -231,13 +244,10 @@ impl<S: Space> Job<'_, S> {
                     }
                 },
                 || -> Result<()> {
-                    let mut g = group.take().expect("a row group is open");
-                    sink.encode(&mut g, &mut current.columns)?;
-                    if g.rows() >= ROW_GROUP_ROWS || (!more && g.rows() > 0) {
-                        sink.append(g)?;
-                        g = sink.row_group()?;
+                    sink.encode(&mut group, &current.columns)?;
+                    if group.rows() >= ROW_GROUP_ROWS || (!more && group.rows() > 0) {
+                        sink.append(&mut group)?;
                     }
-                    group = Some(g);
                     tally.absorb(&current);
                     progress.inc(current.evaluated);
                     Ok(())

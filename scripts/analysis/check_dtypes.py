@@ -1,8 +1,9 @@
 """Checks that a column reads with one type everywhere: in every part file and frontier of every
 given run, in both modes (inference and training, for the columns they share) and whether or not
 the sweep sizes its racks, with pandas, polars and DuckDB; that pandas gives the dtypes of
-docs/schema.md's `pandas` column; that every field carries docs/schema.md's unit and meaning; and
-that DuckDB selects `bound_by` by name.
+docs/schema.md's `pandas` column; that every field carries docs/schema.md's unit and meaning; that
+every label column has one dictionary, in one order, in every row group of every file of a run, so
+that pandas concatenates the parts as categoricals; and that DuckDB selects `bound_by` by name.
 
     python scripts/analysis/check_dtypes.py RUN_DIR [RUN_DIR ...]
 
@@ -64,6 +65,31 @@ def same_everywhere(kind, seen):
             fail(f"{kind} reads column {column} with {len(types)} types: {detail}")
 
 
+def same_dictionaries(run, paths):
+    """Every label column's dictionary is the same list, in the same order, in every row group of
+    every file of the run; pandas then keeps the parts' concatenation categorical."""
+    seen = {}
+    for path in paths:
+        pf = pq.ParquetFile(path)
+        labels = [f.name for f in pf.schema_arrow if str(f.type).startswith("dictionary")]
+        for g in range(pf.num_row_groups):
+            group = pf.read_row_group(g, columns=labels)
+            for column in labels:
+                chunks = group.column(column).chunks
+                values = chunks[0].dictionary.to_pylist() if chunks else []
+                first = seen.setdefault(column, (values, path, g))
+                # A column of nulls has an empty dictionary in some readers' hands.
+                if values and first[0] and values != first[0]:
+                    fail(f"{path} row group {g}: {column}'s dictionary is {values}, "
+                         f"{first[1]} row group {first[2]} has {first[0]}")
+    parts = [p for p in paths if os.path.basename(p) != "pareto.parquet"]
+    frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    for column in seen:
+        if str(frame[column].dtype) != "category":
+            fail(f"{run}: the parts' {column} concatenate as {frame[column].dtype}, not category")
+    return len(seen)
+
+
 def main(runs):
     pandas_types, polars_types, duckdb_types = {}, {}, {}
     modes, sized = set(), set()
@@ -102,6 +128,7 @@ def main(runs):
                     fail(f"{path}: field {field.name} carries {meta}, docs/schema.md says unit {unit!r}, {doc!r}")
                 if columns[field.name] != meta:
                     fail(f"{path}: racksweep.columns says {columns[field.name]} of {field.name}, its field {meta}")
+        same_dictionaries(run, parts + [pareto])
         glob_path = os.path.join(run, "configs", "*.parquet")
         for column, dtype, *_ in duckdb.execute(f"describe select * from '{glob_path}'").fetchall():
             duckdb_types.setdefault(column, {}).setdefault(dtype, []).append(glob_path)
@@ -117,7 +144,8 @@ def main(runs):
     same_everywhere("duckdb", duckdb_types)
     print(
         f"ok: {len(runs)} runs, {files} files: pandas, polars and DuckDB read each of "
-        f"{len(pandas_types)} columns with one type; units and meanings are docs/schema.md's"
+        f"{len(pandas_types)} columns with one type; units and meanings are docs/schema.md's; "
+        f"each run's label dictionaries are the same in every row group of every file"
     )
 
 

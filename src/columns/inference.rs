@@ -45,8 +45,8 @@ impl Record for Row {
             }),
             Labels::Rack => Some(values.rack_key[p.platform as usize]),
             Labels::Model => Some(self.workload.model),
-            Labels::WeightDtype => Some(p.weight_dtype as u16),
-            Labels::KvDtype => Some(p.kv_dtype as u16),
+            Labels::WeightDtype => Some(values.weight_dtype_key[p.weight_dtype as usize]),
+            Labels::KvDtype => Some(values.kv_dtype_key[p.kv_dtype as usize]),
             Labels::Ownership => Some(values.ownership_key[p.ownership as usize]),
             Labels::Pricing => values.pricing_key[p.ownership as usize],
             Labels::Provider => {

@@ -502,10 +502,14 @@ pub struct LabelValues {
     pub prefill_hardware_key: Vec<Option<u16>>,
     pub rack: Vec<String>,
     pub rack_key: Vec<u16>,
-    /// The sweep's model ids, each once (in workload order).
+    /// The sweep's model ids, each once (in catalog order).
     pub models: Vec<String>,
     pub weight_dtype: Vec<String>,
+    /// Key per entry of the `weight_dtype` axis.
+    pub weight_dtype_key: Vec<u16>,
     pub kv_dtype: Vec<String>,
+    /// Key per entry of the `kv_dtype` axis.
+    pub kv_dtype_key: Vec<u16>,
     pub ownership: Vec<String>,
     /// Ownership key per entry of the ownership axis.
     pub ownership_key: Vec<u16>,

@@ -1,29 +1,23 @@
 //! One chunk of the output table in column-major form, filled block by block from evaluated rows
-//! and handed to the Parquet writer without copying.
+//! and handed to the Parquet encoder (`column_chunk`) as typed slices, without copying.
 //!
 //! Reading one field of every row of a chunk for each of 59 columns strides through the whole
 //! chunk 59 times (every row is hundreds of bytes); at 10^7 rows that memory traffic cost more
-//! than the model. Here each rayon task writes the rows of its block into every column while the
-//! block is still in cache, and the encoder reads contiguous typed buffers. Nulls become Arrow
-//! validity bitmaps at encoding time; until then they are stored as values no column can hold
-//! (NaN for metrics, which are null unless finite; `u16::MAX` for dictionary keys; 2 for flags)
-//! or, for counts, whose every `u32` is a value, in a validity buffer beside them.
-//! The buffers are reused from chunk to chunk: the Arrow arrays borrow them for the encoding and
-//! give them back.
+//! than the model. Here each rayon task writes the rows of its block into a block of its own
+//! while the row is in cache, copies that block into the chunk column by column
+//! ([`Block::copy_from`]), and the encoder reads contiguous typed buffers. Nulls are stored as
+//! values no column can hold ([`NULL_KEY`] for dictionary keys, NaN for metrics, which are null
+//! unless finite, [`NULL_FLAG`] for flags) or, for counts, whose every `u32` is a value, in a
+//! validity buffer beside them. The buffers are reused from chunk to chunk.
 
-use std::sync::Arc;
-
-use arrow_array::types::UInt16Type;
-use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, UInt16Array, UInt32Array, UInt64Array,
-};
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use rayon::prelude::*;
 
 use crate::columns::{Kind, LabelValues, Labels, Record};
 
-const NULL_KEY: u16 = u16::MAX;
-const NULL_FLAG: u8 = 2;
+/// A null dictionary key.
+pub const NULL_KEY: u16 = u16::MAX;
+/// A null flag (flags are 0 and 1).
+pub const NULL_FLAG: u8 = 2;
 
 /// Storage of one column, indexed like the row type's columns.
 #[derive(Debug)]
@@ -185,8 +179,7 @@ impl<R: Record> Columns<R> {
         self.len = kept.iter().sum();
     }
 
-    /// Rows every buffer can hold (they grow together, but a buffer the encoder kept is
-    /// reallocated alone).
+    /// Rows every buffer can hold.
     fn capacity(&self) -> usize {
         self.bufs
             .iter()
@@ -201,28 +194,80 @@ impl<R: Record> Columns<R> {
             .unwrap_or(0)
     }
 
-    /// Lends every column to `encode`, each on its own rayon task with its own `state` (one per
-    /// column, in order), as an Arrow array of the table's rows; then takes the buffers back (a
-    /// fresh one is allocated next time if the encoder kept an array).
-    pub fn par_map<S: Send, T: Send>(
-        &mut self,
-        dictionaries: &[Option<ArrayRef>],
+    /// Hands every column's first `len` values to `encode`, each column on its own rayon task
+    /// with its own `state` (one per column, in order).
+    pub fn par_columns<S: Send, T: Send>(
+        &self,
         states: Vec<S>,
-        encode: impl Fn(usize, S, &ArrayRef) -> T + Sync,
+        encode: impl Fn(S, Values<'_>) -> T + Sync,
     ) -> Vec<T> {
         let len = self.len;
         self.bufs
-            .par_iter_mut()
+            .par_iter()
             .zip(states)
-            .enumerate()
-            .map(|(i, (buf, state))| {
-                with_array(buf, len, dictionaries[i].as_ref(), |a| encode(i, state, a))
-            })
+            .map(|(buf, state)| encode(state, buf.values(len)))
             .collect()
     }
 }
 
+/// The first rows of one column, nulls as the sentinels above (counts: beside their validity).
+#[derive(Debug, Clone, Copy)]
+pub enum Values<'a> {
+    Id(&'a [u64]),
+    Label(&'a [u16]),
+    Count(&'a [u32], &'a [bool]),
+    Metric(&'a [f64]),
+    Flag(&'a [u8]),
+}
+
+impl Values<'_> {
+    /// Rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Id(v) => v.len(),
+            Values::Label(v) => v.len(),
+            Values::Count(v, _) => v.len(),
+            Values::Metric(v) => v.len(),
+            Values::Flag(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Buf {
+    fn values(&self, len: usize) -> Values<'_> {
+        match self {
+            Buf::Id(v) => Values::Id(&v[..len]),
+            Buf::Label(v) => Values::Label(&v[..len]),
+            Buf::Count(v, valid) => Values::Count(&v[..len], &valid[..len]),
+            Buf::Metric(v) => Values::Metric(&v[..len]),
+            Buf::Flag(v) => Values::Flag(&v[..len]),
+        }
+    }
+}
+
 impl<R: Record> Block<'_, R> {
+    /// Copies the first `n` rows of every column of `from` (a block of the same row type) to
+    /// the start of this block's: one burst of sequential writes a column.
+    pub fn copy_from(&mut self, from: &Block<'_, R>, n: usize) {
+        fn copy<T: Copy, F>(to: &mut [(&mut [T], F)], from: &[(&mut [T], F)], n: usize) {
+            for ((to, _), (from, _)) in to.iter_mut().zip(from) {
+                to[..n].copy_from_slice(&from[..n]);
+            }
+        }
+        copy(&mut self.ids, &from.ids, n);
+        copy(&mut self.labels, &from.labels, n);
+        copy(&mut self.metrics, &from.metrics, n);
+        copy(&mut self.flags, &from.flags, n);
+        for ((to, to_valid, _), (from, from_valid, _)) in self.counts.iter_mut().zip(&from.counts) {
+            to[..n].copy_from_slice(&from[..n]);
+            to_valid[..n].copy_from_slice(&from_valid[..n]);
+        }
+    }
+
     /// Writes `row` at position `at` of the block.
     pub fn set(&mut self, at: usize, row: &R, labels: &LabelValues) {
         for (s, f) in &mut self.ids {
@@ -275,118 +320,33 @@ fn close_gaps<T: Copy>(v: &mut [T], block_rows: usize, kept: &[usize]) {
     }
 }
 
-fn with_array<T>(
-    buf: &mut Buf,
-    len: usize,
-    dictionary: Option<&ArrayRef>,
-    encode: impl FnOnce(&ArrayRef) -> T,
-) -> T {
-    match buf {
-        Buf::Id(v) => lend(
-            v,
-            len,
-            |values| Arc::new(UInt64Array::new(values, None)) as ArrayRef,
-            encode,
-        ),
-        Buf::Count(v, valid) => {
-            let nulls = validity(&valid[..len], |x| x);
-            lend(
-                v,
-                len,
-                |values| Arc::new(UInt32Array::new(values, nulls)) as ArrayRef,
-                encode,
-            )
-        }
-        Buf::Metric(v) => {
-            let nulls = validity(&v[..len], |x| !x.is_nan());
-            lend(
-                v,
-                len,
-                |values| Arc::new(Float64Array::new(values, nulls)) as ArrayRef,
-                encode,
-            )
-        }
-        Buf::Label(v) => {
-            let nulls = validity(&v[..len], |x| x != NULL_KEY);
-            let dictionary = dictionary.expect("label columns have dictionaries");
-            lend(
-                v,
-                len,
-                |keys| {
-                    let keys = UInt16Array::new(keys, nulls);
-                    Arc::new(
-                        DictionaryArray::<UInt16Type>::try_new(keys, dictionary.clone())
-                            .expect("keys index their dictionary"),
-                    ) as ArrayRef
-                },
-                encode,
-            )
-        }
-        Buf::Flag(v) => {
-            let values = &v[..len];
-            let bits = BooleanBuffer::collect_bool(len, |i| values[i] == 1);
-            let array: ArrayRef = Arc::new(BooleanArray::new(
-                bits,
-                validity(values, |x| x != NULL_FLAG),
-            ));
-            encode(&array)
-        }
-    }
-}
-
-/// Lends the first `len` values of `v` to an array built by `build` and passed to `encode`,
-/// without copying, then takes the whole vector back. If something still holds the array, the
-/// vector is left empty and reallocated by the next [`Columns::reserve`].
-fn lend<V: ArrowNativeType, T>(
-    v: &mut Vec<V>,
-    len: usize,
-    build: impl FnOnce(ScalarBuffer<V>) -> ArrayRef,
-    encode: impl FnOnce(&ArrayRef) -> T,
-) -> T {
-    let whole = Buffer::from_vec(std::mem::take(v));
-    let array = build(ScalarBuffer::new(whole.clone(), 0, len));
-    let out = encode(&array);
-    drop(array);
-    *v = whole.into_vec::<V>().unwrap_or_default();
-    out
-}
-
-/// Validity bitmap of `values`, `None` when every value is valid.
-fn validity<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Option<NullBuffer> {
-    let bits = BooleanBuffer::collect_bool(values.len(), |i| valid(values[i]));
-    let nulls = NullBuffer::new(bits);
-    (nulls.null_count() > 0).then_some(nulls)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::columns::{COLUMNS, Row};
-    use arrow_array::Array;
 
-    #[test]
-    fn buffers_come_back_whole_after_encoding() {
-        let mut columns = Columns::<Row>::new();
-        columns.reserve(100);
-        columns.len = 10;
-        let dictionaries: Vec<Option<ArrayRef>> = COLUMNS
-            .iter()
-            .map(|c| match c.kind {
-                Kind::Label(_) => {
-                    Some(Arc::new(arrow_array::StringArray::from(vec!["x"])) as ArrayRef)
-                }
-                _ => None,
-            })
-            .collect();
-        let states = vec![(); COLUMNS.len()];
-        let lengths = columns.par_map(&dictionaries, states, |_, (), a| (a.len(), a.null_count()));
-        // Every value but the ids is a null sentinel.
-        for (c, n) in COLUMNS.iter().zip(lengths) {
-            let nulls = if matches!(c.kind, Kind::Id(_)) { 0 } else { 10 };
-            assert_eq!(n, (10, nulls), "{}", c.name);
+    /// One value per label column.
+    fn labels() -> LabelValues {
+        LabelValues {
+            hardware: vec!["h".into()],
+            hardware_key: vec![0],
+            prefill_hardware: vec!["h".into()],
+            prefill_hardware_key: vec![None],
+            rack: vec!["r".into()],
+            rack_key: vec![0],
+            models: vec!["m".into()],
+            weight_dtype: vec!["bf16".into()],
+            weight_dtype_key: vec![0],
+            kv_dtype: vec!["bf16".into()],
+            kv_dtype_key: vec![0],
+            ownership: vec!["cloud".into()],
+            ownership_key: vec![0],
+            pricing_key: vec![Some(0)],
+            provider: Vec::new(),
+            provider_key: vec![None],
+            engine_key: vec![Some(0)],
+            engines: 1,
         }
-        // Every buffer came back whole: the smallest still holds all 100 rows.
-        assert_eq!(columns.capacity(), 100);
     }
 
     /// A count is written as itself whatever its value: u32::MAX is a batch of 4,294,967,295
@@ -398,45 +358,48 @@ mod tests {
         row.point.batch = u32::MAX;
         row.point.tp = 8;
         row.estimate.racks = 0;
-        let labels = LabelValues {
-            hardware: vec!["h".into()],
-            hardware_key: vec![0],
-            prefill_hardware: vec!["h".into()],
-            prefill_hardware_key: vec![None],
-            rack: vec!["r".into()],
-            rack_key: vec![0],
-            models: vec!["m".into()],
-            weight_dtype: vec!["bf16".into()],
-            kv_dtype: vec!["bf16".into()],
-            ownership: vec!["cloud".into()],
-            ownership_key: vec![0],
-            pricing_key: vec![Some(0)],
-            provider: Vec::new(),
-            provider_key: vec![None],
-            engine_key: vec![Some(0)],
-            engines: 1,
-        };
-        let mut columns = Columns::<Row>::from_rows(&[row, row], &labels);
-        let dictionaries: Vec<Option<ArrayRef>> = COLUMNS
-            .iter()
-            .map(|c| match c.kind {
-                Kind::Label(_) => {
-                    Some(Arc::new(arrow_array::StringArray::from(vec!["x"])) as ArrayRef)
+        let labels = labels();
+        let columns = Columns::<Row>::from_rows(&[row, row], &labels);
+        let counts = columns.par_columns(vec![(); COLUMNS.len()], |(), values| match values {
+            Values::Count(v, valid) => v
+                .iter()
+                .zip(valid)
+                .map(|(&v, &ok)| ok.then_some(v))
+                .collect(),
+            _ => Vec::new(),
+        });
+        let count = |name: &str| &counts[COLUMNS.iter().position(|c| c.name == name).unwrap()];
+        assert_eq!(count("batch"), &[Some(u32::MAX), Some(u32::MAX)]);
+        assert_eq!(count("tp"), &[Some(8), Some(8)]);
+        assert_eq!(count("racks"), &[None, None]);
+    }
+
+    /// Gathering blocks keeps each block's first rows, in order, and the buffers whole.
+    #[test]
+    fn gather_closes_the_gaps_between_blocks() {
+        let mut columns = Columns::<Row>::new();
+        columns.reserve(8);
+        {
+            let mut blocks = columns.blocks(4);
+            let labels = labels();
+            for (b, block) in blocks.iter_mut().enumerate() {
+                for at in 0..4 {
+                    let row = Row {
+                        config_id: (b * 4 + at) as u64,
+                        ..Row::default()
+                    };
+                    block.set(at, &row, &labels);
                 }
-                _ => None,
-            })
-            .collect();
-        let states = vec![(); COLUMNS.len()];
-        let arrays = columns.par_map(&dictionaries, states, |_, (), a| a.clone());
-        let count = |name: &str| {
-            let i = COLUMNS.iter().position(|c| c.name == name).unwrap();
-            let a = arrays[i].as_any().downcast_ref::<UInt32Array>().unwrap();
-            (0..a.len())
-                .map(|r| a.is_valid(r).then(|| a.value(r)))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(count("batch"), [Some(u32::MAX), Some(u32::MAX)]);
-        assert_eq!(count("tp"), [Some(8), Some(8)]);
-        assert_eq!(count("racks"), [None, None]);
+            }
+        }
+        columns.gather(4, &[1, 3]);
+        assert_eq!(columns.len(), 4);
+        let id = COLUMNS.iter().position(|c| c.name == "config_id").unwrap();
+        let ids = columns.par_columns(vec![(); COLUMNS.len()], |(), values| match values {
+            Values::Id(v) => v.to_vec(),
+            _ => Vec::new(),
+        });
+        assert_eq!(ids[id], [0, 4, 5, 6]);
+        assert_eq!(columns.capacity(), 8);
     }
 }

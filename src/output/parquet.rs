@@ -1,10 +1,11 @@
-//! Writes rows to Parquet with arrow-rs: row groups fed chunk by chunk, their columns encoded in
-//! parallel (rayon over `ArrowColumnWriter`s), appended in order. Column types come from the
-//! schema table in `columns`: dictionary-encoded labels, delta-encoded ids, plain u32 counts and
-//! nullable f64 metrics, zstd level 1. Every file says what its columns are: each field's unit
-//! and meaning (Arrow field metadata, and the `racksweep.columns` key for readers that do not
-//! show field metadata) and the pandas dtype of each column (`pandas` schema metadata). Callers
-//! write under a temporary name and rename.
+//! Writes rows to Parquet: row groups fed chunk by chunk, their columns encoded in parallel by
+//! `column_chunk` (one rayon task a column), spliced into the file in order by arrow-rs's file
+//! writer, which also writes the footer with the Arrow schema. Column types come from the schema
+//! table in `columns`: labels as dictionaries in the sweep's fixed order, delta-encoded ids,
+//! plain u32 counts and nullable f64 metrics, zstd level 1, chunk statistics. Every file says
+//! what its columns are: each field's unit and meaning (Arrow field metadata, and the
+//! `racksweep.columns` key for readers that do not show field metadata) and the pandas dtype of
+//! each column (`pandas` schema metadata). Callers write under a temporary name and rename.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,22 +14,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use arrow_array::{ArrayRef, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::{
-    ArrowColumnWriter, ArrowRowGroupWriterFactory, ArrowWriterOptions, compute_leaves,
-};
-use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::columns::{LabelValues, Mode, Record, Schema as Table, Type};
-use crate::output::columnar::Columns;
+use crate::output::column_chunk::{ColumnChunk, Dictionary};
+use crate::output::columnar::{Columns, Values};
 
 /// How a column type is stored and read: its Arrow type, its name in docs/schema.md, and the
 /// dtype pandas gives it.
@@ -213,14 +210,15 @@ pub fn schema_markdown(mode: Mode) -> String {
     out
 }
 
-/// One row group being encoded, possibly from several chunks of rows.
+/// The row group being encoded, possibly from several chunks of rows; one for the whole file
+/// (appending it empties it for the next, keeping its buffers).
 pub struct RowGroup {
-    writers: Vec<ArrowColumnWriter>,
+    columns: Vec<ColumnChunk>,
     rows: usize,
 }
 
 impl RowGroup {
-    /// Rows encoded so far.
+    /// Rows encoded since the last append.
     pub fn rows(&self) -> usize {
         self.rows
     }
@@ -248,11 +246,9 @@ impl Write for HashingFile {
 /// Streams row groups of `R` rows into one Parquet file.
 pub struct ParquetSink<R> {
     writer: SerializedFileWriter<BufWriter<HashingFile>>,
-    factory: ArrowRowGroupWriterFactory,
-    schema: SchemaRef,
     labels: LabelValues,
-    dictionaries: Vec<Option<ArrayRef>>,
-    row_groups: usize,
+    /// Each column's dictionary (label columns), in file order.
+    dictionaries: Vec<Option<Dictionary>>,
     rows: std::marker::PhantomData<fn(&R)>,
 }
 
@@ -284,16 +280,12 @@ impl<R: Record> ParquetSink<R> {
         schema: SchemaRef,
     ) -> Result<ParquetSink<R>> {
         metadata.push((COLUMNS_KEY.to_string(), columns_metadata(&schema)));
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
+        // Pages are encoded by `column_chunk`; the file writer writes the footer: the Arrow
+        // schema (which tells Arrow readers the dictionary and unsigned types and the field
+        // metadata) and these keys. Page indexes are not written: they would be held in memory
+        // for every page until the footer, which grows with the grid.
+        let props = WriterProperties::builder()
             .set_created_by(format!("racksweep {}", env!("CARGO_PKG_VERSION")))
-            // Row-group (chunk) statistics let readers skip row groups; page-level statistics and
-            // offset indexes would be held in memory for every page until the footer is written,
-            // which grows with the grid.
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            // Values handed to the encoders 8k at a time rather than 1k: fewer passes of the
-            // writer's per-batch bookkeeping (measured 3 % faster, files slightly smaller).
-            .set_write_batch_size(8192)
             .set_offset_index_disabled(true)
             .set_key_value_metadata(Some(
                 metadata
@@ -301,28 +293,6 @@ impl<R: Record> ParquetSink<R> {
                     .map(|(k, v)| KeyValue::new(k, v))
                     .collect(),
             ));
-        for c in &Table::get(R::MODE).columns {
-            match c.ty {
-                // Small integers repeat in long runs that zstd packs as well as a dictionary
-                // would, without hashing every value (measured: 3 % faster, 3 % smaller).
-                // Floats are high-entropy: a dictionary only loses. Labels keep theirs, which
-                // readers use to filter and to decode without hashing strings.
-                Type::Count | Type::Metric => {
-                    props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), false);
-                }
-                // Grid indices ascend by one within a chunk: delta encoding stores them in a few
-                // bits each, where a dictionary would hash every (unique) value first.
-                Type::Id => {
-                    props = props
-                        .set_column_dictionary_enabled(ColumnPath::from(c.name), false)
-                        .set_column_encoding(
-                            ColumnPath::from(c.name),
-                            Encoding::DELTA_BINARY_PACKED,
-                        );
-                }
-                _ => {}
-            }
-        }
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let file = HashingFile {
             file,
@@ -331,68 +301,64 @@ impl<R: Record> ParquetSink<R> {
         let options = ArrowWriterOptions::new().with_properties(props.build());
         let writer = ArrowWriter::try_new_with_options(
             BufWriter::with_capacity(1 << 20, file),
-            schema.clone(),
+            schema,
             options,
         )?;
-        let (writer, factory) = writer.into_serialized_writer()?;
-        let dictionaries = Table::get(R::MODE)
+        let (writer, _) = writer.into_serialized_writer()?;
+        let mut dictionaries: Vec<Option<Dictionary>> = Table::get(R::MODE)
             .columns
             .iter()
             .map(|c| match c.ty {
-                Type::Label(l) => Some(Arc::new(StringArray::from(labels.values(l))) as ArrayRef),
-                _ => None,
+                Type::Label(l) => Dictionary::new(labels.values(l)).map(Some),
+                _ => Ok(None),
             })
-            .collect();
+            .collect::<Result<_>>()?;
+        // The frontier's tie group.
+        dictionaries.resize(writer.schema_descr().num_columns(), None);
         Ok(ParquetSink {
             writer,
-            factory,
-            schema,
             labels,
             dictionaries,
-            row_groups: 0,
             rows: std::marker::PhantomData,
         })
     }
 
-    /// Column writers of the next row group; feed them with [`ParquetSink::encode`] and hand
-    /// them to [`ParquetSink::append`].
+    /// The file's row group: feed it with [`ParquetSink::encode`] and hand it to
+    /// [`ParquetSink::append`] to write it out.
     pub fn row_group(&self) -> Result<RowGroup> {
-        Ok(RowGroup {
-            writers: self.factory.create_column_writers(self.row_groups)?,
-            rows: 0,
-        })
+        let schema = self.writer.schema_descr();
+        let columns = (0..schema.num_columns())
+            .map(|i| ColumnChunk::new(schema.column(i), self.dictionaries[i].clone()))
+            .collect();
+        Ok(RowGroup { columns, rows: 0 })
     }
 
-    /// Encodes the table in `columns` into `group`, every column on its own rayon task. Takes
-    /// `&self` so it can run while the next chunk is being evaluated.
-    pub fn encode(&self, group: &mut RowGroup, columns: &mut Columns<R>) -> Result<()> {
-        let writers: Vec<&mut ArrowColumnWriter> = group.writers.iter_mut().collect();
+    /// Encodes the table in `columns` into `group` as one page a column, every column on its
+    /// own rayon task. Takes `&self` so it can run while the next chunk is being evaluated.
+    pub fn encode(&self, group: &mut RowGroup, columns: &Columns<R>) -> Result<()> {
+        let chunks: Vec<&mut ColumnChunk> = group.columns.iter_mut().collect();
         columns
-            .par_map(&self.dictionaries, writers, |i, writer, array| {
-                for leaf in compute_leaves(self.schema.field(i), array)? {
-                    writer.write(&leaf)?;
-                }
-                Ok(())
-            })
+            .par_columns(chunks, |chunk, values| chunk.write(values))
             .into_iter()
             .collect::<Result<()>>()?;
         group.rows += columns.len();
         Ok(())
     }
 
-    /// Closes `group`'s column writers (in parallel) and appends the row group to the file.
-    pub fn append(&mut self, group: RowGroup) -> Result<()> {
+    /// Closes `group`'s column chunks (in parallel), appends them to the file as a row group,
+    /// and empties `group` for the next one.
+    pub fn append(&mut self, group: &mut RowGroup) -> Result<()> {
         let chunks = group
-            .writers
-            .into_par_iter()
-            .map(|w| Ok(w.close()?))
+            .columns
+            .par_iter_mut()
+            .map(ColumnChunk::take)
             .collect::<Result<Vec<_>>>()?;
         let mut row_group = self.writer.next_row_group()?;
-        for chunk in chunks {
-            chunk.append_to_row_group(&mut row_group)?;
+        for (bytes, chunk) in chunks {
+            row_group.append_column(&bytes, chunk)?;
         }
         row_group.close()?;
-        self.row_groups += 1;
+        group.rows = 0;
         Ok(())
     }
 
@@ -401,10 +367,10 @@ impl<R: Record> ParquetSink<R> {
         if rows.is_empty() {
             return Ok(());
         }
-        let mut columns = Columns::from_rows(rows, &self.labels);
+        let columns = Columns::from_rows(rows, &self.labels);
         let mut group = self.row_group()?;
-        self.encode(&mut group, &mut columns)?;
-        self.append(group)
+        self.encode(&mut group, &columns)?;
+        self.append(&mut group)
     }
 
     /// Writes a frontier's rows with each row's tie group, into a file made by
@@ -419,22 +385,20 @@ impl<R: Record> ParquetSink<R> {
             rows.len(),
             tie_groups.len()
         );
-        let mut columns = Columns::from_rows(rows, &self.labels);
-        let mut group = self.row_group()?;
-        let last = self.schema.fields().len() - 1;
+        let schema = self.writer.schema_descr();
+        let last = schema.num_columns() - 1;
         anyhow::ensure!(
-            self.schema.field(last).name() == crate::pareto::TIE_GROUP.0,
+            schema.column(last).name() == crate::pareto::TIE_GROUP.0,
             "the file has no {} column",
             crate::pareto::TIE_GROUP.0
         );
-        let mut writer = group.writers.remove(last);
-        self.encode(&mut group, &mut columns)?;
-        let array: ArrayRef = Arc::new(UInt32Array::from(tie_groups.to_vec()));
-        for leaf in compute_leaves(self.schema.field(last), &array)? {
-            writer.write(&leaf)?;
-        }
-        group.writers.push(writer);
-        self.append(group)
+        let columns = Columns::from_rows(rows, &self.labels);
+        let mut group = self.row_group()?;
+        let mut tie_group = group.columns.remove(last);
+        self.encode(&mut group, &columns)?;
+        tie_group.write(Values::Count(tie_groups, &vec![true; rows.len()]))?;
+        group.columns.push(tie_group);
+        self.append(&mut group)
     }
 
     /// The label dictionaries rows are keyed against.
@@ -454,6 +418,268 @@ impl<R: Record> ParquetSink<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::{COLUMNS, Labels, Row};
+    use crate::perf::Reason;
+    use arrow_array::types::UInt16Type;
+    use arrow_array::{
+        Array, BooleanArray, DictionaryArray, Float64Array, StringArray, UInt32Array, UInt64Array,
+    };
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// Two GPUs whose dictionary order (a100 first) is not the order the rows below first show
+    /// them in (h100 first).
+    fn two_gpus() -> LabelValues {
+        LabelValues {
+            hardware: vec!["a100-80gb".into(), "h100-sxm".into()],
+            hardware_key: vec![1, 0],
+            prefill_hardware: vec!["a100-80gb".into(), "h100-sxm".into()],
+            prefill_hardware_key: vec![None],
+            rack: vec!["r".into()],
+            rack_key: vec![0, 0],
+            models: vec!["m".into()],
+            weight_dtype: vec!["bf16".into()],
+            weight_dtype_key: vec![0],
+            kv_dtype: vec!["bf16".into()],
+            kv_dtype_key: vec![0],
+            ownership: vec!["cloud".into()],
+            ownership_key: vec![0],
+            pricing_key: vec![Some(0)],
+            provider: Vec::new(),
+            provider_key: vec![None, None],
+            engine_key: vec![Some(0), Some(0)],
+            engines: 1,
+        }
+    }
+
+    /// Rows with nulls of every kind, ids that jump, negative and zero metrics.
+    fn odd_rows() -> Vec<Row> {
+        (0..300u32)
+            .map(|i| {
+                let mut r = Row {
+                    config_id: if i < 200 {
+                        u64::from(i) * 3
+                    } else {
+                        10_000 + u64::from(i)
+                    },
+                    ..Row::default()
+                };
+                r.point.platform = u32::from(i % 4 == 1);
+                r.estimate.racks = if i % 5 == 0 { 0 } else { i };
+                r.estimate.tpot_ms = if i % 3 == 0 {
+                    f64::NAN
+                } else {
+                    f64::from(i) * 0.5 - 20.0
+                };
+                r.estimate.demand_met = [None, Some(true), Some(false)][i as usize % 3];
+                r.estimate.reason =
+                    (i % 7 == 0).then(|| Reason::ALL[i as usize % Reason::ALL.len()]);
+                r
+            })
+            .collect()
+    }
+
+    /// Each value of a column as text (`None` for null), from the encoder's input.
+    fn expected(
+        values: Values,
+        labels: &LabelValues,
+        label: Option<Labels>,
+    ) -> Vec<Option<String>> {
+        match values {
+            Values::Id(v) => v.iter().map(|x| Some(x.to_string())).collect(),
+            Values::Label(v) => {
+                let names = labels.values(label.expect("a label column"));
+                v.iter()
+                    .map(|&k| (k != u16::MAX).then(|| names[usize::from(k)].clone()))
+                    .collect()
+            }
+            Values::Count(v, ok) => v
+                .iter()
+                .zip(ok)
+                .map(|(x, &ok)| ok.then(|| x.to_string()))
+                .collect(),
+            Values::Metric(v) => v
+                .iter()
+                .map(|x| (!x.is_nan()).then(|| format!("{x:?}")))
+                .collect(),
+            Values::Flag(v) => v
+                .iter()
+                .map(|&x| (x != 2).then(|| (x == 1).to_string()))
+                .collect(),
+        }
+    }
+
+    /// Each value of an array read back as text, and a dictionary array's values.
+    fn read_back(a: &dyn Array) -> (Vec<Option<String>>, Option<Vec<String>>) {
+        let text = |i: usize, s: String| a.is_valid(i).then_some(s);
+        let n = a.len();
+        let any = a.as_any();
+        if let Some(a) = any.downcast_ref::<UInt64Array>() {
+            return (
+                (0..n).map(|i| text(i, a.value(i).to_string())).collect(),
+                None,
+            );
+        }
+        if let Some(a) = any.downcast_ref::<UInt32Array>() {
+            return (
+                (0..n).map(|i| text(i, a.value(i).to_string())).collect(),
+                None,
+            );
+        }
+        if let Some(a) = any.downcast_ref::<Float64Array>() {
+            return (
+                (0..n)
+                    .map(|i| text(i, format!("{:?}", a.value(i))))
+                    .collect(),
+                None,
+            );
+        }
+        if let Some(a) = any.downcast_ref::<BooleanArray>() {
+            return (
+                (0..n).map(|i| text(i, a.value(i).to_string())).collect(),
+                None,
+            );
+        }
+        let d = any
+            .downcast_ref::<DictionaryArray<UInt16Type>>()
+            .expect("a dictionary");
+        let values = d
+            .values()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("strings");
+        let names: Vec<String> = values
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect();
+        let keys = d.keys();
+        let texts = (0..n)
+            .map(|i| {
+                keys.is_valid(i)
+                    .then(|| names[usize::from(keys.value(i))].clone())
+            })
+            .collect();
+        (texts, Some(names))
+    }
+
+    /// Rows written in three chunks (two in the first row group, one in the second) read back
+    /// by arrow-rs value for value, with every label column's dictionary in the sweep's order
+    /// in every row group, and each row group's statistics equal to a scan of its rows.
+    #[test]
+    fn pages_round_trip_with_fixed_dictionaries_and_true_statistics() {
+        let dir = std::env::temp_dir().join(format!("racksweep-pages-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.parquet");
+        let labels = two_gpus();
+        let rows = odd_rows();
+        let mut sink = ParquetSink::<Row>::create(&path, labels.clone(), Vec::new()).unwrap();
+        let mut group = sink.row_group().unwrap();
+        for (range, append) in [(0..100, false), (100..250, true), (250..300, true)] {
+            sink.encode(&mut group, &Columns::from_rows(&rows[range], &labels))
+                .unwrap();
+            if append {
+                sink.append(&mut group).unwrap();
+            }
+        }
+        sink.finish().unwrap();
+
+        let all = Columns::from_rows(&rows, &labels);
+        let want = all.par_columns(vec![(); COLUMNS.len()], |(), v| v.len());
+        assert!(want.iter().all(|&n| n == 300));
+        // Row group by row group: a batch that crosses row groups is re-encoded by the reader.
+        let batches: Vec<_> = (0..2)
+            .flat_map(|g| {
+                ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+                    .unwrap()
+                    .with_row_groups(vec![g])
+                    .build()
+                    .unwrap()
+                    .map(|b| b.unwrap())
+            })
+            .collect();
+        let table = &Table::get(Mode::Inference).columns;
+        let label_of: Vec<Option<Labels>> = table
+            .iter()
+            .map(|c| match c.ty {
+                Type::Label(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        let want = all.par_columns(label_of.clone(), |l, v| expected(v, &labels, l));
+        for ((i, c), label) in table.iter().enumerate().zip(label_of) {
+            let mut got = Vec::new();
+            for b in &batches {
+                let (texts, dictionary) = read_back(b.column(i).as_ref());
+                // (arrow-rs reads a column of nulls with an empty dictionary as [""].)
+                if let Some(l) = label.filter(|&l| !labels.values(l).is_empty()) {
+                    assert_eq!(dictionary.unwrap(), labels.values(l), "{}", c.name);
+                }
+                got.extend(texts);
+            }
+            assert_eq!(got, want[i], "{}", c.name);
+        }
+
+        let file = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let groups = file.metadata().row_groups();
+        assert_eq!(
+            groups.iter().map(|g| g.num_rows()).collect::<Vec<_>>(),
+            [250, 50]
+        );
+        let column = |name: &str| COLUMNS.iter().position(|c| c.name == name).unwrap();
+        for (g, range) in groups.iter().zip([0..250usize, 250..300]) {
+            let rows = &rows[range];
+            let stats = |name: &str| g.column(column(name)).statistics().unwrap().clone();
+            let ids = stats("config_id");
+            assert_eq!(
+                ids.min_bytes_opt().unwrap(),
+                rows[0].config_id.to_le_bytes()
+            );
+            assert_eq!(
+                ids.max_bytes_opt().unwrap(),
+                rows[rows.len() - 1].config_id.to_le_bytes()
+            );
+            let racks: Vec<u32> = rows
+                .iter()
+                .map(|r| r.estimate.racks)
+                .filter(|&r| r > 0)
+                .collect();
+            let st = stats("racks");
+            assert_eq!(st.null_count_opt(), Some((rows.len() - racks.len()) as u64));
+            assert_eq!(
+                st.min_bytes_opt().unwrap(),
+                racks.iter().min().unwrap().to_le_bytes()
+            );
+            assert_eq!(
+                st.max_bytes_opt().unwrap(),
+                racks.iter().max().unwrap().to_le_bytes()
+            );
+            let tpot: Vec<f64> = rows
+                .iter()
+                .map(|r| r.estimate.tpot_ms)
+                .filter(|x| !x.is_nan())
+                .collect();
+            let st = stats("tpot_ms");
+            assert_eq!(st.null_count_opt(), Some((rows.len() - tpot.len()) as u64));
+            let lo = tpot.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = tpot.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(st.min_bytes_opt().unwrap(), lo.to_le_bytes());
+            assert_eq!(st.max_bytes_opt().unwrap(), hi.to_le_bytes());
+            let st = stats("hardware");
+            assert_eq!(st.null_count_opt(), Some(0));
+            assert_eq!(st.min_bytes_opt().unwrap(), b"a100-80gb");
+            assert_eq!(st.max_bytes_opt().unwrap(), b"h100-sxm");
+            let st = stats("demand_met");
+            assert_eq!(
+                st.null_count_opt(),
+                Some(
+                    rows.iter()
+                        .filter(|r| r.estimate.demand_met.is_none())
+                        .count() as u64
+                )
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Every field carries its column's unit and meaning; every number has a unit but the
     /// identifiers (`config_id`, `workload_id`).

@@ -22,7 +22,7 @@ use crate::grid::Grid;
 use crate::limits::{self, quoted};
 use crate::pareto::{Constraint, Objective};
 use crate::suggest;
-use crate::vocab::Payment;
+use crate::vocab::{Ownership, Payment};
 use raw::{Names, RawModeProbe, RawSpec, RawTrainingSpec};
 
 pub use training::{DEFAULT_TRAINING_OBJECTIVES, TrainingSpec};
@@ -153,14 +153,12 @@ impl Spec {
         self.context_of(0)
     }
 
-    /// The sweep's models (ids), each once, in workload order: the `model` column's labels.
+    /// The sweep's models (catalog indices), each once, in catalog order: the `model` column's
+    /// labels.
     pub fn models(&self) -> Vec<usize> {
-        let mut models: Vec<usize> = Vec::new();
-        for w in &self.workloads {
-            if !models.contains(&w.model) {
-                models.push(w.model);
-            }
-        }
+        let mut models: Vec<usize> = self.workloads.iter().map(|w| w.model).collect();
+        models.sort_unstable();
+        models.dedup();
         models
     }
 
@@ -349,8 +347,10 @@ impl Sweep {
         }
     }
 
-    /// Label dictionaries of the sweep: hardware and rack ids (deduplicated), model and
-    /// formats.
+    /// Label dictionaries of the sweep: hardware, rack, model, format, ownership and provider
+    /// ids, each once, in catalog order (ownership in its vocabulary's order), and the key of
+    /// each grid entry. The order is the sweep's whatever order its axes list them in, and the
+    /// same in every part of a run.
     pub fn labels(&self) -> LabelValues {
         let c = &self.header().catalog;
         let (platforms, payments): (_, Vec<Payment>) = match self {
@@ -360,37 +360,39 @@ impl Sweep {
                 s.grid.ownership.iter().map(|&o| Payment::from(o)).collect(),
             ),
         };
-        let mut hardware: Vec<String> = Vec::new();
-        let mut rack: Vec<String> = Vec::new();
-        let key = |values: &mut Vec<String>, id: &str| -> u16 {
-            match values.iter().position(|v| v == id) {
-                Some(i) => i as u16,
-                None => {
-                    values.push(id.to_string());
-                    (values.len() - 1) as u16
-                }
-            }
-        };
-        let mut hardware_key = Vec::new();
-        let mut rack_key = Vec::new();
-        for p in platforms {
-            hardware_key.push(key(&mut hardware, &c.gpus[p.gpu].id));
-            rack_key.push(key(&mut rack, &c.racks[p.rack].id));
-        }
+        let gpus: Vec<usize> = platforms.iter().map(|p| p.gpu).collect();
+        let racks: Vec<usize> = platforms.iter().map(|p| p.rack).collect();
+        let (hardware, hardware_key) = catalog_ordered(&gpus, |g| c.gpus[g].id.clone());
+        let (rack, rack_key) = catalog_ordered(&racks, |r| c.racks[r].id.clone());
+        // The prefill pools' GPUs: the sweep's hardware (same keys), then the others.
         let mut prefill_hardware = hardware.clone();
         let prefill_hardware_key = match self {
-            Sweep::Inference(s) => s
-                .grid
-                .prefill_hardware
-                .iter()
-                .map(|p| p.map(|p| key(&mut prefill_hardware, &c.gpus[p.gpu].id)))
-                .collect(),
+            Sweep::Inference(s) => {
+                let others: Vec<usize> = s
+                    .grid
+                    .prefill_hardware
+                    .iter()
+                    .flatten()
+                    .map(|p| p.gpu)
+                    .filter(|g| !gpus.contains(g))
+                    .collect();
+                let (others, _) = catalog_ordered(&others, |g| c.gpus[g].id.clone());
+                prefill_hardware.extend(others);
+                s.grid
+                    .prefill_hardware
+                    .iter()
+                    .map(|p| {
+                        let id = &c.gpus[p.as_ref()?.gpu].id;
+                        Some(prefill_hardware.iter().position(|h| h == id)? as u16)
+                    })
+                    .collect()
+            }
             Sweep::Training(_) => Vec::new(),
         };
-        let dtypes = |v: &[usize]| v.iter().map(|&d| c.dtypes[d].id.clone()).collect();
-        let (weight_dtype, kv_dtype) = match self {
+        let dtypes = |axis: &[usize]| catalog_ordered(axis, |d| c.dtypes[d].id.clone());
+        let ((weight_dtype, weight_dtype_key), (kv_dtype, kv_dtype_key)) = match self {
             Sweep::Inference(s) => (dtypes(&s.grid.weight_dtype), dtypes(&s.grid.kv_dtype)),
-            Sweep::Training(_) => (Vec::new(), Vec::new()),
+            Sweep::Training(_) => Default::default(),
         };
         let (engine_key, engines) = match self {
             Sweep::Inference(s) => (
@@ -407,28 +409,34 @@ impl Sweep {
             ),
             Sweep::Training(_) => (Vec::new(), 0),
         };
-        let mut ownership = Vec::new();
-        let ownership_key = payments
-            .iter()
-            .map(|p| key(&mut ownership, p.ownership().as_str()))
-            .collect();
+        let owned: Vec<usize> = payments.iter().map(|p| p.ownership() as usize).collect();
+        let (ownership, ownership_key) =
+            catalog_ordered(&owned, |o| Ownership::ALL[o].as_str().to_string());
         let pricing_key = payments
             .iter()
             .map(|p| p.pricing().map(|p| p as u16))
             .collect();
-        let mut provider = Vec::new();
-        let mut provider_key = Vec::new();
-        for p in platforms {
-            for payment in &payments {
-                provider_key.push(payment.pricing().and_then(|pricing| {
-                    let q = c
-                        .quotes
+        // The quote pricing each platform at each entry of the ownership axis, if any.
+        let quotes: Vec<Option<usize>> = platforms
+            .iter()
+            .flat_map(|p| {
+                payments.iter().map(|payment| {
+                    let pricing = payment.pricing()?;
+                    c.quotes
                         .iter()
-                        .find(|q| q.gpu == p.gpu && q.pricing == pricing)?;
-                    Some(key(&mut provider, &q.provider))
-                }));
-            }
-        }
+                        .position(|q| q.gpu == p.gpu && q.pricing == pricing)
+                })
+            })
+            .collect();
+        let used: Vec<usize> = quotes.iter().flatten().copied().collect();
+        let (provider, _) = catalog_ordered(&used, |q| c.quotes[q].provider.clone());
+        let provider_key = quotes
+            .iter()
+            .map(|q| {
+                let name = &c.quotes[(*q)?].provider;
+                Some(provider.iter().position(|p| p == name)? as u16)
+            })
+            .collect();
         LabelValues {
             hardware,
             hardware_key,
@@ -441,7 +449,9 @@ impl Sweep {
                 Sweep::Training(_) => vec![self.header().model_id().to_string()],
             },
             weight_dtype,
+            weight_dtype_key,
             kv_dtype,
+            kv_dtype_key,
             ownership,
             ownership_key,
             pricing_key,
@@ -462,6 +472,19 @@ impl Sweep {
             ("racksweep.sweep_sha256".into(), h.sha256.to_string()),
         ]
     }
+}
+
+/// The distinct catalog entries among `entries` (catalog indices, repeats allowed) in catalog
+/// order as dictionary values (`id` of each), and the key of each entry.
+fn catalog_ordered(entries: &[usize], id: impl Fn(usize) -> String) -> (Vec<String>, Vec<u16>) {
+    let mut order = entries.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    let keys = entries
+        .iter()
+        .map(|e| order.partition_point(|o| o < e) as u16)
+        .collect();
+    (order.into_iter().map(id).collect(), keys)
 }
 
 /// Reads and validates a sweep file.
@@ -963,6 +986,37 @@ hardware = ["h100-sxm", "b200"]
     fn spec(text: &str) -> Result<Spec, UserError> {
         parse(Path::new("t.toml"), text, DEFAULT_MAX_CONFIGS)
             .map(|s| s.into_inference().expect("an inference sweep"))
+    }
+
+    /// Label dictionaries list catalog entries in catalog order, whatever order the axes list
+    /// them in, and every axis entry keys its own value.
+    #[test]
+    fn label_dictionaries_are_in_catalog_order() {
+        let text = MINIMAL.replace(
+            r#"hardware = ["h100-sxm", "b200"]"#,
+            r#"hardware = ["mi355x", "h100-sxm", "b200"]
+weight_dtype = ["fp8", "bf16"]
+ownership = ["owned", "cloud"]"#,
+        );
+        let sweep = parse(Path::new("t.toml"), &text, DEFAULT_MAX_CONFIGS).unwrap();
+        let c = &sweep.header().catalog;
+        let labels = sweep.labels();
+        let position = |id: &str| c.gpus.iter().position(|g| g.id == id).unwrap();
+        let mut by_catalog = vec!["mi355x", "h100-sxm", "b200"];
+        by_catalog.sort_by_key(|id| position(id));
+        assert_eq!(labels.hardware, by_catalog);
+        let Sweep::Inference(s) = &sweep else {
+            panic!("an inference sweep")
+        };
+        for (p, &key) in s.grid.platform.iter().zip(&labels.hardware_key) {
+            assert_eq!(labels.hardware[usize::from(key)], c.gpus[p.gpu].id);
+        }
+        let dtype = |id: &str| c.dtypes.iter().position(|d| d.id == id).unwrap();
+        assert!(dtype("bf16") < dtype("fp8"));
+        assert_eq!(labels.weight_dtype, ["bf16", "fp8"]);
+        assert_eq!(labels.weight_dtype_key, [1, 0]);
+        assert_eq!(labels.ownership, ["cloud", "owned"]);
+        assert_eq!(labels.ownership_key, [1, 0]);
     }
 
     #[test]
