@@ -17,28 +17,28 @@ pub struct Measured {
     pub configs_per_s_per_thread: f64,
 }
 
-/// An inference sweep without demand: bench-10m (10,002,432 rows, 73 % feasible; 326,209,785
-/// bytes of Parquet, 20.6 s of CPU; docs/performance.md).
+/// An inference sweep without demand: bench-10m (10,002,432 rows, 73 % feasible; 237,077,844
+/// bytes of Parquet, 14.26 s of CPU; docs/performance.md).
 pub const INFERENCE: Measured = Measured {
     sweep: "bench-10m",
-    bytes_per_row: 326_209_785.0 / 10_002_432.0,
-    configs_per_s_per_thread: 10_002_432.0 / 20.6,
+    bytes_per_row: 237_077_844.0 / 10_002_432.0,
+    configs_per_s_per_thread: 10_002_432.0 / 14.26,
 };
 
 /// An inference sweep with a demand (sizing, SLOs, at-load latencies): bench-sized
-/// (2,752,512 rows, `racks = "auto"`, 50k users; 289,358,388 bytes, 19.7 s of CPU).
+/// (2,752,512 rows, `racks = "auto"`, 50k users; 286,694,664 bytes, 17.39 s of CPU).
 pub const SIZED: Measured = Measured {
     sweep: "bench-sized",
-    bytes_per_row: 289_358_388.0 / 2_752_512.0,
-    configs_per_s_per_thread: 2_752_512.0 / 19.7,
+    bytes_per_row: 286_694_664.0 / 2_752_512.0,
+    configs_per_s_per_thread: 2_752_512.0 / 17.39,
 };
 
-/// A training sweep: bench-training (2,211,840 layouts, 29 % can train; 48,140,468 bytes,
-/// 1.51 s of CPU).
+/// A training sweep: bench-training (2,211,840 layouts, 29 % can train; 46,914,211 bytes,
+/// 1.02 s of CPU).
 pub const TRAINING: Measured = Measured {
     sweep: "bench-training",
-    bytes_per_row: 48_140_468.0 / 2_211_840.0,
-    configs_per_s_per_thread: 2_211_840.0 / 1.51,
+    bytes_per_row: 46_914_211.0 / 2_211_840.0,
+    configs_per_s_per_thread: 2_211_840.0 / 1.02,
 };
 
 /// The estimate for one run.
@@ -87,14 +87,14 @@ mod tests {
         assert_eq!(sweep.len(), 10_002_432);
         let e = Estimate::of(&sweep, 2);
         assert_eq!(e.basis, INFERENCE);
-        assert!((e.bytes - 326_209_785.0).abs() < 1.0);
-        assert!((e.seconds - 10.3).abs() < 1e-9);
+        assert!((e.bytes - 237_077_844.0).abs() < 1.0);
+        assert!((e.seconds - 7.13).abs() < 1e-9);
         let sized = crate::spec::load(
             std::path::Path::new("scripts/bench/bench-sized.toml"),
             crate::spec::DEFAULT_MAX_CONFIGS,
         )
         .unwrap();
         assert_eq!(Estimate::of(&sized, 1).basis, SIZED);
-        assert!((Estimate::of(&sized, 1).seconds - 19.7).abs() < 1e-9);
+        assert!((Estimate::of(&sized, 1).seconds - 17.39).abs() < 1e-9);
     }
 }
