@@ -6,7 +6,8 @@
 # resource), that the DOM has the charts, and that the screenshot (PNG) shows every hardware's
 # colour. Then prints the sized and the training report to PDF on A4 and Letter, portrait and
 # landscape, renders the pages, and checks that every table column lies inside the page
-# (check_print.py). Run by .ci/run.
+# (check_print.py), and that every table fits a browser window 800, 1,024 and 1,280 px wide
+# without a horizontal scroll (check_screen.py). Run by .ci/run.
 #
 # Chromium is Debian's `chromium` package; installed with apt when missing and running as root,
 # otherwise the check is skipped with a notice. Screenshots, PDFs and the first page of each
@@ -79,9 +80,21 @@ print_check() { # run name (already reported by check)
     done
 }
 
+screen_check() { # run name (already reported by check)
+    local name=$1 width
+    "$py" "$here/check_screen.py" mark "$work/runs/$name/report.html" "$work/runs/$name/measured.html"
+    for width in 800 1024 1280; do
+        timeout 120 "$chromium" "${flags[@]}" --window-size="$width,2000" \
+            --dump-dom "file://$work/runs/$name/measured.html" >"$work/$name-$width.dom" 2>>"$work/$name.log"
+        "$py" "$here/check_screen.py" check "$work/$name-$width.dom" "$width"
+    done
+}
+
 check sweeps/qwen3-235b-50k-users.toml 3
 check sweeps/quickstart.toml 2
 check tests/specs/training-small.toml 3
 print_check qwen3-235b-50k-users
 print_check training-small
+screen_check qwen3-235b-50k-users
+screen_check training-small
 echo "ok: reports render in $("$chromium" --version 2>/dev/null | head -1) (screenshots in $shots)"
