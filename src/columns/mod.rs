@@ -557,6 +557,36 @@ impl LabelValues {
     }
 }
 
+#[cfg(test)]
+impl LabelValues {
+    /// Labels for tests: `hardware`, platform `p` keyed `hardware_key[p]`, and one value of
+    /// every other label (one entry of each axis: bf16, cloud on demand, the first engine).
+    pub fn for_tests(hardware: &[&str], hardware_key: Vec<u16>) -> LabelValues {
+        let platforms = hardware_key.len();
+        let ids: Vec<String> = hardware.iter().map(|h| h.to_string()).collect();
+        LabelValues {
+            hardware: ids.clone(),
+            hardware_key,
+            prefill_hardware: ids,
+            prefill_hardware_key: vec![None],
+            rack: vec!["r".into()],
+            rack_key: vec![0; platforms],
+            models: vec!["m".into()],
+            weight_dtype: vec!["bf16".into()],
+            weight_dtype_key: vec![0],
+            kv_dtype: vec!["bf16".into()],
+            kv_dtype_key: vec![0],
+            ownership: vec!["cloud".into()],
+            ownership_key: vec![0],
+            pricing_key: vec![Some(0)],
+            provider: Vec::new(),
+            provider_key: vec![None; platforms],
+            engine_key: vec![Some(0); platforms],
+            engines: 1,
+        }
+    }
+}
+
 pub fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }

@@ -327,26 +327,7 @@ mod tests {
 
     /// One value per label column.
     fn labels() -> LabelValues {
-        LabelValues {
-            hardware: vec!["h".into()],
-            hardware_key: vec![0],
-            prefill_hardware: vec!["h".into()],
-            prefill_hardware_key: vec![None],
-            rack: vec!["r".into()],
-            rack_key: vec![0],
-            models: vec!["m".into()],
-            weight_dtype: vec!["bf16".into()],
-            weight_dtype_key: vec![0],
-            kv_dtype: vec!["bf16".into()],
-            kv_dtype_key: vec![0],
-            ownership: vec!["cloud".into()],
-            ownership_key: vec![0],
-            pricing_key: vec![Some(0)],
-            provider: Vec::new(),
-            provider_key: vec![None],
-            engine_key: vec![Some(0)],
-            engines: 1,
-        }
+        LabelValues::for_tests(&["h"], vec![0])
     }
 
     /// A count is written as itself whatever its value: u32::MAX is a batch of 4,294,967,295

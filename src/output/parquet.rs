@@ -430,26 +430,7 @@ mod tests {
     /// Two GPUs whose dictionary order (a100 first) is not the order the rows below first show
     /// them in (h100 first).
     fn two_gpus() -> LabelValues {
-        LabelValues {
-            hardware: vec!["a100-80gb".into(), "h100-sxm".into()],
-            hardware_key: vec![1, 0],
-            prefill_hardware: vec!["a100-80gb".into(), "h100-sxm".into()],
-            prefill_hardware_key: vec![None],
-            rack: vec!["r".into()],
-            rack_key: vec![0, 0],
-            models: vec!["m".into()],
-            weight_dtype: vec!["bf16".into()],
-            weight_dtype_key: vec![0],
-            kv_dtype: vec!["bf16".into()],
-            kv_dtype_key: vec![0],
-            ownership: vec!["cloud".into()],
-            ownership_key: vec![0],
-            pricing_key: vec![Some(0)],
-            provider: Vec::new(),
-            provider_key: vec![None, None],
-            engine_key: vec![Some(0), Some(0)],
-            engines: 1,
-        }
+        LabelValues::for_tests(&["a100-80gb", "h100-sxm"], vec![1, 0])
     }
 
     /// Rows with nulls of every kind, ids that jump, negative and zero metrics.
