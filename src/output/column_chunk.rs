@@ -33,8 +33,9 @@ use parquet::schema::types::ColumnDescPtr;
 use super::columnar::{NULL_FLAG, NULL_KEY, Values};
 use super::encoding::{bit_width, bitmap, delta_binary_packed, levels, plain_bools, rle_hybrid};
 
-/// zstd level of every page: level 1 compresses these columns within a few percent of level 3
-/// at twice the speed.
+/// zstd level of every page: 1, the level the writer's yardstick (pyarrow's rewrite in
+/// scripts/bench.sh) uses. Level 3 writes bench-10m 14 % smaller for 1.5 % more CPU
+/// (docs/performance.md).
 pub const ZSTD_LEVEL: i32 = 1;
 
 thread_local! {
@@ -270,7 +271,7 @@ impl ColumnChunk {
     }
 
     /// Closes the chunk: its bytes and what the row group needs to splice them in. The column
-    /// is then empty, ready for the next row group, its page buffers kept.
+    /// is then empty, ready for the next row group.
     pub fn take(&mut self) -> Result<(Bytes, ColumnCloseResult)> {
         let Some(data_offset) = self.data_offset else {
             bail!("column {} has no rows", self.descr.name());

@@ -211,7 +211,7 @@ pub fn schema_markdown(mode: Mode) -> String {
 }
 
 /// The row group being encoded, possibly from several chunks of rows; one for the whole file
-/// (appending it empties it for the next, keeping its buffers).
+/// (appending it empties it for the next).
 pub struct RowGroup {
     columns: Vec<ColumnChunk>,
     rows: usize,
