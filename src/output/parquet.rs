@@ -460,6 +460,52 @@ mod tests {
             .collect()
     }
 
+    /// A dictionary of 300 values (keys of 9 bits, packed wider than a byte) in runs and
+    /// literals reads back key for key.
+    #[test]
+    fn wide_dictionary_keys_round_trip() {
+        let dir = std::env::temp_dir().join(format!("racksweep-wide-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("wide.parquet");
+        let names: Vec<String> = (0..300).map(|i| format!("gpu-{i:03}")).collect();
+        let ids: Vec<&str> = names.iter().map(String::as_str).collect();
+        let labels = LabelValues::for_tests(&ids, (0..300).rev().collect());
+        // Platforms in runs of 9 then one at a time: RLE runs and bit-packed groups.
+        let platforms =
+            (0..300u32).flat_map(|p| std::iter::repeat_n(p, if p % 2 == 0 { 9 } else { 1 }));
+        let rows: Vec<Row> = platforms
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = Row {
+                    config_id: i as u64,
+                    ..Row::default()
+                };
+                r.point.platform = p;
+                r
+            })
+            .collect();
+        let mut sink = ParquetSink::<Row>::create(&path, labels.clone(), Vec::new()).unwrap();
+        sink.write_rows(&rows).unwrap();
+        sink.finish().unwrap();
+        let hardware = COLUMNS.iter().position(|c| c.name == "hardware").unwrap();
+        let mut got = Vec::new();
+        for b in ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+        {
+            let (texts, dictionary) = read_back(b.unwrap().column(hardware).as_ref());
+            assert_eq!(dictionary.unwrap(), names);
+            got.extend(texts);
+        }
+        let want: Vec<Option<String>> = rows
+            .iter()
+            .map(|r| Some(names[299 - r.point.platform as usize].clone()))
+            .collect();
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Each value of a column as text (`None` for null), from the encoder's input.
     fn expected(
         values: Values,
