@@ -153,6 +153,14 @@ fn quickstart_end_to_end() {
             .count(),
         frontier_ids.len()
     );
+    // The objective tokens_per_s_per_user is not repeated beside "tokens/s/user"
+    // (tokens_per_s_per_user_at_load, the same values without a demand), nor the constraint
+    // ttft_ms beside its own column, "TTFT (ms)".
+    let header = md.lines().find(|l| l.starts_with("| hardware")).unwrap();
+    assert_eq!(header.matches("| tokens/s/user |").count(), 1, "{header}");
+    assert!(!header.contains("tokens_per_s_per_user"), "{header}");
+    assert_eq!(header.matches("TTFT (ms)").count(), 1, "{header}");
+    assert!(!header.contains("ttft_ms"), "{header}");
 }
 
 #[test]

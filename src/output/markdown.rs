@@ -1,7 +1,7 @@
 //! `pareto.md`: the frontier ready to paste into a planning review, as a Markdown table (a
 //! `table::Table` written by the Markdown exporter) sorted by the first objective: the columns
 //! the schema places in it first (`columns::Show`), then the objectives and constraints with
-//! their units in the header. Rows equal on every objective are one row (`ties::collapse`);
+//! their units in the header (unless a leading column holds the same values). Rows equal on every objective are one row (`ties::collapse`);
 //! `pareto.parquet` keeps each of them.
 
 use std::fmt::Write as _;
@@ -102,8 +102,15 @@ pub fn render<R: Record>(
         .iter()
         .map(|o| o.column)
         .chain(frontier.constraints().iter().map(|c| c.column));
+    // An objective or constraint is not shown twice: not when it leads the table already, nor
+    // when a leading column holds its values in every row (without a demand,
+    // `tokens_per_s_per_user_at_load` is `tokens_per_s_per_user`).
+    let same = |i: usize, j: usize| {
+        let (a, b) = (&R::columns()[i], &R::columns()[j]);
+        frontier.rows().iter().all(|r| a.number(r) == b.number(r))
+    };
     for i in extra {
-        if !shown.iter().any(|(j, _)| *j == i) {
+        if !shown.iter().any(|&(j, _)| j == i || same(i, j)) {
             let c = &schema.columns[i];
             shown.push((
                 i,
