@@ -12,7 +12,6 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
 use crate::columns::{Schema, Type};
-use crate::format::number;
 use crate::output::table::{Table, Value};
 use crate::pareto::{Constraint, Objective, Op, non_dominated_ids_by_group};
 use filter::Where;
@@ -239,7 +238,8 @@ fn value(v: &AnyValue) -> Value {
         AnyValue::UInt8(n) => Value::UInt(u64::from(*n)),
         AnyValue::UInt16(n) => Value::UInt(u64::from(*n)),
         AnyValue::UInt32(n) => Value::UInt(u64::from(*n)),
-        AnyValue::UInt64(n) => Value::UInt(*n),
+        // Only identifiers are 64-bit (config_id); counts are 32-bit.
+        AnyValue::UInt64(n) => Value::Id(*n),
         AnyValue::Float64(x) => Value::float(*x),
         AnyValue::Float32(x) => Value::float(f64::from(*x)),
         AnyValue::String(s) => Value::Text(s.to_string()),
@@ -251,11 +251,7 @@ fn value(v: &AnyValue) -> Value {
 /// A value as a reader sees it in a table: numbers as `format::number` writes them, null as
 /// "-".
 fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::Float(x) => number(*x),
-        other => other.data_text(),
-    }
+    v.shown()
 }
 
 /// Rows read per slice of the run: a slice's key columns and frontier candidates are held in

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::columns::{Kind, LabelValues, Record, Schema, When};
-use crate::format::{number, thousands};
+use crate::format::thousands;
 use crate::output::table::{Align, Column, Exporter as _, Markdown, Table, Value};
 use crate::output::ties;
 use crate::pareto::{Frontier, describe_constraints, describe_objectives};
@@ -187,28 +187,18 @@ fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize
     places.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Column `i` of `row`: its cell as the review reads it, and its value.
+/// Column `i` of `row`: its cell as the review reads it ([`Value::shown`]), and its value.
 fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> (String, Value) {
     let c = &R::columns()[i];
-    let count = |n: Option<u64>| match n {
-        Some(n) => (number(n as f64), Value::UInt(n)),
-        None => (String::new(), Value::Null),
-    };
-    match c.kind {
+    let value = match c.kind {
         Kind::Label(l) => match labels.text(l, row) {
-            t if t.is_empty() => (t, Value::Null),
-            t => (t.clone(), Value::Text(t)),
+            t if t.is_empty() => Value::Null,
+            t => Value::Text(t),
         },
-        Kind::Flag(f) => match f(row) {
-            Some(true) => ("yes".to_string(), Value::Bool(true)),
-            Some(false) => ("no".to_string(), Value::Bool(false)),
-            None => (String::new(), Value::Null),
-        },
-        Kind::Id(f) => count(Some(f(row))),
-        Kind::Count(f) => count(f(row).map(u64::from)),
-        Kind::Metric(_) => match c.number(row) {
-            Some(x) if x.is_finite() => (number(x), Value::Float(x)),
-            _ => (String::new(), Value::Null),
-        },
-    }
+        Kind::Flag(f) => f(row).map_or(Value::Null, Value::Bool),
+        Kind::Id(f) => Value::Id(f(row)),
+        Kind::Count(f) => f(row).map_or(Value::Null, |n| Value::UInt(u64::from(n))),
+        Kind::Metric(_) => c.number(row).map_or(Value::Null, Value::float),
+    };
+    (value.shown(), value)
 }

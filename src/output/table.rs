@@ -63,7 +63,9 @@ impl Column {
 pub enum Value {
     Null,
     Bool(bool),
-    /// Ids and counts.
+    /// An identifier (`config_id`): a number, never grouped by thousands.
+    Id(u64),
+    /// A count.
     UInt(u64),
     /// A finite number (a value that is not finite is [`Value::Null`]).
     Float(f64),
@@ -80,13 +82,26 @@ impl Value {
         }
     }
 
+    /// The value as a reader reads it in a table (`top` and `pareto`, pareto.md, the report):
+    /// numbers as [`crate::format::number`] writes them, booleans `yes`/`no`, null `-`.
+    pub fn shown(&self) -> String {
+        match self {
+            Value::Null => "-".to_string(),
+            Value::Bool(b) => if *b { "yes" } else { "no" }.to_string(),
+            Value::Id(n) => n.to_string(),
+            Value::UInt(n) => crate::format::thousands(*n),
+            Value::Float(x) => crate::format::number(*x),
+            Value::Text(s) => s.clone(),
+        }
+    }
+
     /// The value as data text: numbers in full (Rust's shortest round-trip form), booleans as
     /// `true`/`false`, null as "".
     pub fn data_text(&self) -> String {
         match self {
             Value::Null => String::new(),
             Value::Bool(b) => b.to_string(),
-            Value::UInt(n) => n.to_string(),
+            Value::Id(n) | Value::UInt(n) => n.to_string(),
             Value::Float(x) => x.to_string(),
             Value::Text(s) => s.clone(),
         }
@@ -202,7 +217,7 @@ impl Exporter for Json {
                         let v = match v {
                             Value::Null => "null".to_string(),
                             Value::Bool(b) => b.to_string(),
-                            Value::UInt(n) => n.to_string(),
+                            Value::Id(n) | Value::UInt(n) => n.to_string(),
                             Value::Float(x) => serde_json::Value::from(x).to_string(),
                             Value::Text(s) => quote(&s),
                         };

@@ -56,7 +56,7 @@ fn summary(table: &Table, members: &[usize], c: usize) -> String {
     let numbers: Vec<(f64, usize)> = members
         .iter()
         .filter_map(|&i| match value(i) {
-            Value::UInt(n) => Some((*n as f64, i)),
+            Value::Id(n) | Value::UInt(n) => Some((*n as f64, i)),
             Value::Float(x) => Some((*x, i)),
             _ => None,
         })
@@ -78,7 +78,7 @@ fn summary(table: &Table, members: &[usize], c: usize) -> String {
     }
     let integers = members
         .iter()
-        .all(|&i| matches!(value(i), Value::UInt(_) | Value::Null));
+        .all(|&i| matches!(value(i), Value::Id(_) | Value::UInt(_) | Value::Null));
     let (lo, hi) = numbers
         .iter()
         .fold((numbers[0], numbers[0]), |(lo, hi), &p| {
