@@ -428,8 +428,18 @@ impl Sweep {
                 })
             })
             .collect();
-        let used: Vec<usize> = quotes.iter().flatten().copied().collect();
-        let (provider, _) = catalog_ordered(&used, |q| c.quotes[q].provider.clone());
+        // Providers in the order of their first quote in the catalog, each once (a provider
+        // may quote several GPUs).
+        let (quoted, _) =
+            catalog_ordered(&quotes.iter().flatten().copied().collect::<Vec<_>>(), |q| {
+                c.quotes[q].provider.clone()
+            });
+        let mut provider: Vec<String> = Vec::new();
+        for name in quoted {
+            if !provider.contains(&name) {
+                provider.push(name);
+            }
+        }
         let provider_key = quotes
             .iter()
             .map(|q| {
@@ -1017,6 +1027,47 @@ ownership = ["owned", "cloud"]"#,
         assert_eq!(labels.weight_dtype_key, [1, 0]);
         assert_eq!(labels.ownership, ["cloud", "owned"]);
         assert_eq!(labels.ownership_key, [1, 0]);
+        // A provider quoting two GPUs is one dictionary value; the quotes' order is the
+        // catalog's, so "acme" (first quote) comes before "zeta".
+        let priced = format!(
+            "{text}
+[[price]]
+provider = \"acme\"
+gpu = \"b200\"
+usd_per_gpu_hour = 5.0
+commitment = \"on-demand\"
+[[price]]
+provider = \"zeta\"
+gpu = \"mi355x\"
+usd_per_gpu_hour = 4.0
+commitment = \"on-demand\"
+[[price]]
+provider = \"acme\"
+gpu = \"h100-sxm\"
+usd_per_gpu_hour = 2.0
+commitment = \"on-demand\"
+"
+        );
+        let sweep = parse(Path::new("t.toml"), &priced, DEFAULT_MAX_CONFIGS).unwrap();
+        let labels = sweep.labels();
+        assert_eq!(labels.provider, ["acme", "zeta"]);
+        let Sweep::Inference(s) = &sweep else {
+            panic!("an inference sweep")
+        };
+        let c = &sweep.header().catalog;
+        let entries = s.grid.ownership.len();
+        for (p, platform) in s.grid.platform.iter().enumerate() {
+            let cloud = (0..entries)
+                .find(|&e| labels.ownership[usize::from(labels.ownership_key[e])] == "cloud")
+                .unwrap();
+            let key = labels.provider_key[p * entries + cloud].unwrap();
+            let want = if c.gpus[platform.gpu].id == "mi355x" {
+                "zeta"
+            } else {
+                "acme"
+            };
+            assert_eq!(labels.provider[usize::from(key)], want);
+        }
     }
 
     #[test]
