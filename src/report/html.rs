@@ -10,15 +10,15 @@ use crate::output::table::Align;
 /// Screen: a page up to 1,400 px wide; tables take the page's width and wrap headers (after
 /// `_` and `/`) and labels (at hyphens) rather than scroll; numbers stay whole. Type is small
 /// enough (.75em) that a sized run's widest table fits a 1,280 px window; narrower windows
-/// break headers and labels anywhere, never numbers (checked at 800, 1,024 and 1,280 px by
-/// scripts/report/render-check.sh). Print: landscape
+/// break headers and labels anywhere, never numbers, and below 1,024 px the type is .7em
+/// (checked at 800, 1,024 and 1,280 px by scripts/report/render-check.sh). Print: landscape
 /// suggested, 7 pt tables whose cells wrap anywhere as a last resort, so every column is on the
 /// page in portrait too; no table row, chart or heading split from what follows it.
 const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}\
 p,dl,figcaption{max-width:1100px}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.2em}dt{color:#555}dd{margin:0}\
 table{border-collapse:collapse;font-size:.75em;margin:.5em 0 1em;width:100%}\
-th,td{border:1px solid #ddd;padding:.2em .25em;overflow-wrap:break-word}@media screen and (max-width:1279px){th,td{overflow-wrap:anywhere}}th{background:#f3f3f3;text-align:left;vertical-align:bottom}\
+th,td{border:1px solid #ddd;padding:.2em .25em;overflow-wrap:break-word}@media screen and (max-width:1279px){th,td{overflow-wrap:anywhere}}@media screen and (max-width:1023px){table{font-size:.7em}}th{background:#f3f3f3;text-align:left;vertical-align:bottom}\
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr:nth-child(even) td{background:#fafafa}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#444;font-size:.9em}\
 pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em}nav a{margin-right:1em}\
