@@ -152,8 +152,8 @@ impl<S: Space> Job<'_, S> {
                 |(candidates, scratch, local), (b, mut columns)| {
                     // Rows are written to the task's own block, which stays in the core's
                     // cache, then copied to the chunk's one column at a time: writing each row
-                    // straight into 60 columns spread over the chunk cost three times as much
-                    // (180 against 590 ns a row, each row's 60 stores missing the cache).
+                    // straight into its 106 columns spread over the chunk cost three times as
+                    // much (180 against 590 ns a row, each row's stores missing the cache).
                     let mut blocks = local.blocks(BLOCK_ROWS);
                     let local = &mut blocks[0];
                     let start = range.start + (b * BLOCK_ROWS) as u64;

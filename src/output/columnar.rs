@@ -1,11 +1,11 @@
 //! One chunk of the output table in column-major form, filled block by block from evaluated rows
 //! and handed to the Parquet encoder (`column_chunk`) as typed slices, without copying.
 //!
-//! Reading one field of every row of a chunk for each of 59 columns strides through the whole
-//! chunk 59 times (every row is hundreds of bytes); at 10^7 rows that memory traffic cost more
-//! than the model. Here each rayon task writes the rows of its block into a block of its own
-//! while the row is in cache, copies that block into the chunk column by column
-//! ([`Block::copy_from`]), and the encoder reads contiguous typed buffers. Nulls are stored as
+//! Reading one field of every row of a chunk for each of its columns (106 for inference) strides
+//! through the whole chunk once a column (every row is hundreds of bytes); at 10^7 rows that
+//! memory traffic cost more than the model. Here each rayon task writes the rows of its block
+//! into a block of its own while the row is in cache, copies that block into the chunk column by
+//! column ([`Block::copy_from`]), and the encoder reads contiguous typed buffers. Nulls are stored as
 //! values no column can hold ([`NULL_KEY`] for dictionary keys, NaN for metrics, which are null
 //! unless finite, [`NULL_FLAG`] for flags) or, for counts, whose every `u32` is a value, in a
 //! validity buffer beside them. The buffers are reused from chunk to chunk.
