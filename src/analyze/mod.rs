@@ -223,7 +223,7 @@ fn table(df: &DataFrame) -> Result<Table> {
         let series = column.as_materialized_series();
         for (i, (row, vals)) in rows.iter_mut().zip(&mut values).enumerate() {
             let v = value(&series.get(i)?);
-            row.push(cell(&v));
+            row.push(v.shown());
             vals.push(v);
         }
     }
@@ -246,12 +246,6 @@ fn value(v: &AnyValue) -> Value {
         AnyValue::StringOwned(s) => Value::Text(s.to_string()),
         other => Value::Text(other.to_string()),
     }
-}
-
-/// A value as a reader sees it in a table: numbers as `format::number` writes them, null as
-/// "-".
-fn cell(v: &Value) -> String {
-    v.shown()
 }
 
 /// Rows read per slice of the run: a slice's key columns and frontier candidates are held in

@@ -119,17 +119,13 @@ pub fn render<R: Record>(
         }
     }
     let table = |rows: &mut dyn Iterator<Item = (&R, u32)>| {
-        let (mut cells, mut values, mut ties) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut values, mut ties) = (Vec::new(), Vec::new());
         for (row, tie) in rows {
-            let row: Vec<(String, Value)> =
-                shown.iter().map(|&(i, _)| cell(i, row, labels)).collect();
-            let (c, v) = row.into_iter().unzip();
-            cells.push(c);
-            values.push(v);
+            values.push(shown.iter().map(|&(i, _)| value(i, row, labels)).collect());
             ties.push(tie);
         }
         let columns = shown.iter().map(|(_, c)| c.clone()).collect();
-        let t = Table::new(columns, cells).with_values(values);
+        let t = Table::of_values(columns, values);
         Markdown.table(&ties::collapse(&t, &ties))
     };
     let rows = || frontier.rows().iter().zip(tie_groups.iter().copied());
@@ -187,10 +183,10 @@ fn leading_columns<R: Record>(spec: &Sweep, frontier: &Frontier<R>) -> Vec<usize
     places.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Column `i` of `row`: its cell as the review reads it ([`Value::shown`]), and its value.
-fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> (String, Value) {
+/// Column `i` of `row` as a table value.
+fn value<R: Record>(i: usize, row: &R, labels: &LabelValues) -> Value {
     let c = &R::columns()[i];
-    let value = match c.kind {
+    match c.kind {
         Kind::Label(l) => match labels.text(l, row) {
             t if t.is_empty() => Value::Null,
             t => Value::Text(t),
@@ -199,6 +195,5 @@ fn cell<R: Record>(i: usize, row: &R, labels: &LabelValues) -> (String, Value) {
         Kind::Id(f) => Value::Id(f(row)),
         Kind::Count(f) => f(row).map_or(Value::Null, |n| Value::UInt(u64::from(n))),
         Kind::Metric(_) => c.number(row).map_or(Value::Null, Value::float),
-    };
-    (value.shown(), value)
+    }
 }

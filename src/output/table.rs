@@ -130,6 +130,15 @@ impl Table {
         }
     }
 
+    /// The table of `values`, each cell as [`Value::shown`] writes it.
+    pub fn of_values(columns: Vec<Column>, values: Vec<Vec<Value>>) -> Table {
+        let cells = values
+            .iter()
+            .map(|row| row.iter().map(Value::shown).collect())
+            .collect();
+        Table::new(columns, cells).with_values(values)
+    }
+
     /// The same table with the values its cells show (one row of values per row of cells).
     pub fn with_values(self, values: Vec<Vec<Value>>) -> Table {
         debug_assert_eq!(values.len(), self.rows.len());
