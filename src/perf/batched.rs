@@ -32,6 +32,14 @@ pub struct Pools {
     pub prefill: u32,
 }
 
+impl Pools {
+    /// One aggregated instance.
+    pub const ONE: Pools = Pools {
+        decode: 1,
+        prefill: 0,
+    };
+}
+
 impl<'a> BatchedInstance<'a> {
     /// `Err` is the estimate of a configuration that does not fit in HBM.
     pub fn new(inst: &'a Instance<'a>, batch: u32) -> Result<BatchedInstance<'a>, Estimate> {

@@ -45,6 +45,17 @@ pub struct Steady {
     pub queue_wait_p99_s: f64,
 }
 
+impl Steady {
+    /// This steady state of one aggregated instance, for a pool of `decode` of them, each
+    /// taking its share of the load: the same latencies at `decode` times the requests.
+    pub fn of_pool(self, decode: u32) -> Steady {
+        Steady {
+            requests_per_s: self.requests_per_s * f64::from(decode),
+            ..self
+        }
+    }
+}
+
 /// Percentiles of the `e2e_s` columns (indices into [`PERCENTILES`]).
 pub(super) const E2E: [usize; 2] = [0, P99];
 
