@@ -13,7 +13,7 @@
 //! An instance is named by an [`InstanceId`]: its sweep's [`Scope`] (one per design space, which
 //! holds its context immutably while it exists), its point without racks, batch and ownership,
 //! and its layout without GPU and instance counts, interned per thread into a number no other
-//! instance is given. The tables have a fixed size, allocated once per thread (about 4 MB); a
+//! instance is given. The tables have a fixed size, allocated once per thread (about 5 MB); a
 //! step pushed out is timed again if asked for.
 //!
 //! The same holds one level up for a full aggregated instance without demand (what a fixed-racks
@@ -64,26 +64,55 @@ struct InstanceKey {
     layout: Layout,
 }
 
-/// Interned instances per thread (direct-mapped): bench-10m visits a few hundred placements
-/// between two rack counts.
-const INSTANCE_SLOTS: usize = 4096;
+/// Sets of interned instances per thread: bench-10m visits a few hundred placements between
+/// two rack counts.
+const INSTANCE_SETS: usize = 1024;
 /// Steps kept per thread, the newest (a ring): one rack count's points of bench-10m time about
 /// 10,000 distinct steps.
 const STEPS_KEPT: usize = 32768;
 /// Slots of the index from a step's hash to its place in the ring.
 const STEP_INDEX: usize = 65536;
-/// Full instances' steady states kept per thread ([`full_steady`]), in sets of [`STEADY_WAYS`]:
-/// bench-10m visits up to 1,536 (placement, batch) pairs of a GPU and formats between two rack
-/// counts. Direct mapped, the 17 % of them that shared a slot pushed each other out at every
-/// rack count.
+/// Sets of full instances' steady states kept per thread ([`full_steady`]): bench-10m visits up
+/// to 1,536 (placement, batch) pairs of a GPU and formats between two rack counts.
 const STEADY_SETS: usize = 2048;
-const STEADY_WAYS: usize = 4;
+/// Entries of a set of [`Sets`].
+const WAYS: usize = 4;
 /// Steps before the cursor searched for a repeat inside the point being evaluated (several
 /// prompt percentiles share a chunk's iteration), which leaves the cursor where it is.
 const REPEAT_DISTANCE: usize = 8;
 
-struct Instances {
-    slots: Vec<Option<(InstanceKey, InstanceId)>>,
+/// A table of `T` in sets of [`WAYS`] entries, the newest first, each set chosen by a key's
+/// hash; an entry pushed out of a full set is computed again if asked for. Direct mapped (one
+/// entry a slot), two keys that share a slot push each other out every time they alternate: at
+/// bench-10m's size that was 17 % of the steady states and a few placements at every rack count.
+struct Sets<T>(Vec<Option<T>>);
+
+impl<T: Copy> Sets<T> {
+    const fn new() -> Sets<T> {
+        Sets(Vec::new())
+    }
+
+    /// The first entry of `hash`'s set (of `sets`) that `is` accepts.
+    fn find(&self, hash: u64, sets: usize, is: impl Fn(&T) -> bool) -> Option<T> {
+        let at = ((hash as usize) & (sets - 1)) * WAYS;
+        self.0
+            .get(at..at + WAYS)?
+            .iter()
+            .flatten()
+            .find(|&t| is(t))
+            .copied()
+    }
+
+    /// Stores `entry` first in `hash`'s set (of `sets`); the oldest of a full set leaves.
+    fn put(&mut self, hash: u64, sets: usize, entry: T) {
+        if self.0.is_empty() {
+            self.0 = vec![None; sets * WAYS];
+        }
+        let at = ((hash as usize) & (sets - 1)) * WAYS;
+        let set = &mut self.0[at..at + WAYS];
+        set.rotate_right(1);
+        set[0] = Some(entry);
+    }
 }
 
 /// A timed step: the instance, the tokens' bits, and the stage time.
@@ -170,11 +199,11 @@ impl Step {
 }
 
 thread_local! {
-    static INSTANCES: RefCell<Instances> = const {
-        RefCell::new(Instances { slots: Vec::new() })
+    static INSTANCES: RefCell<Sets<(InstanceKey, InstanceId)>> = const {
+        RefCell::new(Sets::new())
     };
     static STEPS: RefCell<Steps> = const { RefCell::new(Steps::new()) };
-    static STEADIES: RefCell<Steadies> = const { RefCell::new(Steadies(Vec::new())) };
+    static STEADIES: RefCell<Sets<(u64, [u64; 3], Steady)>> = const { RefCell::new(Sets::new()) };
 }
 
 // Steps this thread has timed and found, for tests.
@@ -212,7 +241,7 @@ fn count(table: usize, computed: u64, found: u64) {
 fn count(_: usize, _: u64, _: u64) {}
 
 /// A multiply-rotate hasher in the style of rustc's FxHasher, mixed whole at the end: a few
-/// cycles per word, enough to spread keys over a direct-mapped table.
+/// cycles per word, enough to spread keys over the tables.
 #[derive(Default)]
 struct Mix(u64);
 
@@ -263,18 +292,15 @@ pub fn intern(scope: Scope, p: &Point, l: &Layout) -> InstanceId {
     };
     let mut h = Mix::default();
     key.hash(&mut h);
-    let slot = (h.finish() as usize) & (INSTANCE_SLOTS - 1);
+    let hash = h.finish();
     INSTANCES.with(|t| {
         let mut t = t.borrow_mut();
-        if t.slots.is_empty() {
-            t.slots = vec![None; INSTANCE_SLOTS];
-        }
-        match t.slots[slot] {
-            Some((k, id)) if k == key => id,
-            _ => {
+        match t.find(hash, INSTANCE_SETS, |(k, _)| *k == key) {
+            Some((_, id)) => id,
+            None => {
                 static NEXT: AtomicU64 = AtomicU64::new(1);
                 let id = InstanceId(NEXT.fetch_add(1, Ordering::Relaxed));
-                t.slots[slot] = Some((key, id));
+                t.put(hash, INSTANCE_SETS, (key, id));
                 id
             }
         }
@@ -321,10 +347,6 @@ pub fn stage(id: InstanceId, t: &StepTokens, time: impl FnOnce() -> StageTime) -
     stage
 }
 
-/// Full instances' steady states per thread, in sets of [`STEADY_WAYS`], the newest first:
-/// the instance, its batch and lengths' bits, and the state.
-struct Steadies(Vec<Option<(u64, [u64; 3], Steady)>>);
-
 /// The steady state of one full aggregated instance of `id` at `batch` sequences, serving
 /// prompts of `input_tokens` and answers of `output_tokens`: stored if this thread has computed
 /// it, else `compute()`, stored. `compute` must be the instance's own steady state (a pool of
@@ -341,31 +363,18 @@ pub fn full_steady(
     for w in key {
         h.write_u64(w);
     }
-    let set = ((h.finish() as usize) & (STEADY_SETS - 1)) * STEADY_WAYS;
+    let hash = h.finish();
     let found = STEADIES.with(|t| {
-        let t = t.borrow();
-        let ways = t.0.get(set..set + STEADY_WAYS)?;
-        ways.iter()
-            .flatten()
-            .find(|&&(i, k, _)| i == id.0 && k == key)
-            .map(|&(_, _, steady)| steady)
+        let is = |&(i, k, _): &(u64, [u64; 3], Steady)| i == id.0 && k == key;
+        t.borrow().find(hash, STEADY_SETS, is)
     });
-    if let Some(steady) = found {
+    if let Some((_, _, steady)) = found {
         count(1, 0, 1);
         return steady;
     }
     count(1, 1, 0);
     let steady = compute();
-    STEADIES.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.0.is_empty() {
-            t.0 = vec![None; STEADY_SETS * STEADY_WAYS];
-        }
-        // The oldest of a full set leaves.
-        let ways = &mut t.0[set..set + STEADY_WAYS];
-        ways.rotate_right(1);
-        ways[0] = Some((id.0, key, steady));
-    });
+    STEADIES.with(|t| t.borrow_mut().put(hash, STEADY_SETS, (id.0, key, steady)));
     steady
 }
 
@@ -459,6 +468,28 @@ mod tests {
         negative.prefill = -0.0;
         assert_eq!(stage(a, &zero, || time(5.0)).kernels_s, 5.0);
         assert_eq!(stage(a, &negative, || time(6.0)).kernels_s, 6.0);
+    }
+
+    /// Keys that share a set all stay, up to [`WAYS`] of them (direct mapped, the second would
+    /// push the first out); one more pushes the oldest out.
+    #[test]
+    fn keys_sharing_a_set_stay_up_to_its_ways() {
+        let mut t: Sets<(u64, u64)> = Sets::new();
+        let sets = 16;
+        // Hashes 3, 19, 35, ... all fall in set 3.
+        let hash = |i: u64| 3 + 16 * i;
+        for i in 0..WAYS as u64 {
+            t.put(hash(i), sets, (i, 10 * i));
+        }
+        for i in 0..WAYS as u64 {
+            assert_eq!(t.find(hash(i), sets, |&(k, _)| k == i), Some((i, 10 * i)));
+        }
+        t.put(hash(9), sets, (9, 90));
+        assert_eq!(t.find(hash(0), sets, |&(k, _)| k == 0), None);
+        assert_eq!(t.find(hash(1), sets, |&(k, _)| k == 1), Some((1, 10)));
+        assert_eq!(t.find(hash(9), sets, |&(k, _)| k == 9), Some((9, 90)));
+        // Another set is untouched.
+        assert_eq!(t.find(4, sets, |_| true), None);
     }
 
     /// A full instance's steady state is computed once per instance, batch and lengths; any of
