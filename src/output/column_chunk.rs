@@ -31,17 +31,27 @@ use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::columnar::{NULL_FLAG, NULL_KEY, Values};
-use super::encoding::{bit_width, bitmap, delta_binary_packed, levels, plain_bools, rle_hybrid};
+use super::encoding::{
+    bit_width, bitmap, delta_binary_packed, levels, metric_page, plain_bools, rle_hybrid,
+};
 
 /// zstd level of every page: 1, the level the writer's yardstick (pyarrow's rewrite in
 /// scripts/bench.sh) uses. Level 3 writes bench-10m 14 % smaller for 1.5 % more CPU
 /// (docs/performance.md).
 pub const ZSTD_LEVEL: i32 = 1;
 
+/// An encoding thread's zstd context and page buffers, reused from page to page.
+struct Scratch {
+    zstd: zstd::bulk::Compressor<'static>,
+    /// The page body being written.
+    body: Vec<u8>,
+    /// A metric page's validity bits and its values in PLAIN encoding.
+    bits: Vec<u8>,
+    plain: Vec<u8>,
+}
+
 thread_local! {
-    /// Each encoding thread's zstd context and page scratch, reused from page to page.
-    static SCRATCH: RefCell<Option<(zstd::bulk::Compressor<'static>, Vec<u8>)>> =
-        const { RefCell::new(None) };
+    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
 }
 
 /// A label column's dictionary: its values in key order, and that dictionary page compressed
@@ -62,7 +72,7 @@ impl Dictionary {
             plain.extend_from_slice(v.as_bytes());
         }
         let page_len = plain.len();
-        let page = with_scratch(|zstd, _| Ok(zstd.compress(&plain)?))?;
+        let page = with_scratch(|s| Ok(s.zstd.compress(&plain)?))?;
         Ok(Dictionary {
             values,
             page: Bytes::from(page),
@@ -143,10 +153,10 @@ impl ColumnChunk {
             self.compressed += spec.compressed_size as i64;
         }
         let nullable = self.descr.max_def_level() > 0;
-        let (encoding, compressed, uncompressed) = with_scratch(|zstd, body| {
-            body.clear();
-            let encoding = self.encode(body, values, nullable)?;
-            Ok((encoding, zstd.compress(body)?, body.len()))
+        let (encoding, compressed, uncompressed) = with_scratch(|s| {
+            s.body.clear();
+            let encoding = self.encode(s, values, nullable)?;
+            Ok((encoding, s.zstd.compress(&s.body)?, s.body.len()))
         })?;
         let page = Page::DataPage {
             buf: Bytes::from(compressed),
@@ -168,17 +178,24 @@ impl ColumnChunk {
 
     /// Writes the page body of `values` into `body` (definition levels if the column is
     /// nullable, then the values), widens the statistics, and returns the values' encoding.
-    fn encode(&mut self, body: &mut Vec<u8>, values: Values, nullable: bool) -> Result<Encoding> {
+    fn encode(&mut self, s: &mut Scratch, values: Values, nullable: bool) -> Result<Encoding> {
         let descr = self.descr.clone();
         let name = || descr.name().to_string();
         let rows = values.len();
+        let Scratch {
+            body, bits, plain, ..
+        } = s;
         // Definition levels of a nullable column: 1 for a value, 0 for a null, after their
-        // length in 4 bytes.
+        // length in 4 bytes. A metric page's values are compacted in the same pass.
+        let mut metric_bounds = (f64::INFINITY, f64::NEG_INFINITY);
         let valid = match values {
             Values::Id(_) => None,
             Values::Label(v) => Some(bitmap(v, |k| k != NULL_KEY)),
             Values::Count(_, valid) => Some(bitmap(valid, |ok| ok)),
-            Values::Metric(v) => Some(bitmap(v, |x: f64| !x.is_nan())),
+            Values::Metric(v) => {
+                metric_bounds = metric_page(v, bits, plain);
+                Some(std::mem::take(bits))
+            }
             Values::Flag(v) => Some(bitmap(v, |x| x != NULL_FLAG)),
         };
         let present: usize = valid.as_ref().map_or(rows, |bits| {
@@ -217,13 +234,15 @@ impl ColumnChunk {
                     bounds.map_or(Bounds::None, |(lo, hi)| Bounds::Count(lo, hi)),
                 )
             }
-            Values::Metric(v) => {
-                plain_compact(body, v, |i| !v[i].is_nan(), f64::to_le_bytes);
-                let bounds = (nulls < rows).then(|| min_max(v));
-                (
-                    Encoding::PLAIN,
-                    bounds.map_or(Bounds::None, |(lo, hi)| Bounds::Metric(lo, hi)),
-                )
+            Values::Metric(_) => {
+                body.extend_from_slice(plain);
+                let (lo, hi) = metric_bounds;
+                let bounds = if nulls < rows {
+                    Bounds::Metric(lo, hi)
+                } else {
+                    Bounds::None
+                };
+                (Encoding::PLAIN, bounds)
             }
             Values::Flag(v) => {
                 let flags = v.iter().filter(|&&x| x != NULL_FLAG).map(|&x| x == 1);
@@ -267,6 +286,10 @@ impl ColumnChunk {
             (Bounds::Flag(a, b), Bounds::Flag(c, d)) => Bounds::Flag(a && c, b || d),
             (a, b) => bail!("{}: bounds {a:?} and {b:?} of two types", name()),
         };
+        if let (Values::Metric(_), Some(v)) = (values, valid) {
+            // The metric bitmap's buffer goes back to the scratch for the next page.
+            *bits = v;
+        }
         Ok(encoding)
     }
 
@@ -395,38 +418,18 @@ fn plain_compact<T: Copy, const N: usize>(
     body.truncate(start + end);
 }
 
-/// The least and greatest non-NaN values of `v` (infinities when all are NaN), in eight
-/// independent lanes so the comparisons pipeline and vectorize (`x < lo` is false for NaN).
-fn min_max(v: &[f64]) -> (f64, f64) {
-    let mut lo = [f64::INFINITY; 8];
-    let mut hi = [f64::NEG_INFINITY; 8];
-    let chunks = v.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for j in 0..8 {
-            lo[j] = if c[j] < lo[j] { c[j] } else { lo[j] };
-            hi[j] = if c[j] > hi[j] { c[j] } else { hi[j] };
-        }
-    }
-    for (j, &x) in rest.iter().enumerate() {
-        lo[j] = if x < lo[j] { x } else { lo[j] };
-        hi[j] = if x > hi[j] { x } else { hi[j] };
-    }
-    (
-        lo.iter().copied().fold(f64::INFINITY, f64::min),
-        hi.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    )
-}
-
-/// Runs `f` with this thread's zstd context and page scratch buffer.
-fn with_scratch<T>(
-    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut Vec<u8>) -> Result<T>,
-) -> Result<T> {
+/// Runs `f` with this thread's zstd context and page buffers.
+fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> Result<T>) -> Result<T> {
     SCRATCH.with_borrow_mut(|scratch| {
-        let (zstd, body) = match scratch {
+        let s = match scratch {
             Some(s) => s,
-            None => scratch.insert((zstd::bulk::Compressor::new(ZSTD_LEVEL)?, Vec::new())),
+            None => scratch.insert(Scratch {
+                zstd: zstd::bulk::Compressor::new(ZSTD_LEVEL)?,
+                body: Vec::new(),
+                bits: Vec::new(),
+                plain: Vec::new(),
+            }),
         };
-        f(zstd, body)
+        f(s)
     })
 }

@@ -99,6 +99,39 @@ pub fn rle_hybrid(out: &mut Vec<u8>, width: u8, n: usize, at: impl Fn(usize) -> 
     }
 }
 
+/// One pass over a page of metrics `v` (NaN for null), which reads them from memory once: their
+/// validity into `bits` (as [`bitmap`]), the values that are not NaN in PLAIN encoding into
+/// `plain` (branch-free: every value is written and the end advances only past kept ones, as
+/// nulls come and go with feasibility, which a branch would mispredict), and the least and
+/// greatest of them (infinities when all are NaN; eight independent lanes, `x < lo` false for
+/// NaN).
+pub fn metric_page(v: &[f64], bits: &mut Vec<u8>, plain: &mut Vec<u8>) -> (f64, f64) {
+    bits.clear();
+    bits.reserve(v.len().div_ceil(8));
+    plain.clear();
+    plain.resize(v.len() * 8, 0);
+    let mut end = 0;
+    let mut lo = [f64::INFINITY; 8];
+    let mut hi = [f64::NEG_INFINITY; 8];
+    for c in v.chunks(8) {
+        let mut byte = 0u8;
+        for (j, &x) in c.iter().enumerate() {
+            let valid = !x.is_nan();
+            byte |= u8::from(valid) << j;
+            plain[end..end + 8].copy_from_slice(&x.to_le_bytes());
+            end += 8 * usize::from(valid);
+            lo[j] = if x < lo[j] { x } else { lo[j] };
+            hi[j] = if x > hi[j] { x } else { hi[j] };
+        }
+        bits.push(byte);
+    }
+    plain.truncate(end);
+    (
+        lo.iter().copied().fold(f64::INFINITY, f64::min),
+        hi.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
 /// Validity of `values` as a bitmap, eight to a byte, LSB first (bits past the end zero).
 pub fn bitmap<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Vec<u8> {
     let byte = |c: &[T]| {
