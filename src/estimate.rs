@@ -18,27 +18,27 @@ pub struct Measured {
 }
 
 /// An inference sweep without demand: bench-10m (10,002,432 rows, 73 % feasible; 237,077,844
-/// bytes of Parquet, 14.26 s of CPU; docs/performance.md).
+/// bytes of Parquet, 11.17 s of CPU; docs/performance.md).
 pub const INFERENCE: Measured = Measured {
     sweep: "bench-10m",
     bytes_per_row: 237_077_844.0 / 10_002_432.0,
-    configs_per_s_per_thread: 10_002_432.0 / 14.26,
+    configs_per_s_per_thread: 10_002_432.0 / 11.17,
 };
 
 /// An inference sweep with a demand (sizing, SLOs, at-load latencies): bench-sized
-/// (2,752,512 rows, `racks = "auto"`, 50k users; 286,694,664 bytes, 17.39 s of CPU).
+/// (2,752,512 rows, `racks = "auto"`, 50k users; 286,694,664 bytes, 17.55 s of CPU).
 pub const SIZED: Measured = Measured {
     sweep: "bench-sized",
     bytes_per_row: 286_694_664.0 / 2_752_512.0,
-    configs_per_s_per_thread: 2_752_512.0 / 17.39,
+    configs_per_s_per_thread: 2_752_512.0 / 17.55,
 };
 
 /// A training sweep: bench-training (2,211,840 layouts, 29 % can train; 46,914,211 bytes,
-/// 1.02 s of CPU).
+/// 0.98 s of CPU).
 pub const TRAINING: Measured = Measured {
     sweep: "bench-training",
     bytes_per_row: 46_914_211.0 / 2_211_840.0,
-    configs_per_s_per_thread: 2_211_840.0 / 1.02,
+    configs_per_s_per_thread: 2_211_840.0 / 0.98,
 };
 
 /// The estimate for one run.
@@ -88,13 +88,13 @@ mod tests {
         let e = Estimate::of(&sweep, 2);
         assert_eq!(e.basis, INFERENCE);
         assert!((e.bytes - 237_077_844.0).abs() < 1.0);
-        assert!((e.seconds - 7.13).abs() < 1e-9);
+        assert!((e.seconds - 5.585).abs() < 1e-9);
         let sized = crate::spec::load(
             std::path::Path::new("scripts/bench/bench-sized.toml"),
             crate::spec::DEFAULT_MAX_CONFIGS,
         )
         .unwrap();
         assert_eq!(Estimate::of(&sized, 1).basis, SIZED);
-        assert!((Estimate::of(&sized, 1).seconds - 17.39).abs() < 1e-9);
+        assert!((Estimate::of(&sized, 1).seconds - 17.55).abs() < 1e-9);
     }
 }
