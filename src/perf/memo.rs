@@ -437,16 +437,21 @@ mod tests {
         assert_ne!(intern(Scope::new(), &p, &layout(16, 1, 0)), id);
     }
 
+    /// Two instances of one sweep that differ in their pipeline hops.
+    fn two_instances() -> (InstanceId, InstanceId) {
+        let scope = Scope::new();
+        let p = Point::default();
+        (
+            intern(scope, &p, &layout(16, 1, 0)),
+            intern(scope, &p, &layout(16, 1, 1)),
+        )
+    }
+
     /// A step is timed once per instance and tokens; other tokens or another instance are timed
     /// afresh.
     #[test]
     fn steps_are_timed_once() {
-        let scope = Scope::new();
-        let p = Point::default();
-        let (a, b) = (
-            intern(scope, &p, &layout(16, 1, 0)),
-            intern(scope, &p, &layout(16, 1, 1)),
-        );
+        let (a, b) = two_instances();
         let calls = std::cell::Cell::new(0);
         let time = |x: f64| {
             calls.set(calls.get() + 1);
@@ -496,12 +501,7 @@ mod tests {
     /// them changed, it is computed afresh.
     #[test]
     fn full_steadies_are_computed_once() {
-        let scope = Scope::new();
-        let p = Point::default();
-        let (a, b) = (
-            intern(scope, &p, &layout(16, 1, 0)),
-            intern(scope, &p, &layout(16, 1, 1)),
-        );
+        let (a, b) = two_instances();
         let calls = std::cell::Cell::new(0);
         let steady = |rate: f64| {
             calls.set(calls.get() + 1);
