@@ -45,7 +45,7 @@ struct Scratch {
     zstd: zstd::bulk::Compressor<'static>,
     /// The page body being written.
     body: Vec<u8>,
-    /// A metric page's validity bits and its values in PLAIN encoding.
+    /// The page's validity bits, and a metric page's values in PLAIN encoding.
     bits: Vec<u8>,
     plain: Vec<u8>,
 }
@@ -188,23 +188,33 @@ impl ColumnChunk {
         // Definition levels of a nullable column: 1 for a value, 0 for a null, after their
         // length in 4 bytes. A metric page's values are compacted in the same pass.
         let mut metric_bounds = (f64::INFINITY, f64::NEG_INFINITY);
-        let valid = match values {
-            Values::Id(_) => None,
-            Values::Label(v) => Some(bitmap(v, |k| k != NULL_KEY)),
-            Values::Count(_, valid) => Some(bitmap(valid, |ok| ok)),
+        let has_validity = match values {
+            Values::Id(_) => false,
+            Values::Label(v) => {
+                bitmap(bits, v, |k| k != NULL_KEY);
+                true
+            }
+            Values::Count(_, valid) => {
+                bitmap(bits, valid, |ok| ok);
+                true
+            }
             Values::Metric(v) => {
                 metric_bounds = metric_page(v, bits, plain);
-                Some(std::mem::take(bits))
+                true
             }
-            Values::Flag(v) => Some(bitmap(v, |x| x != NULL_FLAG)),
+            Values::Flag(v) => {
+                bitmap(bits, v, |x| x != NULL_FLAG);
+                true
+            }
         };
-        let present: usize = valid.as_ref().map_or(rows, |bits| {
+        let valid = has_validity.then_some(&bits[..]);
+        let present: usize = valid.map_or(rows, |bits| {
             bits.iter().map(|b| b.count_ones() as usize).sum()
         });
         let nulls = rows - present;
         if nullable {
             body.extend_from_slice(&[0; 4]);
-            match &valid {
+            match valid {
                 Some(bits) if nulls > 0 => levels(body, rows, bits),
                 _ => rle_hybrid(body, 1, rows, |_| 1),
             }
@@ -286,10 +296,6 @@ impl ColumnChunk {
             (Bounds::Flag(a, b), Bounds::Flag(c, d)) => Bounds::Flag(a && c, b || d),
             (a, b) => bail!("{}: bounds {a:?} and {b:?} of two types", name()),
         };
-        if let (Values::Metric(_), Some(v)) = (values, valid) {
-            // The metric bitmap's buffer goes back to the scratch for the next page.
-            *bits = v;
-        }
         Ok(encoding)
     }
 

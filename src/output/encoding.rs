@@ -132,8 +132,9 @@ pub fn metric_page(v: &[f64], bits: &mut Vec<u8>, plain: &mut Vec<u8>) -> (f64, 
     )
 }
 
-/// Validity of `values` as a bitmap, eight to a byte, LSB first (bits past the end zero).
-pub fn bitmap<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Vec<u8> {
+/// Validity of `values` as a bitmap into `bits` (emptied first), eight to a byte, LSB first
+/// (bits past the end zero).
+pub fn bitmap<T: Copy>(bits: &mut Vec<u8>, values: &[T], valid: impl Fn(T) -> bool) {
     let byte = |c: &[T]| {
         c.iter()
             .enumerate()
@@ -141,7 +142,8 @@ pub fn bitmap<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Vec<u8> {
     };
     let chunks = values.chunks_exact(8);
     let rest = chunks.remainder();
-    let mut bits: Vec<u8> = Vec::with_capacity(values.len().div_ceil(8));
+    bits.clear();
+    bits.reserve(values.len().div_ceil(8));
     bits.extend(chunks.map(|c| {
         let c: &[T; 8] = c.try_into().expect("chunks of 8");
         byte(c)
@@ -149,7 +151,6 @@ pub fn bitmap<T: Copy>(values: &[T], valid: impl Fn(T) -> bool) -> Vec<u8> {
     if !rest.is_empty() {
         bits.push(byte(rest));
     }
-    bits
 }
 
 /// Appends definition levels (bit width 1) of the `n` values whose validity is `bits`
@@ -273,7 +274,8 @@ mod tests {
     #[test]
     fn levels_copy_literal_bytes_and_run_whole_bytes() {
         let valid = |i: usize| i < 16 || (16..24).contains(&i) && i.is_multiple_of(2) || i >= 48;
-        let bits = bitmap(&(0..51).collect::<Vec<_>>(), valid);
+        let mut bits = Vec::new();
+        bitmap(&mut bits, &(0..51).collect::<Vec<_>>(), valid);
         assert_eq!(bits, [0xFF, 0xFF, 0x55, 0, 0, 0, 0b111]);
         let mut out = Vec::new();
         levels(&mut out, 51, &bits);
