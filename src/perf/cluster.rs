@@ -634,15 +634,16 @@ fn at_cluster<'a>(
         let s = &plan.settings;
         let fresh;
         let sized_here = timed.for_point(p, gpus, i);
+        // A full aggregated instance without demand always runs its batch: its step alone, and
+        // its steady state is one instance's at every rack count (memo module docs).
         let full_batch_only = sized_here.is_none() && !plan.demand && pools.prefill == 0;
         let (speeds, fewest) = match sized_here {
             Some((speeds, fewest)) => (speeds, Some(fewest)),
             None => {
-                fresh = if plan.demand || pools.prefill > 0 {
-                    sizing::speeds(&batched)
-                } else {
-                    // A full aggregated instance always runs its batch: its step alone.
+                fresh = if full_batch_only {
                     Speeds::full_batch_only(&batched.decode, batched.batch, inst.output_tokens)
+                } else {
+                    sizing::speeds(&batched)
                 };
                 (&fresh, None)
             }
@@ -660,7 +661,6 @@ fn at_cluster<'a>(
         });
         let steady = match &served {
             Some(sv) => sv.steady,
-            // One instance's steady state, the same at every rack count (memo module docs).
             None if full_batch_only => {
                 let alone = || steady::full_instance(&batched, speeds, Pools::ONE, s);
                 let (isl, osl) = (inst.input_tokens, inst.output_tokens);

@@ -206,7 +206,6 @@ thread_local! {
     static STEADIES: RefCell<Sets<(u64, [u64; 3], Steady)>> = const { RefCell::new(Sets::new()) };
 }
 
-// Steps this thread has timed and found, for tests.
 // Steps (0) and full instances' steady states (1) this thread has computed and found, for
 // tests.
 #[cfg(test)]
