@@ -11,11 +11,11 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::columns::{LabelValues, Record};
+use crate::columns::{LabelValues, Need, Record};
 use crate::output::columnar::Columns;
 use crate::output::parquet::ParquetSink;
 use crate::pareto::{Candidates, Frontier};
@@ -56,6 +56,10 @@ pub trait Space: Sync {
         row: &mut Self::Row,
         each: impl FnMut(&Self::Row),
     );
+
+    /// Whether the sweep has what columns of need `need` need to hold a value (`labels`: its
+    /// label values, which say whether `[[price]]` quotes price anything).
+    fn holds(&self, need: Need, labels: &LabelValues) -> bool;
 
     /// Evaluates one configuration.
     fn evaluate(&self, config_id: u64) -> Self::Row {
@@ -102,6 +106,8 @@ struct BlockCounts<R> {
     feasible: u64,
     infeasible: Vec<u64>,
     frontier: Vec<R>,
+    /// A column without a buffer that a written row had a value in (`Block::stray`).
+    stray: Option<&'static str>,
 }
 
 /// One chunk's evaluation: its table and its blocks' counts. Reused.
@@ -111,12 +117,23 @@ struct Chunk<R: Record> {
     evaluated: u64,
 }
 
-impl<R: Record> Default for Chunk<R> {
-    fn default() -> Self {
+impl<R: Record> Chunk<R> {
+    fn new(columns: Columns<R>) -> Self {
         Chunk {
-            columns: Columns::default(),
+            columns,
             blocks: Vec::new(),
             evaluated: 0,
+        }
+    }
+
+    /// Fails if a row had a value in a column the sweep's needs say is null throughout: the
+    /// column's [`Need`] is wrong, and writing nulls there would lose that value.
+    fn check_nulls(&self) -> Result<()> {
+        match self.blocks.iter().find_map(|b| b.stray) {
+            Some(name) => bail!(
+                "internal error: column {name} has a value in a sweep that lacks what its values need (columns::Need)"
+            ),
+            None => Ok(()),
         }
     }
 }
@@ -132,6 +149,11 @@ pub struct Job<'a, S> {
 }
 
 impl<S: Space> Job<'_, S> {
+    /// Buffers for the columns that can hold a value in this sweep.
+    fn columns(&self) -> Columns<S::Row> {
+        Columns::holding(|need| self.space.holds(need, self.labels))
+    }
+
     /// Evaluates grid indices `range` into `chunk`.
     fn evaluate(&self, range: Range<u64>, frontier: &Frontier<S::Row>, chunk: &mut Chunk<S::Row>) {
         let n = (range.end - range.start) as usize;
@@ -145,14 +167,14 @@ impl<S: Space> Job<'_, S> {
             .enumerate()
             .map_init(
                 || {
-                    let mut local = Columns::default();
+                    let mut local = self.columns();
                     local.reserve(BLOCK_ROWS);
                     (Candidates::default(), S::Scratch::default(), local)
                 },
                 |(candidates, scratch, local), (b, mut columns)| {
                     // Rows are written to the task's own block, which stays in the core's
                     // cache, then copied to the chunk's one column at a time: writing each row
-                    // straight into its 106 columns spread over the chunk cost three times as
+                    // straight into its 103 columns spread over the chunk cost three times as
                     // much (180 against 590 ns a row, each row's stores missing the cache).
                     let mut blocks = local.blocks(BLOCK_ROWS);
                     let local = &mut blocks[0];
@@ -163,6 +185,7 @@ impl<S: Space> Job<'_, S> {
                         feasible: 0,
                         infeasible: vec![0; S::Row::REASONS],
                         frontier: Vec::new(),
+                        stray: None,
                     };
                     // One row, overwritten in place for each point.
                     let mut row = S::Row::default();
@@ -178,6 +201,7 @@ impl<S: Space> Job<'_, S> {
                         frontier.offer(row, candidates);
                     });
                     columns.copy_from(local, counts.written);
+                    counts.stray = local.stray();
                     // The evaluation is pure: the few survivors are evaluated again rather than
                     // every candidate row being kept (with the task's scratch, whose caches only
                     // save work).
@@ -216,8 +240,8 @@ impl<S: Space> Job<'_, S> {
         progress: &ProgressBar,
     ) -> Result<Option<Tally<S::Row>>> {
         let mut tally = Tally::new(frontier);
-        let mut current = Chunk::default();
-        let mut next = Chunk::default();
+        let mut current = Chunk::new(self.columns());
+        let mut next = Chunk::new(self.columns());
         let chunk = |start: u64| start..(start + CHUNK_ROWS).min(range.end);
         if range.is_empty() {
             return Ok(Some(tally));
@@ -244,6 +268,7 @@ impl<S: Space> Job<'_, S> {
                     }
                 },
                 || -> Result<()> {
+                    current.check_nulls()?;
                     sink.encode(&mut group, &current.columns)?;
                     if group.rows() >= ROW_GROUP_ROWS || (!more && group.rows() > 0) {
                         sink.append(&mut group)?;
@@ -276,5 +301,75 @@ impl<R: Record> Tally<R> {
             survivors.extend_from_slice(&counts.frontier);
         }
         self.frontier.extend(&survivors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::Row;
+    use crate::perf::PlacementCache;
+    use crate::space::Inference;
+    use crate::spec::Sweep;
+
+    /// A sweep with a demand that says it has none.
+    struct Misstated<'a>(Inference<'a>);
+
+    impl<'a> Space for Misstated<'a> {
+        type Row = Row;
+        type Scratch = PlacementCache<'a>;
+
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+
+        fn holds(&self, need: Need, labels: &LabelValues) -> bool {
+            need != Need::Demand && self.0.holds(need, labels)
+        }
+
+        fn for_each(
+            &self,
+            start: u64,
+            end: u64,
+            scratch: &mut PlacementCache<'a>,
+            row: &mut Row,
+            each: impl FnMut(&Row),
+        ) {
+            self.0.for_each(start, end, scratch, row, each);
+        }
+    }
+
+    /// A column holding a value where the sweep's needs say it is null throughout stops the
+    /// run with an internal error naming the column, rather than being written as nulls.
+    #[test]
+    fn a_value_where_the_need_is_lacking_stops_the_run() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let file = root.join("sweeps/llama-70b-20k-users-mi300x.toml");
+        let sweep = crate::spec::load(&file, u64::MAX).unwrap();
+        let Sweep::Inference(spec) = &sweep else {
+            unreachable!("an inference sweep")
+        };
+        let contexts = spec.contexts();
+        let space = Misstated(Inference::new(&contexts, &spec.grid));
+        let labels = sweep.labels();
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink =
+            ParquetSink::create(&dir.path().join("rows.parquet"), labels.clone(), Vec::new())
+                .unwrap();
+        let header = sweep.header();
+        let frontier = Frontier::new(header.objectives.to_vec(), header.constraints.to_vec());
+        let stop = AtomicUsize::new(0);
+        let job = Job {
+            space: &space,
+            labels: &labels,
+            feasible_only: false,
+            stop: &stop,
+        };
+        let run = job.run(0..space.len(), frontier, &mut sink, &ProgressBar::hidden());
+        let message = run.expect_err("the run fails").to_string();
+        assert!(
+            message.contains("internal error: column given_concurrent_users has a value"),
+            "{message}"
+        );
     }
 }

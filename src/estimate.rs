@@ -18,11 +18,11 @@ pub struct Measured {
 }
 
 /// An inference sweep without demand: bench-10m (10,002,432 rows, 73 % feasible; 237,077,844
-/// bytes of Parquet, 11.17 s of CPU; docs/performance.md).
+/// bytes of Parquet, 9.73 s of CPU; docs/performance.md).
 pub const INFERENCE: Measured = Measured {
     sweep: "bench-10m",
     bytes_per_row: 237_077_844.0 / 10_002_432.0,
-    configs_per_s_per_thread: 10_002_432.0 / 11.17,
+    configs_per_s_per_thread: 10_002_432.0 / 9.73,
 };
 
 /// An inference sweep with a demand (sizing, SLOs, at-load latencies): bench-sized

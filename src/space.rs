@@ -6,7 +6,7 @@
 //! evaluates a sweep's rows goes through it, compiled once per space.
 
 use crate::catalog::{Catalog, Model};
-use crate::columns::{Row, TrainRow};
+use crate::columns::{LabelValues, Need, Row, TrainRow};
 use crate::engine::Space;
 use crate::grid::Grid;
 use crate::perf::memo::Scope;
@@ -68,6 +68,18 @@ impl<'a> Space for Inference<'a> {
 
     fn len(&self) -> u64 {
         self.grid.len()
+    }
+
+    fn holds(&self, need: Need, labels: &LabelValues) -> bool {
+        let plans = || self.contexts.iter().map(|c| &c.plan);
+        match need {
+            Need::Always => true,
+            Need::Demand => plans().any(|p| p.demand),
+            Need::Slo => plans().any(|p| p.settings.slo.is_set()),
+            Need::Disaggregation => self.grid.disagg_prefill_pct.iter().any(|&pct| pct > 0),
+            Need::PriceQuotes => labels.provider_key.iter().any(Option::is_some),
+            Need::ApiPrices => plans().any(|p| p.api_usd_per_mtok.is_some()),
+        }
     }
 
     fn for_each(
@@ -195,6 +207,11 @@ impl Space for Training<'_> {
         self.grid.len()
     }
 
+    /// Every training column has values in some sweep.
+    fn holds(&self, need: Need, _: &LabelValues) -> bool {
+        need == Need::Always
+    }
+
     fn for_each(
         &self,
         start: u64,
@@ -214,6 +231,7 @@ impl Space for Training<'_> {
 mod tests {
     use super::*;
     use crate::spec::{Sweep, parse};
+    use std::collections::HashSet;
     use std::path::Path;
 
     fn training(grid: &str) -> TrainingSpec {
@@ -390,5 +408,67 @@ hardware = ["h100-sxm"]
         assert!(r.goodput < base.reliability.goodput);
         assert_eq!(e.time_to_train_days, base.time_to_train_days);
         assert!(e.effective_time_to_train_days > base.effective_time_to_train_days);
+    }
+
+    /// Every row of every example and benchmark sweep small enough to evaluate here is null in
+    /// each column whose need the sweep lacks: what lets the writer keep no buffer for those
+    /// columns (the engine itself checks one row in 16). Between them, the sweeps lack every
+    /// need, and have every one.
+    #[test]
+    fn columns_are_null_where_the_sweep_lacks_their_need() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<_> = ["sweeps", "scripts/bench", "tests/specs"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        let (mut lacked, mut held) = (HashSet::new(), HashSet::new());
+        let mut checked = 0u64;
+        for file in files {
+            let sweep = crate::spec::load(&file, u64::MAX).unwrap();
+            let Sweep::Inference(spec) = &sweep else {
+                continue;
+            };
+            let contexts = spec.contexts();
+            let space = Inference::new(&contexts, &spec.grid);
+            if space.len() > 100_000 {
+                continue;
+            }
+            let labels = sweep.labels();
+            let (absent, present): (Vec<_>, Vec<_>) = crate::columns::COLUMNS
+                .iter()
+                .partition(|c| !space.holds(c.need, &labels));
+            lacked.extend(absent.iter().map(|c| format!("{:?}", c.need)));
+            held.extend(present.iter().map(|c| format!("{:?}", c.need)));
+            let mut scratch = PlacementCache::default();
+            let mut row = Row::default();
+            space.for_each(0, space.len(), &mut scratch, &mut row, |row| {
+                for c in &absent {
+                    assert!(
+                        !c.kind.has_value(row, &labels),
+                        "{}: {} has a value in row {} without {:?}",
+                        file.display(),
+                        c.name,
+                        row.config_id,
+                        c.need
+                    );
+                }
+                checked += 1;
+            });
+        }
+        let needs = [
+            "Demand",
+            "Slo",
+            "Disaggregation",
+            "PriceQuotes",
+            "ApiPrices",
+        ];
+        for need in needs {
+            assert!(lacked.contains(need), "no sweep lacks {need}");
+            assert!(held.contains(need), "no sweep has {need}");
+        }
+        assert!(checked > 50_000, "{checked} rows");
     }
 }

@@ -1,8 +1,8 @@
 //! The inference schema: every column of an inference run's rows, read from a [`Row`].
 
 use super::{
-    Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
-    nonzero,
+    Column, Kind, LabelValues, Labels, Mode, Need, Record, Review, Role, Show, When, Workload,
+    finite, nonzero,
 };
 use crate::format::number;
 use crate::grid::Point;
@@ -90,16 +90,21 @@ impl Record for Row {
 }
 
 /// A metric read from the estimate's field of the same meaning, shown nowhere unless `show`
-/// says.
+/// says; `Need =>` before its name says what the sweep needs for it to have values (always,
+/// without).
 macro_rules! metric {
-    ($name:literal, $unit:literal, $doc:literal, $field:ident) => {
-        metric!($name, $unit, $doc, $field, Show::NONE)
+    ($($need:ident =>)? $name:literal, $unit:literal, $doc:literal, $field:ident) => {
+        metric!($($need =>)? $name, $unit, $doc, $field, Show::NONE)
     };
     ($name:literal, $unit:literal, $doc:literal, $field:ident, $show:expr) => {
+        metric!(Always => $name, $unit, $doc, $field, $show)
+    };
+    ($need:ident => $name:literal, $unit:literal, $doc:literal, $field:ident, $show:expr) => {
         Column {
             name: $name,
             unit: $unit,
             doc: $doc,
+            need: Need::$need,
             kind: Kind::Metric(|r| finite(r.estimate.$field)),
             role: Role::Metric,
             show: $show,
@@ -107,13 +112,18 @@ macro_rules! metric {
     };
 }
 
-/// A workload column read from the row's [`WorkloadValues`] field of the same name.
+/// A workload column read from the row's [`WorkloadValues`] field of the same name; `Need =>`
+/// before its name says what the sweep needs for it to have values (always, without).
 macro_rules! workload {
     ($name:literal, $unit:literal, $doc:literal, $field:ident) => {
+        workload!(Always => $name, $unit, $doc, $field)
+    };
+    ($need:ident => $name:literal, $unit:literal, $doc:literal, $field:ident) => {
         Column {
             name: $name,
             unit: $unit,
             doc: $doc,
+            need: Need::$need,
             kind: Kind::Metric(|r| finite(r.workload.$field)),
             role: Role::Workload,
             show: Show::NONE,
@@ -127,6 +137,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "config_id",
         unit: "",
         doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
+        need: Need::Always,
         kind: Kind::Id(|r| r.config_id),
         role: Role::Id,
         show: Show::NONE.brief(),
@@ -135,6 +146,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "hardware",
         unit: "",
         doc: "GPU preset id",
+        need: Need::Always,
         kind: Kind::Label(Labels::Hardware),
         role: Role::Platform,
         show: Show::NONE.brief().frontier(1),
@@ -143,6 +155,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "rack",
         unit: "",
         doc: "rack preset id",
+        need: Need::Always,
         kind: Kind::Label(Labels::Rack),
         role: Role::Platform,
         show: Show::NONE.frontier(2),
@@ -151,6 +164,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "model",
         unit: "",
         doc: "model preset id (grid.model, or [workload] model)",
+        need: Need::Always,
         kind: Kind::Label(Labels::Model),
         role: Role::Workload,
         show: Show::NONE,
@@ -159,6 +173,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "workload_id",
         unit: "",
         doc: "index of the row's combination of the workload axes (model, input_tokens, output_tokens, think_s, cached_tokens, the demand axis, demand_scale; 0 without them); pareto.parquet holds one frontier per workload_id",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.workload.id)),
         role: Role::Workload,
         show: Show::NONE,
@@ -188,19 +203,19 @@ pub static COLUMNS: &[Column<Row>] = &[
         cached_tokens
     ),
     workload!(
-        "given_concurrent_users",
+        Demand => "given_concurrent_users",
         "users",
         "concurrent users of the demand as given (grid.concurrent_users, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
         given_concurrent_users
     ),
     workload!(
-        "given_requests_per_s",
+        Demand => "given_requests_per_s",
         "requests/s",
         "request rate of the demand as given (grid.requests_per_s, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
         given_requests_per_s
     ),
     workload!(
-        "given_tokens_per_day",
+        Demand => "given_tokens_per_day",
         "tokens",
         "input plus output tokens per day of the demand as given (grid.tokens_per_day, or [workload.demand]), before demand_scale; null when the demand is given otherwise",
         given_tokens_per_day
@@ -215,6 +230,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "racks",
         unit: "racks",
         doc: "racks in the cluster: the grid's, or with racks = \"auto\" ceil(servers / servers per rack) (null when they could not be sized)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.racks)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(3).report(3),
@@ -223,6 +239,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "servers",
         unit: "servers",
         doc: "GPU servers in the cluster: racks x servers per rack, or with racks = \"auto\" the fewest whole servers (whole scale-up domains: one 8-GPU server, a whole NVL72 rack) that meet the demand and the SLOs (null when they could not be sized)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.servers)),
         role: Role::Layout,
         show: Show::NONE.frontier(4),
@@ -231,6 +248,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "gpus",
         unit: "GPUs",
         doc: "GPUs in the cluster (servers x GPUs per server)",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.estimate.gpus)),
         role: Role::Layout,
         show: Show::NONE.header("GPUs").frontier(5).report(4),
@@ -239,6 +257,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "tp",
         unit: "GPUs",
         doc: "tensor-parallel degree of attention and dense layers",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.tp)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(6),
@@ -247,6 +266,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "pp",
         unit: "stages",
         doc: "pipeline-parallel stages per instance",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.pp)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(7),
@@ -255,6 +275,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "ep",
         unit: "GPUs",
         doc: "expert-parallel degree (routed experts spread over ep GPUs)",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.ep)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(8),
@@ -263,6 +284,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "attention_dp",
         unit: "ranks",
         doc: "attention data-parallel ranks per stage, max(tp, ep) / tp (null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.attention_dp)),
         role: Role::Layout,
         show: Show::NONE,
@@ -271,6 +293,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "gpus_per_instance",
         unit: "GPUs",
         doc: "GPUs of one model instance, max(tp, ep) x pp (null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.gpus_per_instance)),
         role: Role::Detail,
         show: Show::NONE,
@@ -279,6 +302,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "instances",
         unit: "instances",
         doc: "model instances the cluster holds (data-parallel replicas; null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.instances)),
         role: Role::Detail,
         show: Show::NONE,
@@ -287,6 +311,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "disagg_prefill_pct",
         unit: "%",
         doc: "percent of instances in the prefill pool of disaggregated serving (0 = aggregated: every instance prefills and decodes)",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.disagg_prefill_pct)),
         role: Role::Layout,
         show: Show::NONE
@@ -297,6 +322,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "prefill_instances",
         unit: "instances",
         doc: "instances in the prefill pool (0 when aggregated; null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| {
             (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_instances)
         }),
@@ -309,6 +335,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "prefill_tp",
         unit: "GPUs",
         doc: "tensor-parallel degree of the prefill pool's instances: the `prefill_tp` axis, or tp where it is 0 (null when aggregated)",
+        need: Need::Disaggregation,
         kind: Kind::Count(|r| {
             let p = &r.point;
             (p.disagg_prefill_pct > 0).then_some(if p.prefill_tp == 0 {
@@ -326,6 +353,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "prefill_hardware",
         unit: "",
         doc: "GPU of the prefill pool's instances, on racks of its own default preset: the `prefill_hardware` axis, or `hardware` where it is \"same\" (null when aggregated)",
+        need: Need::Disaggregation,
         kind: Kind::Label(Labels::PrefillHardware),
         role: Role::Layout,
         show: Show::NONE
@@ -336,6 +364,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "prefill_gpus",
         unit: "GPUs",
         doc: "GPUs of the prefill pool's instances, or with a GPU of its own (`prefill_hardware`) of its racks (0 when aggregated; null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| {
             (r.estimate.gpus_per_instance > 0).then_some(r.estimate.prefill_gpus)
         }),
@@ -346,6 +375,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "decode_gpus",
         unit: "GPUs",
         doc: "GPUs of the cluster outside the prefill pool: the decode instances' and any idle ones, gpus - prefill_gpus (null when the layout is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| {
             let e = &r.estimate;
             (e.gpus_per_instance > 0).then_some(e.gpus.saturating_sub(e.prefill_gpus))
@@ -357,6 +387,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "spec_tokens",
         unit: "tokens",
         doc: "draft tokens proposed per decode step (speculative decoding / MTP; 0 = off)",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.spec_tokens)),
         role: Role::Layout,
         show: Show::NONE
@@ -367,6 +398,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "batch",
         unit: "sequences",
         doc: "concurrent sequences per instance (engine max batch size)",
+        need: Need::Always,
         kind: Kind::Count(|r| Some(r.point.batch)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(9).follow("batch size"),
@@ -375,6 +407,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "engine",
         unit: "",
         doc: "serving engine whose measured kernels, CUDA graphs and scheduler the row runs (the `engine` axis; `auto` resolved to the GPU's first engine); null where the GPU does not run it",
+        need: Need::Always,
         kind: Kind::Label(Labels::Engine),
         role: Role::Layout,
         show: Show::NONE.follow("engine"),
@@ -383,6 +416,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "weight_dtype",
         unit: "",
         doc: "number format of the weights",
+        need: Need::Always,
         kind: Kind::Label(Labels::WeightDtype),
         role: Role::Layout,
         show: Show::NONE
@@ -395,6 +429,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "kv_dtype",
         unit: "",
         doc: "number format of the KV cache",
+        need: Need::Always,
         kind: Kind::Label(Labels::KvDtype),
         role: Role::Layout,
         show: Show::NONE
@@ -407,6 +442,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "ownership",
         unit: "",
         doc: "how the hardware is paid for: cloud (GPU-hours at the row's pricing) or owned (capex amortized plus opex)",
+        need: Need::Always,
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
         show: Show::NONE.frontier_when(15, When::Varies("ownership")),
@@ -415,6 +451,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "scaleout_oversubscription",
         unit: "ratio",
         doc: "oversubscription r of the scale-out spine (r:1): the scaleout_oversubscription axis, or the rack's own; traffic between racks gets at most 1/r of the NICs' bandwidth (docs/model.md, \"Network load\")",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.scaleout_oversubscription)),
         role: Role::Layout,
         show: Show::NONE
@@ -425,6 +462,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "pricing",
         unit: "",
         doc: "how cloud GPU-hours are bought: on-demand, reserved-1y, reserved-3y or spot (spot with standby servers for its interruptions; null when owned)",
+        need: Need::Always,
         kind: Kind::Label(Labels::Pricing),
         role: Role::Layout,
         show: Show::NONE.frontier_when(16, When::Varies("ownership")),
@@ -433,6 +471,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "provider",
         unit: "",
         doc: "provider of the sweep's [[price]] quote that prices the row (null at the catalog's list price, or when owned)",
+        need: Need::PriceQuotes,
         kind: Kind::Label(Labels::Provider),
         role: Role::Layout,
         show: Show::NONE,
@@ -441,6 +480,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "feasible",
         unit: "",
         doc: "whether the configuration can run",
+        need: Need::Always,
         kind: Kind::Flag(|r| Some(r.estimate.feasible())),
         role: Role::Status,
         show: Show::NONE,
@@ -449,6 +489,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "infeasible_reason",
         unit: "",
         doc: "why it cannot run (null when feasible); see docs/model.md",
+        need: Need::Always,
         kind: Kind::Label(Labels::Reason),
         role: Role::Status,
         show: Show::NONE,
@@ -457,6 +498,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "bound_by",
         unit: "",
         doc: "resource that bounds decode: compute, hbm, comm, or memory when it does not fit",
+        need: Need::Always,
         kind: Kind::Label(Labels::Limit),
         role: Role::Status,
         show: Show::NONE.frontier(25),
@@ -475,7 +517,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         ttft_idle_ms
     ),
     metric!(
-        "kv_transfer_ms",
+        Disaggregation => "kv_transfer_ms",
         "ms",
         "time to move one request's KV cache from its prefill instance to its decode instance over the scale-out network, part of ttft_idle_ms (null when aggregated); docs/model.md §12",
         kv_transfer_ms
@@ -550,13 +592,13 @@ pub static COLUMNS: &[Column<Row>] = &[
         comm_bound_tokens_per_s_per_gpu
     ),
     metric!(
-        "demand_requests_per_s",
+        Demand => "demand_requests_per_s",
         "requests/s",
         "requests per second the demand sets at its peak, time-weighted over schedule phases: the rate modes', or the rate a closed population of users settles at on this configuration (users / (response time + think time), solved with the response time it causes); null without demand",
         demand_requests_per_s
     ),
     metric!(
-        "utilization",
+        Demand => "utilization",
         "fraction",
         "demand over capacity at the peak phase (null without demand)",
         utilization,
@@ -568,6 +610,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "headroom",
         unit: "fraction",
         doc: "1 - utilization (null without demand)",
+        need: Need::Demand,
         kind: Kind::Metric(|r| finite(1.0 - r.estimate.utilization)),
         role: Role::Metric,
         show: Show::NONE,
@@ -576,12 +619,13 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "risk",
         unit: "",
         doc: "latency risk band of the utilization: low <= 0.5, medium <= 0.75, high above (null without demand)",
+        need: Need::Demand,
         kind: Kind::Label(Labels::Risk),
         role: Role::Status,
         show: Show::NONE,
     },
     metric!(
-        "users_supported",
+        Demand => "users_supported",
         "users",
         "concurrent users the cluster serves at the target utilization, by Little's law with the operating load's response time: target x capacity x (response + think time); the minimum over phases (null without demand)",
         users_supported,
@@ -591,6 +635,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "demand_met",
         unit: "",
         doc: "whether every phase's demand is served at or below the target utilization with stable queues (null without demand)",
+        need: Need::Demand,
         kind: Kind::Flag(|r| r.estimate.demand_met),
         role: Role::Requirement {
             set_by: "demand",
@@ -602,6 +647,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         name: "meets_slo",
         unit: "",
         doc: "whether the p99 TTFT, p99 TPOT and tokens/s/user objectives of [sweep] hold (null when none is set)",
+        need: Need::Slo,
         kind: Kind::Flag(|r| r.estimate.meets_slo),
         role: Role::Requirement {
             set_by: "SLOs",
@@ -695,25 +741,25 @@ pub static COLUMNS: &[Column<Row>] = &[
         output_tokens_per_month
     ),
     metric!(
-        "kv_host_gb",
+        Demand => "kv_host_gb",
         "GB",
         "cached session context held in host memory, cluster total (null without demand)",
         kv_host_gb
     ),
     metric!(
-        "kv_storage_gb",
+        Demand => "kv_storage_gb",
         "GB",
         "cached session context held on networked storage, cluster total (null without demand)",
         kv_storage_gb
     ),
     metric!(
-        "kv_reload_ms",
+        Demand => "kv_reload_ms",
         "ms",
         "mean time to reload a resumed session's cached context before its first token (null without demand)",
         kv_reload_ms
     ),
     metric!(
-        "storage_servers",
+        Demand => "storage_servers",
         "servers",
         "KV-offload storage servers needed for capacity and reload bandwidth (null without demand)",
         storage_servers
@@ -761,7 +807,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         kv_transfer_gb_per_s_per_gpu
     ),
     metric!(
-        "kv_reload_gb_per_s_per_gpu",
+        Demand => "kv_reload_gb_per_s_per_gpu",
         "GB/s",
         "cached session context reloaded per second from host memory and storage, per GPU of the instances (over the host and storage links, not the scale-out tier; null without demand)",
         kv_reload_gb_per_s_per_gpu
@@ -875,13 +921,13 @@ pub static COLUMNS: &[Column<Row>] = &[
         water_l_per_mtok
     ),
     metric!(
-        "usd_per_month_autoscaling",
+        Demand => "usd_per_month_autoscaling",
         "USD/month",
         "cloud billing when each schedule phase rents the fewest servers it needs, for its active hours only, plus the KV storage servers (null when owned or without demand)",
         usd_per_month_autoscaling
     ),
     metric!(
-        "usd_per_month_api",
+        ApiPrices => "usd_per_month_api",
         "USD/month",
         "the same demand's tokens at the per-token API prices of [cost] (null without them)",
         usd_per_month_api

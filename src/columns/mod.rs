@@ -126,6 +126,26 @@ impl Labels {
     }
 }
 
+/// What a sweep must have for a column to hold a value in any of its rows. Where it lacks it,
+/// every row is null and the writer stores no value of the column (issue 24): 21 of the 103
+/// columns of a sweep without demand, SLOs, disaggregation or prices. The engine checks every
+/// row it writes against this (a value where the need does not hold stops the run as an
+/// internal error), and a test checks every example sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Always,
+    /// A demand (`[workload.demand]` or a demand axis): the sizing answers.
+    Demand,
+    /// Any of the `[sweep]` latency or speed objectives.
+    Slo,
+    /// A `disagg_prefill_pct` above 0: the prefill pool's columns.
+    Disaggregation,
+    /// A `[[price]]` quote that prices some platform's GPU-hours.
+    PriceQuotes,
+    /// `[sweep] api_usd_per_mtok`: the per-token API bill.
+    ApiPrices,
+}
+
 /// How a column's values are read from a row of type `R`. Numeric accessors return `None`
 /// (null) where the quantity does not apply.
 pub enum Kind<R> {
@@ -135,6 +155,19 @@ pub enum Kind<R> {
     Metric(fn(&R) -> Option<f64>),
     /// A yes/no answer, null where the question does not apply.
     Flag(fn(&R) -> Option<bool>),
+}
+
+impl<R: Record> Kind<R> {
+    /// Whether the column is not null in `row`.
+    pub fn has_value(self, row: &R, labels: &LabelValues) -> bool {
+        match self {
+            Kind::Id(_) => true,
+            Kind::Label(l) => row.label_key(l, labels).is_some(),
+            Kind::Count(f) => f(row).is_some(),
+            Kind::Metric(f) => f(row).is_some(),
+            Kind::Flag(f) => f(row).is_some(),
+        }
+    }
 }
 
 impl<R> Clone for Kind<R> {
@@ -271,6 +304,8 @@ pub struct Column<R> {
     /// Unit, or "" for identifiers and labels.
     pub unit: &'static str,
     pub doc: &'static str,
+    /// What a sweep must have for the column to hold any value.
+    pub need: Need,
     pub kind: Kind<R>,
     pub role: Role,
     pub show: Show,

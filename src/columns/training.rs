@@ -1,8 +1,8 @@
 //! The training schema: every column of a training run's rows, read from a [`TrainRow`].
 
 use super::{
-    Column, Kind, LabelValues, Labels, Mode, Record, Review, Role, Show, When, Workload, finite,
-    nonzero,
+    Column, Kind, LabelValues, Labels, Mode, Need, Record, Review, Role, Show, When, Workload,
+    finite, nonzero,
 };
 use crate::format::number;
 use crate::train::grid::TrainPoint;
@@ -91,6 +91,7 @@ macro_rules! metric {
             name: $name,
             unit: $unit,
             doc: $doc,
+            need: Need::Always,
             kind: Kind::Metric(|r| {
                 let $e = &r.estimate;
                 r.ok($value)
@@ -111,6 +112,7 @@ macro_rules! count {
             name: $name,
             unit: $unit,
             doc: $doc,
+            need: Need::Always,
             kind: Kind::Count(|$r| Some($value)),
             role: Role::Layout,
             show: $show,
@@ -124,6 +126,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "config_id",
         unit: "",
         doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
+        need: Need::Always,
         kind: Kind::Id(|r| r.config_id),
         role: Role::Id,
         show: Show::NONE.brief(),
@@ -132,6 +135,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "hardware",
         unit: "",
         doc: "GPU preset id",
+        need: Need::Always,
         kind: Kind::Label(Labels::Hardware),
         role: Role::Platform,
         show: Show::NONE.brief().frontier(1),
@@ -140,6 +144,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "rack",
         unit: "",
         doc: "rack preset id",
+        need: Need::Always,
         kind: Kind::Label(Labels::Rack),
         role: Role::Platform,
         show: Show::NONE.frontier(2),
@@ -148,6 +153,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "model",
         unit: "",
         doc: "model preset id",
+        need: Need::Always,
         kind: Kind::Label(Labels::Model),
         role: Role::Workload,
         show: Show::NONE,
@@ -189,6 +195,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "dp",
         unit: "replicas",
         doc: "data-parallel replicas: the grid's, or GPUs / (tp x pp x cp) with a racks axis (null when that is not whole)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.dp)),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(7),
@@ -225,6 +232,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "microbatches",
         unit: "microbatches",
         doc: "microbatches per pipeline per step, global batch / (dp x microbatch) (null when the split is invalid)",
+        need: Need::Always,
         kind: Kind::Count(|r| nonzero(r.estimate.microbatches)),
         role: Role::Detail,
         show: Show::NONE,
@@ -244,6 +252,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "recompute",
         unit: "",
         doc: "activation recomputation: none, selective (attention core) or full (whole layers)",
+        need: Need::Always,
         kind: Kind::Label(Labels::Recompute),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(13).follow("recomputation"),
@@ -252,6 +261,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "precision",
         unit: "",
         doc: "number format of the linear layers: bf16, or fp8 with bf16 master weights",
+        need: Need::Always,
         kind: Kind::Label(Labels::Precision),
         role: Role::Layout,
         show: Show::NONE.brief().frontier(14).follow("precision"),
@@ -260,6 +270,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "ownership",
         unit: "",
         doc: "how the hardware is paid for: cloud (rented per GPU-hour) or owned (capex and opex)",
+        need: Need::Always,
         kind: Kind::Label(Labels::Ownership),
         role: Role::Layout,
         show: Show::NONE
@@ -270,6 +281,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "feasible",
         unit: "",
         doc: "whether the layout can train: a valid split that fits in memory",
+        need: Need::Always,
         kind: Kind::Flag(|r| Some(r.reason.is_none())),
         role: Role::Status,
         show: Show::NONE,
@@ -278,6 +290,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "infeasible_reason",
         unit: "",
         doc: "why the layout cannot train (null when it can)",
+        need: Need::Always,
         kind: Kind::Label(Labels::TrainingReason),
         role: Role::Status,
         show: Show::NONE,
@@ -286,6 +299,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "hbm_used_gb_per_gpu",
         unit: "GB",
         doc: "memory of the busiest GPU: weights, gradients, optimizer states, activations and logits (also when it does not fit; null when the split is invalid)",
+        need: Need::Always,
         kind: Kind::Metric(|r| {
             let e = &r.estimate;
             (e.microbatches > 0).then_some(e.hbm_used_gb_per_gpu)
@@ -297,6 +311,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "hbm_state_gb_per_gpu",
         unit: "GB",
         doc: "weights, gradients and optimizer states on the busiest GPU, per ZeRO stage",
+        need: Need::Always,
         kind: Kind::Metric(|r| {
             let e = &r.estimate;
             (e.microbatches > 0).then_some(e.memory.state_bytes / 1e9)
@@ -308,6 +323,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         name: "hbm_activations_gb_per_gpu",
         unit: "GB",
         doc: "activations (and logits) of the microbatches in flight on the busiest GPU",
+        need: Need::Always,
         kind: Kind::Metric(|r| {
             let e = &r.estimate;
             (e.microbatches > 0).then_some((e.memory.activation_bytes + e.memory.logit_bytes) / 1e9)

@@ -206,6 +206,11 @@ impl ColumnChunk {
                 bitmap(bits, v, |x| x != NULL_FLAG);
                 true
             }
+            Values::Null(_) => {
+                bits.clear();
+                bits.resize(rows.div_ceil(8), 0);
+                true
+            }
         };
         let valid = has_validity.then_some(&bits[..]);
         let present: usize = valid.map_or(rows, |bits| {
@@ -287,6 +292,14 @@ impl ColumnChunk {
                 }
                 (Encoding::RLE_DICTIONARY, Bounds::None)
             }
+            // No values: a label page still says its keys' width.
+            Values::Null(_) => match &self.dictionary {
+                Some(d) => {
+                    body.push(d.key_width());
+                    (Encoding::RLE_DICTIONARY, Bounds::None)
+                }
+                None => (Encoding::PLAIN, Bounds::None),
+            },
         };
         self.bounds = match (self.bounds, bounds) {
             (Bounds::None, b) | (b, Bounds::None) => b,

@@ -1,7 +1,7 @@
 //! One chunk of the output table in column-major form, filled block by block from evaluated rows
 //! and handed to the Parquet encoder (`column_chunk`) as typed slices, without copying.
 //!
-//! Reading one field of every row of a chunk for each of its columns (106 for inference) strides
+//! Reading one field of every row of a chunk for each of its columns (103 for inference) strides
 //! through the whole chunk once a column (every row is hundreds of bytes); at 10^7 rows that
 //! memory traffic cost more than the model. Here each rayon task writes the rows of its block
 //! into a block of its own while the row is in cache, copies that block into the chunk column by
@@ -9,15 +9,22 @@
 //! values no column can hold ([`NULL_KEY`] for dictionary keys, NaN for metrics, which are null
 //! unless finite, [`NULL_FLAG`] for flags) or, for counts, whose every `u32` is a value, in a
 //! validity buffer beside them. The buffers are reused from chunk to chunk.
+//!
+//! A column whose [`Need`] the sweep lacks has no buffer: it is null in every row, so its
+//! accessor is only called to check that (a value there is racksweep's bug, which
+//! [`Block::stray`] reports), and the encoder writes its pages from the row count alone.
 
 use rayon::prelude::*;
 
-use crate::columns::{Kind, LabelValues, Labels, Record};
+use crate::columns::{Kind, LabelValues, Labels, Need, Record};
 
 /// A null dictionary key.
 pub const NULL_KEY: u16 = u16::MAX;
 /// A null flag (flags are 0 and 1).
 pub const NULL_FLAG: u8 = 2;
+/// Of the rows a block writes, those at multiples of this are checked to be null in every
+/// column without a buffer.
+const NULL_CHECK_EVERY: usize = 16;
 
 /// Storage of one column, indexed like the row type's columns.
 #[derive(Debug)]
@@ -28,6 +35,8 @@ enum Buf {
     Count(Vec<u32>, Vec<bool>),
     Metric(Vec<f64>),
     Flag(Vec<u8>),
+    /// Null in every row (the sweep lacks the column's [`Need`]).
+    Null,
 }
 
 /// Column buffers for up to `capacity` rows; the first `len` rows are the table.
@@ -50,6 +59,10 @@ pub struct Block<'a, R> {
     counts: Vec<(&'a mut [u32], &'a mut [bool], fn(&R) -> Option<u32>)>,
     metrics: Vec<(&'a mut [f64], fn(&R) -> Option<f64>)>,
     flags: Vec<(&'a mut [u8], fn(&R) -> Option<bool>)>,
+    /// The columns without a buffer, by name, whose every row must be null.
+    nulls: Vec<(&'static str, Kind<R>)>,
+    /// The first of them found holding a value.
+    stray: Option<&'static str>,
 }
 
 impl<R> Default for Block<'_, R> {
@@ -60,6 +73,8 @@ impl<R> Default for Block<'_, R> {
             counts: Vec::new(),
             metrics: Vec::new(),
             flags: Vec::new(),
+            nulls: Vec::new(),
+            stray: None,
         }
     }
 }
@@ -71,10 +86,17 @@ impl<R: Record> Default for Columns<R> {
 }
 
 impl<R: Record> Columns<R> {
+    /// Every column, each with its buffer.
     pub fn new() -> Columns<R> {
+        Columns::holding(|_| true)
+    }
+
+    /// Buffers for the columns whose need `holds`; the others are null in every row.
+    pub fn holding(holds: impl Fn(Need) -> bool) -> Columns<R> {
         let bufs = R::columns()
             .iter()
             .map(|c| match c.kind {
+                _ if !holds(c.need) => Buf::Null,
                 Kind::Id(_) => Buf::Id(Vec::new()),
                 Kind::Label(_) => Buf::Label(Vec::new()),
                 Kind::Count(_) => Buf::Count(Vec::new(), Vec::new()),
@@ -89,17 +111,28 @@ impl<R: Record> Columns<R> {
         }
     }
 
-    /// The table of `rows`, in order.
+    /// The table of `rows`, in order, every column with its buffer.
     pub fn from_rows(rows: &[R], labels: &LabelValues) -> Columns<R> {
-        let mut columns = Columns::new();
-        columns.reserve(rows.len());
-        if let Some(mut block) = columns.blocks(rows.len().max(1)).into_iter().next() {
+        Columns::new().with_rows(rows, labels).0
+    }
+
+    /// This table set to `rows`, in order, and the first column without a buffer that one of
+    /// them had a value in ([`Block::stray`]).
+    pub fn with_rows(
+        mut self,
+        rows: &[R],
+        labels: &LabelValues,
+    ) -> (Columns<R>, Option<&'static str>) {
+        self.reserve(rows.len());
+        let mut stray = None;
+        if let Some(mut block) = self.blocks(rows.len().max(1)).into_iter().next() {
             for (i, row) in rows.iter().enumerate() {
                 block.set(i, row, labels);
             }
+            stray = block.stray();
         }
-        columns.len = rows.len();
-        columns
+        self.len = rows.len();
+        (self, stray)
     }
 
     /// Makes room for `rows` rows (buffers only grow) and empties the table.
@@ -114,6 +147,7 @@ impl<R: Record> Columns<R> {
                 }
                 Buf::Metric(v) => grow(v, rows, f64::NAN),
                 Buf::Flag(v) => grow(v, rows, NULL_FLAG),
+                Buf::Null => {}
             }
         }
         self.len = 0;
@@ -157,6 +191,11 @@ impl<R: Record> Columns<R> {
                 (Buf::Flag(v), Kind::Flag(f)) => {
                     split(v, block_rows, &mut blocks, |b, s| b.flags.push((s, f)));
                 }
+                (Buf::Null, kind) => {
+                    for block in &mut blocks {
+                        block.nulls.push((column.name, kind));
+                    }
+                }
                 _ => unreachable!("buffers are built from the columns"),
             }
         }
@@ -175,6 +214,7 @@ impl<R: Record> Columns<R> {
             }
             Buf::Metric(v) => close_gaps(v, block_rows, kept),
             Buf::Flag(v) => close_gaps(v, block_rows, kept),
+            Buf::Null => {}
         });
         self.len = kept.iter().sum();
     }
@@ -183,12 +223,13 @@ impl<R: Record> Columns<R> {
     fn capacity(&self) -> usize {
         self.bufs
             .iter()
-            .map(|b| match b {
-                Buf::Id(v) => v.len(),
-                Buf::Label(v) => v.len(),
-                Buf::Count(v, valid) => v.len().min(valid.len()),
-                Buf::Metric(v) => v.len(),
-                Buf::Flag(v) => v.len(),
+            .filter_map(|b| match b {
+                Buf::Id(v) => Some(v.len()),
+                Buf::Label(v) => Some(v.len()),
+                Buf::Count(v, valid) => Some(v.len().min(valid.len())),
+                Buf::Metric(v) => Some(v.len()),
+                Buf::Flag(v) => Some(v.len()),
+                Buf::Null => None,
             })
             .min()
             .unwrap_or(0)
@@ -218,6 +259,8 @@ pub enum Values<'a> {
     Count(&'a [u32], &'a [bool]),
     Metric(&'a [f64]),
     Flag(&'a [u8]),
+    /// This many rows, every one null.
+    Null(usize),
 }
 
 impl Values<'_> {
@@ -229,6 +272,7 @@ impl Values<'_> {
             Values::Count(v, _) => v.len(),
             Values::Metric(v) => v.len(),
             Values::Flag(v) => v.len(),
+            Values::Null(rows) => *rows,
         }
     }
 
@@ -245,6 +289,7 @@ impl Buf {
             Buf::Count(v, valid) => Values::Count(&v[..len], &valid[..len]),
             Buf::Metric(v) => Values::Metric(&v[..len]),
             Buf::Flag(v) => Values::Flag(&v[..len]),
+            Buf::Null => Values::Null(len),
         }
     }
 }
@@ -287,6 +332,20 @@ impl<R: Record> Block<'_, R> {
         for (s, f) in &mut self.flags {
             s[at] = f(row).map_or(NULL_FLAG, u8::from);
         }
+        // One row in NULL_CHECK_EVERY is checked (every row cost 4 % of bench-10m's run;
+        // tests check every row of every example sweep, `space::tests`).
+        if at.is_multiple_of(NULL_CHECK_EVERY) {
+            for &(name, kind) in &self.nulls {
+                if kind.has_value(row, labels) {
+                    self.stray.get_or_insert(name);
+                }
+            }
+        }
+    }
+
+    /// The first column without a buffer that a row written to this block had a value in.
+    pub fn stray(&self) -> Option<&'static str> {
+        self.stray
     }
 }
 
@@ -353,6 +412,38 @@ mod tests {
         assert_eq!(count("batch"), &[Some(u32::MAX), Some(u32::MAX)]);
         assert_eq!(count("tp"), &[Some(8), Some(8)]);
         assert_eq!(count("racks"), &[None, None]);
+    }
+
+    /// Without a demand the sizing columns have no buffer: their values are `Null` of the
+    /// table's length, and a row holding one of them is reported, by the first such column.
+    #[test]
+    fn columns_the_sweep_cannot_fill_are_null_and_checked() {
+        let labels = labels();
+        let no_demand = |need: Need| need != Need::Demand;
+        let row = Row {
+            workload: crate::perf::WorkloadValues::lengths(1000.0, 100.0),
+            ..Row::default()
+        };
+        let (columns, stray) = Columns::<Row>::holding(no_demand).with_rows(&[row; 3], &labels);
+        assert_eq!(stray, None);
+        let nulls = columns.par_columns(vec![(); COLUMNS.len()], |(), values| match values {
+            Values::Null(rows) => Some(rows),
+            _ => None,
+        });
+        for (c, nulls) in COLUMNS.iter().zip(nulls) {
+            let want = (c.need == Need::Demand).then_some(3);
+            assert_eq!(nulls, want, "{}", c.name);
+        }
+        let mut sized = row;
+        sized.estimate.utilization = 0.5;
+        let (_, stray) = Columns::<Row>::holding(no_demand).with_rows(&[sized, row], &labels);
+        // utilization, and the headroom and risk band computed from it.
+        assert_eq!(stray, Some("utilization"));
+        assert_eq!(
+            Columns::<Row>::new().with_rows(&[sized], &labels).1,
+            None,
+            "every column has its buffer"
+        );
     }
 
     /// Gathering blocks keeps each block's first rows, in order, and the buffers whole.

@@ -533,6 +533,7 @@ mod tests {
                 .iter()
                 .map(|&x| (x != 2).then(|| (x == 1).to_string()))
                 .collect(),
+            Values::Null(rows) => vec![None; rows],
         }
     }
 
