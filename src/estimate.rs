@@ -88,7 +88,7 @@ mod tests {
         let e = Estimate::of(&sweep, 2);
         assert_eq!(e.basis, INFERENCE);
         assert!((e.bytes - 237_077_844.0).abs() < 1.0);
-        assert!((e.seconds - 5.585).abs() < 1e-9);
+        assert!((e.seconds - 4.865).abs() < 1e-9);
         let sized = crate::spec::load(
             std::path::Path::new("scripts/bench/bench-sized.toml"),
             crate::spec::DEFAULT_MAX_CONFIGS,
