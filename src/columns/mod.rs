@@ -142,8 +142,22 @@ pub enum Need {
     Disaggregation,
     /// A `[[price]]` quote that prices some platform's GPU-hours.
     PriceQuotes,
-    /// `[sweep] api_usd_per_mtok`: the per-token API bill.
+    /// `[cost] usd_per_mtok_api_input` and `_output`: the per-token API bill.
     ApiPrices,
+}
+
+impl Need {
+    /// When a sweep lacks it, as docs/schema.md's "null when" says; `None` for `Always`.
+    pub fn lacking(self) -> Option<&'static str> {
+        match self {
+            Need::Always => None,
+            Need::Demand => Some("without a demand"),
+            Need::Slo => Some("without SLOs"),
+            Need::Disaggregation => Some("when aggregated"),
+            Need::PriceQuotes => Some("without a [[price]] quote"),
+            Need::ApiPrices => Some("without API prices"),
+        }
+    }
 }
 
 /// How a column's values are read from a row of type `R`. Numeric accessors return `None`
@@ -336,6 +350,7 @@ impl<R> Column<R> {
             },
             role: self.role,
             show: self.show,
+            need: self.need,
         }
     }
 }
@@ -394,6 +409,7 @@ pub struct Info {
     pub ty: Type,
     pub role: Role,
     pub show: Show,
+    pub need: Need,
 }
 
 impl Info {
@@ -633,6 +649,17 @@ pub fn nonzero(v: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A column a sweep can lack the need of is written as nulls in every row, so its type must
+    /// allow a null.
+    #[test]
+    fn columns_with_a_need_are_nullable() {
+        for mode in Mode::ALL {
+            for c in &Schema::get(mode).columns {
+                assert!(c.need == Need::Always || c.nullable(), "{}", c.name);
+            }
+        }
+    }
 
     #[test]
     fn names_are_unique_snake_case() {

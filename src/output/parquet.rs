@@ -196,10 +196,10 @@ pub fn schema_markdown(mode: Mode) -> String {
             numpy_type: pandas,
             ..
         } = storage(c.ty);
-        let null = if c.nullable() {
-            "does not apply"
-        } else {
-            "never"
+        let null = match (c.nullable(), c.need.lacking()) {
+            (false, _) => "never".to_string(),
+            (true, None) => "does not apply".to_string(),
+            (true, Some(lacking)) => format!("{lacking}, or where it does not apply"),
         };
         let unit = if c.unit.is_empty() { "-" } else { c.unit };
         out.push_str(&format!(
