@@ -85,31 +85,44 @@ const REPEAT_DISTANCE: usize = 8;
 /// hash; an entry pushed out of a full set is computed again if asked for. Direct mapped (one
 /// entry a slot), two keys that share a slot push each other out every time they alternate: at
 /// bench-10m's size that was 17 % of the steady states and a few placements at every rack count.
-struct Sets<T>(Vec<Option<T>>);
+struct Sets<T> {
+    /// Sets in the table (a power of two).
+    sets: usize,
+    /// `sets x WAYS` entries, allocated at the first `put`.
+    entries: Vec<Option<T>>,
+}
 
 impl<T: Copy> Sets<T> {
-    const fn new() -> Sets<T> {
-        Sets(Vec::new())
+    const fn new(sets: usize) -> Sets<T> {
+        Sets {
+            sets,
+            entries: Vec::new(),
+        }
     }
 
-    /// The first entry of `hash`'s set (of `sets`) that `is` accepts.
-    fn find(&self, hash: u64, sets: usize, is: impl Fn(&T) -> bool) -> Option<T> {
-        let at = ((hash as usize) & (sets - 1)) * WAYS;
-        self.0
-            .get(at..at + WAYS)?
+    /// The entries of `hash`'s set.
+    fn set_of(&self, hash: u64) -> std::ops::Range<usize> {
+        let at = ((hash as usize) & (self.sets - 1)) * WAYS;
+        at..at + WAYS
+    }
+
+    /// The first entry of `hash`'s set that `is` accepts.
+    fn find(&self, hash: u64, is: impl Fn(&T) -> bool) -> Option<T> {
+        self.entries
+            .get(self.set_of(hash))?
             .iter()
             .flatten()
             .find(|&t| is(t))
             .copied()
     }
 
-    /// Stores `entry` first in `hash`'s set (of `sets`); the oldest of a full set leaves.
-    fn put(&mut self, hash: u64, sets: usize, entry: T) {
-        if self.0.is_empty() {
-            self.0 = vec![None; sets * WAYS];
+    /// Stores `entry` first in `hash`'s set; the oldest of a full set leaves.
+    fn put(&mut self, hash: u64, entry: T) {
+        if self.entries.is_empty() {
+            self.entries = vec![None; self.sets * WAYS];
         }
-        let at = ((hash as usize) & (sets - 1)) * WAYS;
-        let set = &mut self.0[at..at + WAYS];
+        let set_of = self.set_of(hash);
+        let set = &mut self.entries[set_of];
         set.rotate_right(1);
         set[0] = Some(entry);
     }
@@ -200,10 +213,11 @@ impl Step {
 
 thread_local! {
     static INSTANCES: RefCell<Sets<(InstanceKey, InstanceId)>> = const {
-        RefCell::new(Sets::new())
+        RefCell::new(Sets::new(INSTANCE_SETS))
     };
     static STEPS: RefCell<Steps> = const { RefCell::new(Steps::new()) };
-    static STEADIES: RefCell<Sets<(u64, [u64; 3], Steady)>> = const { RefCell::new(Sets::new()) };
+    static STEADIES: RefCell<Sets<(u64, [u64; 3], Steady)>> =
+        const { RefCell::new(Sets::new(STEADY_SETS)) };
 }
 
 // Steps (0) and full instances' steady states (1) this thread has computed and found, for
@@ -294,12 +308,12 @@ pub fn intern(scope: Scope, p: &Point, l: &Layout) -> InstanceId {
     let hash = h.finish();
     INSTANCES.with(|t| {
         let mut t = t.borrow_mut();
-        match t.find(hash, INSTANCE_SETS, |(k, _)| *k == key) {
+        match t.find(hash, |(k, _)| *k == key) {
             Some((_, id)) => id,
             None => {
                 static NEXT: AtomicU64 = AtomicU64::new(1);
                 let id = InstanceId(NEXT.fetch_add(1, Ordering::Relaxed));
-                t.put(hash, INSTANCE_SETS, (key, id));
+                t.put(hash, (key, id));
                 id
             }
         }
@@ -365,7 +379,7 @@ pub fn full_steady(
     let hash = h.finish();
     let found = STEADIES.with(|t| {
         let is = |&(i, k, _): &(u64, [u64; 3], Steady)| i == id.0 && k == key;
-        t.borrow().find(hash, STEADY_SETS, is)
+        t.borrow().find(hash, is)
     });
     if let Some((_, _, steady)) = found {
         count(1, 0, 1);
@@ -373,7 +387,7 @@ pub fn full_steady(
     }
     count(1, 1, 0);
     let steady = compute();
-    STEADIES.with(|t| t.borrow_mut().put(hash, STEADY_SETS, (id.0, key, steady)));
+    STEADIES.with(|t| t.borrow_mut().put(hash, (id.0, key, steady)));
     steady
 }
 
@@ -478,22 +492,21 @@ mod tests {
     /// push the first out); one more pushes the oldest out.
     #[test]
     fn keys_sharing_a_set_stay_up_to_its_ways() {
-        let mut t: Sets<(u64, u64)> = Sets::new();
-        let sets = 16;
+        let mut t: Sets<(u64, u64)> = Sets::new(16);
         // Hashes 3, 19, 35, ... all fall in set 3.
         let hash = |i: u64| 3 + 16 * i;
         for i in 0..WAYS as u64 {
-            t.put(hash(i), sets, (i, 10 * i));
+            t.put(hash(i), (i, 10 * i));
         }
         for i in 0..WAYS as u64 {
-            assert_eq!(t.find(hash(i), sets, |&(k, _)| k == i), Some((i, 10 * i)));
+            assert_eq!(t.find(hash(i), |&(k, _)| k == i), Some((i, 10 * i)));
         }
-        t.put(hash(9), sets, (9, 90));
-        assert_eq!(t.find(hash(0), sets, |&(k, _)| k == 0), None);
-        assert_eq!(t.find(hash(1), sets, |&(k, _)| k == 1), Some((1, 10)));
-        assert_eq!(t.find(hash(9), sets, |&(k, _)| k == 9), Some((9, 90)));
+        t.put(hash(9), (9, 90));
+        assert_eq!(t.find(hash(0), |&(k, _)| k == 0), None);
+        assert_eq!(t.find(hash(1), |&(k, _)| k == 1), Some((1, 10)));
+        assert_eq!(t.find(hash(9), |&(k, _)| k == 9), Some((9, 90)));
         // Another set is untouched.
-        assert_eq!(t.find(4, sets, |_| true), None);
+        assert_eq!(t.find(4, |_| true), None);
     }
 
     /// A full instance's steady state is computed once per instance, batch and lengths; any of
