@@ -440,8 +440,8 @@ hardware = ["h100-sxm"]
             let (absent, present): (Vec<_>, Vec<_>) = crate::columns::COLUMNS
                 .iter()
                 .partition(|c| !space.holds(c.need, &labels));
-            lacked.extend(absent.iter().map(|c| format!("{:?}", c.need)));
-            held.extend(present.iter().map(|c| format!("{:?}", c.need)));
+            lacked.extend(absent.iter().map(|c| c.need));
+            held.extend(present.iter().map(|c| c.need));
             let mut scratch = PlacementCache::default();
             let mut row = Row::default();
             space.for_each(0, space.len(), &mut scratch, &mut row, |row| {
@@ -458,16 +458,9 @@ hardware = ["h100-sxm"]
                 checked += 1;
             });
         }
-        let needs = [
-            "Demand",
-            "Slo",
-            "Disaggregation",
-            "PriceQuotes",
-            "ApiPrices",
-        ];
-        for need in needs {
-            assert!(lacked.contains(need), "no sweep lacks {need}");
-            assert!(held.contains(need), "no sweep has {need}");
+        for need in Need::ALL.into_iter().filter(|&n| n != Need::Always) {
+            assert!(lacked.contains(&need), "no sweep lacks {need:?}");
+            assert!(held.contains(&need), "no sweep has {need:?}");
         }
         assert!(checked > 50_000, "{checked} rows");
     }
