@@ -39,11 +39,10 @@ pub struct Calibration {
     /// Fixed cost of one engine iteration, milliseconds, where the kernels are not measured
     /// (GPUs without kernel surfaces).
     pub step_overhead_ms: f64,
-    /// Scheduler CPU work per engine iteration, milliseconds, and per running sequence,
-    /// microseconds (`perf::iteration`; overlapped with the GPU by the engines' overlap
-    /// schedulers).
+    /// Scheduler CPU work per engine iteration, milliseconds (`perf::iteration`; overlapped with
+    /// the GPU by the engines' overlap schedulers). The part per running sequence is each
+    /// engine's measured one (`perf::iteration::host_s_per_sequence`).
     pub cpu_ms_per_iteration: f64,
-    pub cpu_us_per_sequence: f64,
     /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`) that linear layers
     /// reach inside a serving engine, for bf16, fp8 and int8 tensor cores.
     pub serving_gemm_efficiency: f64,
@@ -86,7 +85,6 @@ impl Calibration {
         non_negative("gemm_half_rows", c.gemm_half_rows)?;
         non_negative("step_overhead_ms", c.step_overhead_ms)?;
         non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
-        non_negative("cpu_us_per_sequence", c.cpu_us_per_sequence)?;
         non_negative("prompt_length_cv", c.prompt_length_cv)?;
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),
@@ -1108,7 +1106,7 @@ mod tests {
         let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
             serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
             moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n\
-            cpu_ms_per_iteration = 0.5\ncpu_us_per_sequence = 15.0\n";
+            cpu_ms_per_iteration = 0.5\n";
         assert!(Calibration::parse(calibration).is_ok());
         for (from, to) in [
             ("gemm_half_rows = 64.0", "gemm_half_rows = -64.0"),
@@ -1243,7 +1241,7 @@ mod tests {
         "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
         "attention_efficiency: 0 must be a fraction in (0, 1]",
         "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
-        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `cpu_us_per_sequence`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
+        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
         "gemm_efficiency: 1.5 must be between 0 and 1",
         "tp_comm_overlap: -0.0001 must be between 0 and 1",
         "tp_comm_overlap: NaN must be between 0 and 1",

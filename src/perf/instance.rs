@@ -5,7 +5,7 @@ use crate::catalog::ComputeClass;
 use crate::grid::Point;
 
 use super::compute::StepTokens;
-use super::iteration::{Graphs, IterationCost};
+use super::iteration::{self, Graphs, IterationCost};
 use super::latency::{self, Rates, Speculation};
 use super::layout::{self, Layout};
 use super::memory::{self, StageParams};
@@ -371,7 +371,7 @@ pub(super) fn instance_in<'a>(
         iteration: kernels.map(|_| IterationCost {
             graphs: Graphs::of(engine, platform.hbm_gb, l.tp),
             cpu_s: cal.cpu_ms_per_iteration * 1e-3,
-            cpu_per_sequence_s: cal.cpu_us_per_sequence * 1e-6,
+            cpu_per_sequence_s: iteration::host_s_per_sequence(engine),
         }),
     };
     let speculation = Speculation {

@@ -38,6 +38,26 @@ pub const MOE_EXTRA_KERNELS_PER_LAYER: f64 = 4.0;
 /// graphs (vllm-project/vllm PR #11133, measured).
 pub const RESIDUAL_S: f64 = 0.15e-3;
 
+/// Scheduler CPU seconds per running sequence per iteration, by engine: request bookkeeping,
+/// input preparation and sampler post-processing in the engine's Python executor, which grow
+/// with the batch.
+///
+/// - TensorRT-LLM: 29 us. Its PyTorch executor took 45.11 ms of host time per iteration
+///   (`host_step_time`, the C++ scheduler) serving gpt-oss-120b at `max_batch_size` 1536 per
+///   attention-DP rank, 1k/1k at concurrency 3072, on GB200, where "the host overhead is the
+///   bottleneck" (NVIDIA/TensorRT-LLM PR #10273, measured): `(45.11 - 0.5) ms / 1536`, the
+///   fixed part (`cpu_ms_per_iteration`) taken off.
+/// - vLLM: 19.5 us. 5-6 ms between synchronous decode steps at batch 256 (vLLM V1,
+///   vllm-project/vllm issue #10634, measured): `(5.5 - 0.5) ms / 256`.
+/// - SGLang: ESTIMATE, vLLM's figure. No published per-sequence measurement was found; its
+///   scheduler is likewise a Python loop over the running requests.
+pub fn host_s_per_sequence(engine: ServingEngine) -> f64 {
+    match engine {
+        ServingEngine::Trtllm => 29.0e-6,
+        ServingEngine::Vllm | ServingEngine::Sglang => 19.5e-6,
+    }
+}
+
 /// Mixed iterations (decode plus prompt tokens) and prefill iterations: the token count up to
 /// which an engine replays them from CUDA graphs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,6 +203,26 @@ mod tests {
             cpu_s: 0.5e-3,
             cpu_per_sequence_s: 15e-6,
         }
+    }
+
+    /// The per-sequence host cost reproduces its source: TensorRT-LLM's executor at 1,536
+    /// sequences per rank spends 0.5 ms + 1536 x 29 us = 45.044 ms of CPU per iteration, within
+    /// 0.2 % of the 45.11 ms measured (PR #10273); vLLM at 256 sequences 5.49 ms (issue #10634:
+    /// 5-6 ms). A GPU step shorter than that waits for the CPU.
+    #[test]
+    fn host_cost_per_sequence_reproduces_its_measurements() {
+        let trt = IterationCost {
+            cpu_per_sequence_s: host_s_per_sequence(ServingEngine::Trtllm),
+            ..cost(ServingEngine::Trtllm)
+        };
+        let gpu = GpuIteration::new(1.0, 30e-3, 0.0, launches(36.0, 36.0, 1));
+        let step = trt.decode_s(&gpu, 1536.0, 1536.0, 0.0, 0.0) - RESIDUAL_S;
+        assert!((step - 45.044e-3).abs() < 1e-9, "{step}");
+        assert!((step / 45.11e-3 - 1.0).abs() < 0.002);
+        let vllm = host_s_per_sequence(ServingEngine::Vllm);
+        let at_256 = 0.5e-3 + vllm * 256.0;
+        assert!((5e-3..=6e-3).contains(&at_256), "{at_256}");
+        assert_eq!(host_s_per_sequence(ServingEngine::Sglang), vllm);
     }
 
     /// A graphed decode iteration costs its kernels plus the residual when the GPU outlasts the

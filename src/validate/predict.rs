@@ -243,7 +243,16 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         }
     };
     let weight_dtype = formats(&s.weight_dtype, "weight_dtype", &WEIGHT_FORMATS, &mut notes)?;
-    let kv_dtype = formats(&s.kv_dtype, "kv_dtype", &KV_FORMATS, &mut notes)?;
+    let kv_given = match (&s.kv_dtype, harness_kv_dtype(case, model)) {
+        (None, Some(kv)) => {
+            notes.push(format!(
+                "kv_dtype blank: {kv}, the checkpoint's own (trtllm-bench's `auto`)"
+            ));
+            Some(kv.to_string())
+        }
+        (given, _) => given.clone(),
+    };
+    let kv_dtype = formats(&kv_given, "kv_dtype", &KV_FORMATS, &mut notes)?;
     // Axes the measurements format has no column for (disaggregation, speculative decoding,
     // ownership) keep their defaults: off, and cloud prices.
     let grid = Grid {
@@ -357,6 +366,22 @@ fn harness_admission(case: &Case) -> KvAdmission {
     } else {
         KvAdmission::default()
     }
+}
+
+/// The KV-cache format a harness runs when the case leaves it blank, if the harness fixes one.
+/// `trtllm-bench` passes `kv_cache_config.dtype: auto` unless its options name a format
+/// (`get_settings`, tensorrt_llm/bench/benchmark/utils/general.py), and `auto` is the
+/// checkpoint's own KV format. A model served from the checkpoint its authors published already
+/// quantized (`checkpoint_expert_dtype` in models.toml: gpt-oss's MXFP4 experts, whose
+/// config.json `quantization_config` has no KV scheme) runs a bf16 cache, as do bf16 weights.
+/// Which checkpoint an FP8 or FP4 run used (NVIDIA's ModelOpt ones quantize the KV cache to FP8,
+/// DeepSeek's own FP8 release does not) the measurements format does not say, so those formats
+/// stay swept (`None`).
+fn harness_kv_dtype(case: &Case, model: &crate::catalog::Model) -> Option<&'static str> {
+    let weights = case.setup.weight_dtype.as_deref()?;
+    (case.harness() == Harness::TensorRtLlm
+        && (model.checkpoint_expert_dtype.is_some() || weights.starts_with("bf16")))
+    .then_some("bf16")
 }
 
 /// A rack holding exactly `gpus` GPUs of the base rack's kind: whole servers, and a scale-up
@@ -617,6 +642,50 @@ mod tests {
         let ix = case(&[&row("InferenceX compare: DeepSeek R1 — B200 vs MI300X")]);
         assert_eq!(ix.harness(), Harness::InferenceX);
         assert_eq!(harness_admission(&ix), KvAdmission::WholeRequest);
+    }
+
+    /// TensorRT-LLM's tables leave the KV format to `auto`, the checkpoint's: a model served from
+    /// its authors' quantized checkpoint (gpt-oss) and bf16 weights run a bf16 cache; FP8 weights
+    /// may come from a checkpoint that quantizes the cache or from one that does not, so the
+    /// format stays swept; other harnesses and a given format are left alone.
+    #[test]
+    fn kv_format_blank_in_trtllm_tables_is_the_checkpoints() {
+        let catalog = Catalog::builtin().unwrap();
+        let kv = |source: &str, model: &str, weights: &str, kv: &str| {
+            let row = format!(
+                "c,inference,{source},u,{model},h200-sxm,1,1,,,,,{weights},{kv},,1024,1024,max-throughput,,,,,output_tokens_per_s_per_gpu,1000,tokens/s/GPU,"
+            );
+            let c = case(&[&row]);
+            let m = model_of(&c, &catalog);
+            let p = predict(&c, &catalog).unwrap();
+            (harness_kv_dtype(&c, m), p.chosen.kv_dtype)
+        };
+        let trt = "TensorRT-LLM docs developer-guide/perf-overview.md";
+        assert_eq!(
+            kv(trt, "gpt-oss-120b", "fp8", ""),
+            (Some("bf16"), "bf16".to_string())
+        );
+        assert_eq!(
+            kv(trt, "llama-3.1-8b", "bf16", ""),
+            (Some("bf16"), "bf16".to_string())
+        );
+        // Swept: fp8 holds twice the sequences, so it is chosen.
+        assert_eq!(
+            kv(trt, "llama-3.1-8b", "fp8", ""),
+            (None, "fp8".to_string())
+        );
+        assert_eq!(
+            kv(trt, "gpt-oss-120b", "fp8", "fp8"),
+            (Some("bf16"), "fp8".to_string())
+        );
+        assert_eq!(
+            kv("MLPerf Inference v5.1", "gpt-oss-120b", "fp8", ""),
+            (None, "fp8".to_string())
+        );
+    }
+
+    fn model_of<'a>(c: &Case, catalog: &'a Catalog) -> &'a crate::catalog::Model {
+        model(c, catalog).unwrap()
     }
 
     /// A batch cap far beyond the KV cache runs at the most sequences the cache holds.
