@@ -582,7 +582,14 @@ mod tests {
                     proptest::prop_assert!((e.tpot_at_load_ms - e.tpot_ms).abs() <= 1e-9 * e.tpot_ms, "{e:?}");
                 } else {
                     proptest::prop_assert!(e.occupancy_per_instance <= f64::from(batch) * (1.0 + 1e-12), "{e:?}");
-                    proptest::prop_assert!(e.tpot_at_load_ms <= e.tpot_ms * (1.0 + 1e-9), "{e:?}");
+                    // Its mean TPOT is that of the occupancies it runs at, so no slower than the
+                    // slowest of them. Not always the full batch's: measured kernel tables are not
+                    // monotone in rows (on MI355X, qwen3-235b at pp 2 and attention-DP 8 steps
+                    // 0.03 % slower with 3 sequences per rank than with 4).
+                    let inst = instance(&ctx, &grid.point(0)).expect("feasible");
+                    let speeds = crate::perf::serving::Speeds::new(&inst, f64::from(batch));
+                    let slowest_ms = (1..=batch).map(|n| speeds.tpot_s(f64::from(n))).fold(0.0, f64::max) * 1e3;
+                    proptest::prop_assert!(e.tpot_at_load_ms <= slowest_ms * (1.0 + 1e-9), "{e:?}");
                 }
                 proptest::prop_assert!(e.hbm_used_gb_per_gpu <= c.gpus[gpu].device_bytes() / 1e9 + 1e-9);
                 // The bounds are the roofline's (datasheet rates at the catalog efficiencies):
