@@ -205,7 +205,7 @@ impl Instance<'_> {
         let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
         for (&(w, _), s) in self.stage_bytes.iter().zip(&self.stages) {
             let kv = prompts
-                * memory::kv_bytes_per_sequence(
+                * self.memory_budget.held_kv_bytes_per_sequence(
                     m,
                     self.layout.tp,
                     s.layers,
@@ -421,7 +421,13 @@ pub(super) fn instance_in<'a>(
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
             s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),
-            memory::kv_bytes_per_sequence(m, l.tp, s.layers, rates.kv_bytes_per_element, context),
+            inst.memory_budget.held_kv_bytes_per_sequence(
+                m,
+                l.tp,
+                s.layers,
+                rates.kv_bytes_per_element,
+                context,
+            ),
         );
     }
     let prefill_tp = match p.prefill_tp {

@@ -27,13 +27,50 @@ pub struct MemoryBudget {
     pub device_bytes: f64,
     /// `true`: TensorRT-LLM's rule (fraction of the free memory); `false`: a fraction of all.
     free_fraction: bool,
+    /// `true`: a sliding-window layer holds as many KV blocks per sequence as a full-attention
+    /// layer ([`MemoryBudget::held_kv_bytes_per_sequence`]).
+    windows_hold_full_context: bool,
 }
 
 impl MemoryBudget {
-    pub fn new(engine: crate::vocab::ServingEngine, device_bytes: f64) -> MemoryBudget {
+    pub fn new(engine: ServingEngine, device_bytes: f64) -> MemoryBudget {
+        let trtllm = engine == ServingEngine::Trtllm;
         MemoryBudget {
             device_bytes,
-            free_fraction: engine == crate::vocab::ServingEngine::Trtllm,
+            free_fraction: trtllm,
+            windows_hold_full_context: trtllm,
+        }
+    }
+
+    /// KV-cache bytes one GPU holds for one running sequence of `context_tokens` in a stage of
+    /// `layers` layers, as the engine's cache manager sizes it.
+    ///
+    /// TensorRT-LLM holds a sliding-window layer's blocks as a full-attention layer's. Its block
+    /// manager splits the cache between window sizes as if every layer attended to the whole
+    /// context (`BlockManager::calculateWindowSizeToShare`, which would weight each pool by its
+    /// window, "is not used for BaseKVCacheManager::calculateMaxNumBlocks because we want to
+    /// first achieve identical performance as assuming all layers as full attention",
+    /// cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp), and `GUARANTEED_NO_EVICT` reserves
+    /// a window layer `min(prompt + output, window + temporary window)` tokens, the temporary
+    /// window being `min(max_num_tokens, max_seq_len - 1 - window)` for paged context FMHA
+    /// (`getRemainingBlocksToCompletion`, `calculateTemporaryAttentionWindow`; the PyTorch
+    /// backend passes `max_input_len = max_seq_len - 1`, `_set_temp_attention_window_inputs` in
+    /// tensorrt_llm/_torch/pyexecutor/resource_manager.py): with pools of equal blocks per
+    /// layer the full-attention pool fills first. vLLM's hybrid KV cache manager frees a window
+    /// layer's out-of-window blocks, and SGLang sizes a separate sliding-window pool, so they
+    /// hold the window ([`kv_bytes_per_sequence`]).
+    pub fn held_kv_bytes_per_sequence(
+        &self,
+        m: &ModelFacts,
+        tp: u32,
+        layers: f64,
+        kv_bytes_per_element: f64,
+        context_tokens: f64,
+    ) -> f64 {
+        if self.windows_hold_full_context {
+            layers * context_tokens * kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element
+        } else {
+            kv_bytes_per_sequence(m, tp, layers, kv_bytes_per_element, context_tokens)
         }
     }
 
@@ -322,6 +359,32 @@ mod tests {
         // 2 x 8 heads x 64 dims x 2 bytes = 2048 B per token per layer.
         let full = kv_bytes_per_sequence(&m, 1, 36.0, 2.0, 8192.0);
         assert_eq!(full, 2048.0 * (18.0 * 8192.0 + 18.0 * 128.0));
+    }
+
+    /// TensorRT-LLM's cache holds gpt-oss-120b's window layers as full-attention ones: at
+    /// 1k/1k whole-request (2,048 tokens) a sequence takes 36 x 2,048 x 2,048 B = 151.0 MB
+    /// there, against 18 x (2,048 + 128) x 2,048 B = 80.2 MB under vLLM and SGLang, whose
+    /// managers keep the window. Models without windows hold the same under every engine.
+    #[test]
+    fn trtllm_holds_window_layers_whole() {
+        use crate::vocab::ServingEngine;
+        let m = facts("gpt-oss-120b");
+        let held = |engine| {
+            MemoryBudget::new(engine, 1e11).held_kv_bytes_per_sequence(&m, 1, 36.0, 2.0, 2048.0)
+        };
+        assert_eq!(held(ServingEngine::Trtllm), 36.0 * 2048.0 * 2048.0);
+        assert_eq!(held(ServingEngine::Vllm), 18.0 * (2048.0 + 128.0) * 2048.0);
+        assert_eq!(held(ServingEngine::Sglang), held(ServingEngine::Vllm));
+        assert!((held(ServingEngine::Trtllm) / 1e6 - 151.0).abs() < 0.05);
+        assert!((held(ServingEngine::Vllm) / 1e6 - 80.2).abs() < 0.05);
+        let dense = facts("llama-3.1-70b");
+        for engine in ServingEngine::ALL {
+            let budget = MemoryBudget::new(engine, 1e11);
+            assert_eq!(
+                budget.held_kv_bytes_per_sequence(&dense, 8, 80.0, 1.0, 3000.0),
+                kv_bytes_per_sequence(&dense, 8, 80.0, 1.0, 3000.0)
+            );
+        }
     }
 
     /// llama-3.1-70b weights at bf16 are about 141 GB; at fp8 the transformer layers halve while
