@@ -55,8 +55,9 @@ impl MemoryBudget {
     /// window being `min(max_num_tokens, max_seq_len - 1 - window)` for paged context FMHA
     /// (`getRemainingBlocksToCompletion`, `calculateTemporaryAttentionWindow`; the PyTorch
     /// backend passes `max_input_len = max_seq_len - 1`, `_set_temp_attention_window_inputs` in
-    /// tensorrt_llm/_torch/pyexecutor/resource_manager.py): with pools of equal blocks per
-    /// layer the full-attention pool fills first. vLLM's hybrid KV cache manager frees a window
+    /// tensorrt_llm/_torch/pyexecutor/resource_manager.py), the whole request unless the output
+    /// is long. Either way, with pools of equal blocks per layer the full-attention pool fills
+    /// first. vLLM's hybrid KV cache manager frees a window
     /// layer's out-of-window blocks, and SGLang sizes a separate sliding-window pool, so they
     /// hold the window ([`kv_bytes_per_sequence`]).
     pub fn held_kv_bytes_per_sequence(
