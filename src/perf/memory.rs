@@ -57,9 +57,9 @@ impl MemoryBudget {
     /// backend passes `max_input_len = max_seq_len - 1`, `_set_temp_attention_window_inputs` in
     /// tensorrt_llm/_torch/pyexecutor/resource_manager.py), the whole request unless the output
     /// is long. Either way, with pools of equal blocks per layer the full-attention pool fills
-    /// first. vLLM's hybrid KV cache manager frees a window
-    /// layer's out-of-window blocks, and SGLang sizes a separate sliding-window pool, so they
-    /// hold the window ([`kv_bytes_per_sequence`]).
+    /// first. vLLM's hybrid KV cache manager frees a window layer's out-of-window blocks, and
+    /// SGLang sizes a separate sliding-window pool, so they hold the window
+    /// ([`kv_bytes_per_sequence`]).
     pub fn held_kv_bytes_per_sequence(
         &self,
         m: &ModelFacts,
