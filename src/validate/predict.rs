@@ -651,12 +651,12 @@ mod tests {
     #[test]
     fn kv_format_blank_in_trtllm_tables_is_the_checkpoints() {
         let catalog = Catalog::builtin().unwrap();
-        let kv = |source: &str, model: &str, weights: &str, kv: &str| {
+        let kv = |source: &str, id: &str, weights: &str, kv: &str| {
             let row = format!(
-                "c,inference,{source},u,{model},h200-sxm,1,1,,,,,{weights},{kv},,1024,1024,max-throughput,,,,,output_tokens_per_s_per_gpu,1000,tokens/s/GPU,"
+                "c,inference,{source},u,{id},h200-sxm,1,1,,,,,{weights},{kv},,1024,1024,max-throughput,,,,,output_tokens_per_s_per_gpu,1000,tokens/s/GPU,"
             );
             let c = case(&[&row]);
-            let m = model_of(&c, &catalog);
+            let m = model(&c, &catalog).unwrap();
             let p = predict(&c, &catalog).unwrap();
             (harness_kv_dtype(&c, m), p.chosen.kv_dtype)
         };
@@ -682,10 +682,6 @@ mod tests {
             kv("MLPerf Inference v5.1", "gpt-oss-120b", "fp8", ""),
             (None, "fp8".to_string())
         );
-    }
-
-    fn model_of<'a>(c: &Case, catalog: &'a Catalog) -> &'a crate::catalog::Model {
-        model(c, catalog).unwrap()
     }
 
     /// A batch cap far beyond the KV cache runs at the most sequences the cache holds.
