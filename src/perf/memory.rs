@@ -68,11 +68,12 @@ impl MemoryBudget {
         kv_bytes_per_element: f64,
         context_tokens: f64,
     ) -> f64 {
-        if self.windows_hold_full_context {
-            layers * context_tokens * kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element
+        let tokens_per_layer = if self.windows_hold_full_context {
+            context_tokens
         } else {
-            kv_bytes_per_sequence(m, tp, layers, kv_bytes_per_element, context_tokens)
-        }
+            m.attended_tokens(context_tokens)
+        };
+        kv_bytes(m, tp, layers, kv_bytes_per_element, tokens_per_layer)
     }
 
     /// Bytes the KV cache may hold next to `weights_bytes` and `workspace_bytes`; negative
@@ -267,9 +268,24 @@ pub fn kv_bytes_per_sequence(
     kv_bytes_per_element: f64,
     context_tokens: f64,
 ) -> f64 {
-    let per_token_layer = kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element;
-    let tokens_per_layer = m.attended_tokens(context_tokens);
-    layers * tokens_per_layer * per_token_layer
+    kv_bytes(
+        m,
+        tp,
+        layers,
+        kv_bytes_per_element,
+        m.attended_tokens(context_tokens),
+    )
+}
+
+/// KV-cache bytes on one GPU of `tokens_per_layer` tokens in each of `layers` layers.
+fn kv_bytes(
+    m: &ModelFacts,
+    tp: u32,
+    layers: f64,
+    kv_bytes_per_element: f64,
+    tokens_per_layer: f64,
+) -> f64 {
+    layers * tokens_per_layer * kv_elements_per_token_per_layer(m, tp) * kv_bytes_per_element
 }
 
 /// Peak activation workspace of one step on one GPU: the residual stream and the widest MLP
