@@ -132,10 +132,21 @@ impl<'a> BatchedInstance<'a> {
             limit = Limit::Compute;
         }
         let output_tokens_per_s = request_rate * self.inst.output_tokens;
-        let gpus_f = f64::from(gpus);
+        // Per-GPU figures are a per-instance rate times the instances' share of the GPUs, one
+        // correctly rounded quotient: clusters that differ only in size (8 instances on 32 GPUs,
+        // 24 on 96) then give the same per-GPU figures to the bit, so the frontier keeps them as
+        // ties (`total / gpus` can differ in the last bit).
+        let share = |n: u32| f64::from(n) / f64::from(gpus);
+        let prefill_bound = request_rate < f64::from(pools.decode) * self.decode_requests_per_s;
+        let tokens_per_s_per_gpu = self.inst.output_tokens
+            * if prefill_bound {
+                self.prefill_requests_per_s * share(pools.prefill)
+            } else {
+                self.decode_requests_per_s * share(pools.decode)
+            };
         let per_gpu = |seconds: f64| {
             if seconds > 0.0 {
-                self.batch / seconds * f64::from(pools.decode) / gpus_f
+                self.batch / seconds * share(pools.decode)
             } else {
                 f64::NAN
             }
@@ -154,7 +165,7 @@ impl<'a> BatchedInstance<'a> {
             tpot_ms: tpot_s * 1e3,
             tokens_per_s_per_user: 1.0 / tpot_s,
             tokens_per_s_per_instance: output_tokens_per_s / f64::from(instances),
-            tokens_per_s_per_gpu: output_tokens_per_s / gpus_f,
+            tokens_per_s_per_gpu,
             output_tokens_per_s,
             compute_bound_tokens_per_s_per_gpu: per_gpu(self.compute_s),
             hbm_bound_tokens_per_s_per_gpu: per_gpu(self.memory_s),
