@@ -284,7 +284,47 @@ pub fn min_instances(
     };
     let fewest = first_passing(1, max_instances, bounded).ok_or(TooMany)?;
     let hint = hint.or_else(|| fluid_guess(speeds, load, s));
-    first_passing_near(fewest, hint, max_instances, served).ok_or(TooMany)
+    let found = first_passing_near(fewest, hint, max_instances, served).ok_or(TooMany)?;
+    Ok(fewer_in_lower_prefill_levels(
+        batched, load, fewest, found, served,
+    ))
+}
+
+/// Prefill levels below a passing count that [`min_instances`] searches again.
+const LOWER_PREFILL_LEVELS: u32 = 2;
+
+/// A closed population on disaggregated pools breaks the rule that more instances never hurt:
+/// a count that adds a decode instance and keeps the prefill pool (`Pools` splits the count by
+/// the prefill share, so counts come in levels of one prefill count) lets the users cycle
+/// faster, which raises their request rate against the same prefill capacity. The counts that
+/// pass then form a run at the start of each level, and a level can fail above one that
+/// passes: llama-3.1-70b on H200 with a quarter of the instances prefilling on B200, 3,000
+/// users, passes at 138 and 139 instances (35 prefilling), fails at 140 and 141 (prefill
+/// utilization 0.7501 against a 0.75 target), and passes again from 142 (36 prefilling). So
+/// below `found`, the counts of the [`LOWER_PREFILL_LEVELS`] prefill levels under it (and not
+/// below the utilization bound `fewest`) are tried too, and the smallest that passes is
+/// returned. Open arrivals and aggregated pools keep the rule, and skip this.
+fn fewer_in_lower_prefill_levels(
+    batched: &BatchedInstance,
+    load: &Load,
+    fewest: u32,
+    found: u32,
+    served: impl Fn(u32) -> bool,
+) -> u32 {
+    if load.users <= 0.0 || batched.inst.disagg_prefill_pct == 0 {
+        return found;
+    }
+    let level = |n: u32| batched.pools(n).map_or(0, |p| p.prefill);
+    let floor = level(found).saturating_sub(LOWER_PREFILL_LEVELS);
+    let mut best = found;
+    let mut n = found;
+    while n > fewest && level(n - 1) >= floor.max(1) {
+        n -= 1;
+        if served(n) {
+            best = n;
+        }
+    }
+    best
 }
 
 /// Where to start the search for a closed population without a hint: the instances at which
