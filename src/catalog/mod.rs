@@ -53,9 +53,6 @@ pub struct Calibration {
     pub moe_gemm_efficiency: f64,
     /// Fraction of the HBM and tensor-core rates attention kernels reach.
     pub attention_efficiency: f64,
-    /// Coefficient of variation of prompt lengths that `validate` assumes, since the
-    /// measurements state only mean lengths (sweeps set `workload.input_tokens_cv` instead).
-    pub prompt_length_cv: f64,
 }
 
 impl Calibration {
@@ -85,7 +82,6 @@ impl Calibration {
         non_negative("gemm_half_rows", c.gemm_half_rows)?;
         non_negative("step_overhead_ms", c.step_overhead_ms)?;
         non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
-        non_negative("prompt_length_cv", c.prompt_length_cv)?;
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),
             ("serving_gemm_efficiency_fp4", c.serving_gemm_efficiency_fp4),
@@ -1105,13 +1101,16 @@ mod tests {
         }
         let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
             serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
-            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\nprompt_length_cv = 0.75\n\
+            moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\n\
             cpu_ms_per_iteration = 0.5\n";
         assert!(Calibration::parse(calibration).is_ok());
         for (from, to) in [
             ("gemm_half_rows = 64.0", "gemm_half_rows = -64.0"),
             ("step_overhead_ms = 4.0", "step_overhead_ms = nan"),
-            ("prompt_length_cv = 0.75", "prompt_length_cv = 1e-310"),
+            (
+                "cpu_ms_per_iteration = 0.5",
+                "cpu_ms_per_iteration = 1e-310",
+            ),
             ("moe_gemm_efficiency = 0.5", "moe_gemm_efficiency = 1.5"),
             ("attention_efficiency = 0.7", "attention_efficiency = 0.0"),
             (
@@ -1119,8 +1118,8 @@ mod tests {
                 "attention_efficiency = \"high\"",
             ),
             (
-                "prompt_length_cv = 0.75",
-                "prompt_length_cv = 0.75\nextra = 1",
+                "cpu_ms_per_iteration = 0.5",
+                "cpu_ms_per_iteration = 0.5\nextra = 1",
             ),
         ] {
             let text = calibration.replace(from, to);
@@ -1237,11 +1236,11 @@ mod tests {
         "storage_capex_usd_per_server: inf must be zero or positive",
         "gemm_half_rows: -64 must be zero or positive",
         "step_overhead_ms: NaN must be zero or positive",
-        "prompt_length_cv: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
+        "cpu_ms_per_iteration: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
         "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
         "attention_efficiency: 0 must be a fraction in (0, 1]",
         "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
-        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`, `prompt_length_cv`\n",
+        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`\n",
         "gemm_efficiency: 1.5 must be between 0 and 1",
         "tp_comm_overlap: -0.0001 must be between 0 and 1",
         "tp_comm_overlap: NaN must be between 0 and 1",

@@ -570,7 +570,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "hbm_kv_gb_per_gpu",
         "GB",
-        "KV cache per GPU: batch sequences at the context their admission holds (input + output whole-request, input + output / 2 on-demand)",
+        "KV cache per GPU: batch sequences at the context their admission holds (input + output whole-request; on-demand, input + output (1 + cv^2) / 2 with cv = output_tokens_cv)",
         hbm_kv_gb_per_gpu
     ),
     metric!(

@@ -99,6 +99,7 @@ impl Instance<'_> {
             sequences,
             self.input_tokens,
             self.output_tokens,
+            self.ctx.plan.settings.spread(),
             &self.speculation,
             self.disagg_prefill_pct == 0,
         )
@@ -417,7 +418,7 @@ pub(super) fn instance_in<'a>(
     let admission = ctx
         .kv_admission
         .unwrap_or(memory::KvAdmission::of_engine(engine));
-    let context = admission.held_context(input_tokens, output_tokens);
+    let context = admission.held_context(input_tokens, output_tokens, spread);
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
             s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),

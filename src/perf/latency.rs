@@ -20,6 +20,7 @@ use super::kernels::StepKernels;
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
+use super::serving::{Spread, length_biased_half};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -448,12 +449,16 @@ impl DecodeShape {
     /// hold `ceil(micro_batch / attention_dp)` sequences each (the busiest rank sets the pace:
     /// ranks meet at every MoE all-to-all). With `fold_prefill`, each step also prefills the
     /// prompt tokens that keep the batch full (aggregated serving); a disaggregated decode pool
-    /// runs without them.
+    /// runs without them. Lengths spread as `spread` says: a running sequence's attention reads
+    /// the length-biased mean context `input + output * (1 + cv^2) / 2`, and a folded prompt
+    /// token sits on average `input * (1 + cv_p^2) / 2` into its prompt
+    /// ([`super::serving::length_biased_half`]).
     pub fn new(
         l: &Layout,
         sequences: f64,
         input_tokens: f64,
         output_tokens: f64,
+        spread: Spread,
         spec: &Speculation,
         fold_prefill: bool,
     ) -> DecodeShape {
@@ -474,9 +479,10 @@ impl DecodeShape {
             tokens: StepTokens {
                 decode: queries,
                 sequences: rank_sequences,
-                decode_context: input_tokens + output_tokens / 2.0,
+                decode_context: input_tokens
+                    + length_biased_half(output_tokens, spread.answer_cv2()),
                 prefill,
-                prefill_context: input_tokens / 2.0,
+                prefill_context: length_biased_half(input_tokens, spread.prompt_cv2),
                 moe_tokens: (queries + prefill) * f64::from(l.attention_dp),
                 logit_rows: queries + prefill / input_tokens,
             },

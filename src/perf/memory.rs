@@ -4,6 +4,7 @@
 
 use super::ModelFacts;
 use super::layout::Layout;
+use super::serving::{Spread, length_biased_half};
 use crate::vocab::ServingEngine;
 
 /// Fraction of device memory vLLM lets weights, KV cache and activations use
@@ -121,9 +122,10 @@ crate::names::names! {
         WholeRequest => "whole-request", "KV reserved for the whole request at admission";
         /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
         /// out (vLLM's PagedAttention scheduler, Kwon et al. 2023; SGLang's token-level KV pool
-        /// with retraction; TensorRT-LLM's `MAX_UTILIZATION`). In steady state the running
-        /// sequences are spread evenly over their lifetimes, so each counts for its mean context,
-        /// `input + output / 2`.
+        /// with retraction; TensorRT-LLM's `MAX_UTILIZATION`). In steady state each running
+        /// sequence counts for the mean context of a running sequence,
+        /// `input + output * (1 + cv^2) / 2` ([`super::serving::length_biased_half`]):
+        /// `input + output / 2` when every answer has the same length.
         OnDemand => "on-demand", "KV allocated on demand (engines that preempt)";
     }
 }
@@ -156,11 +158,15 @@ impl KvAdmission {
         }
     }
 
-    /// Context tokens one running sequence holds KV-cache blocks for.
-    pub fn held_context(self, input_tokens: f64, output_tokens: f64) -> f64 {
+    /// Context tokens one running sequence holds KV-cache blocks for, with answers spread as
+    /// `spread` says. A whole request's reservation is its prompt and its answer's length: the
+    /// engine reserves `max_tokens`, which a sweep does not state, so the mean stands in.
+    pub fn held_context(self, input_tokens: f64, output_tokens: f64, spread: Spread) -> f64 {
         match self {
             KvAdmission::WholeRequest => input_tokens + output_tokens,
-            KvAdmission::OnDemand => input_tokens + output_tokens / 2.0,
+            KvAdmission::OnDemand => {
+                input_tokens + length_biased_half(output_tokens, spread.answer_cv2())
+            }
         }
     }
 }

@@ -138,12 +138,16 @@ pub(crate) mod tests {
 
     /// KV held per GPU by llama-3.1-70b at tp 8 (one KV head per GPU: 80 layers x 2 x 128 x 2 B
     /// = 40,960 B per token), 256 sequences of 1k in / 1k out, by hand: reserved for the whole
-    /// request, 2,048 tokens each, 21.47 GB; on demand, the mean 1,536, 16.11 GB. Over budget,
-    /// the whole-request batch no longer fits where the on-demand one does.
+    /// request, 2,048 tokens each, 21.47 GB; on demand with answers of one length, the mean
+    /// 1,536, 16.11 GB. Over budget, the whole-request batch no longer fits where the on-demand
+    /// one does. With exponential answers (cv 1, the default) a running sequence has produced
+    /// `1024 * (1 + 1) / 2 = 1024` tokens on average (length-biased), so on demand holds as
+    /// much as the whole request.
     #[test]
     fn kv_admission_sets_the_context_held_per_sequence() {
         let c = Catalog::builtin().unwrap();
-        let (ctx, p) = point_on(&c, "h100-sxm", 8, 256);
+        let (mut ctx, p) = point_on(&c, "h100-sxm", 8, 256);
+        ctx.plan.settings.decode_variability = sizing::variability(0.0);
         let per_token = 80.0 * 2.0 * 128.0 * 2.0;
         let mut on_demand = ctx.clone();
         on_demand.kv_admission = Some(memory::KvAdmission::OnDemand);
@@ -152,11 +156,16 @@ pub(crate) mod tests {
         assert!(whole.feasible() && mean.feasible(), "{whole:?} {mean:?}");
         assert!((whole.hbm_kv_gb_per_gpu - 256.0 * 2048.0 * per_token / 1e9).abs() < 1e-9);
         assert!((mean.hbm_kv_gb_per_gpu - 256.0 * 1536.0 * per_token / 1e9).abs() < 1e-9);
+        let mut exponential = on_demand.clone();
+        exponential.plan.settings.decode_variability = sizing::variability(1.0);
+        let biased = evaluate(&exponential, &p);
+        assert!((biased.hbm_kv_gb_per_gpu - 256.0 * 2048.0 * per_token / 1e9).abs() < 1e-9);
         // 72 GB usable less 17.6 GB of weights holds about 640 sequences at 2,048 tokens and
-        // about 860 at 1,536: 768 sequences fit only on demand.
+        // about 860 at 1,536: 768 sequences fit only on demand, and only with even answers.
         let p = Point { batch: 768, ..p };
         assert_eq!(evaluate(&ctx, &p).reason, Some(Reason::DoesNotFit));
         assert!(evaluate(&on_demand, &p).feasible());
+        assert_eq!(evaluate(&exponential, &p).reason, Some(Reason::DoesNotFit));
     }
 
     /// llama-3.1-70b, bf16, tp = 8 on a DGX H100 rack, batch 1, 1k in / 1k out, by hand, on the
@@ -179,9 +188,11 @@ pub(crate) mod tests {
             2.0 * 8192.0 * 8192.0 + 2.0 * 8192.0 * 1024.0 + 2.0 * 8192.0 + 3.0 * 8192.0 * 28672.0;
         let head = 128_256.0 * 8192.0;
         let weights_read = (layers * per_layer + head) / 8.0 * 2.0;
-        // One KV head per GPU: 2 x 128 x 2 B per token per layer, mean context 1024 + 512,
-        // plus the one prompt token prefilled alongside (input/output = 1 per sequence per step).
-        let kv_read = layers * 1536.0 * 512.0;
+        // One KV head per GPU: 2 x 128 x 2 B per token per layer, at the mean context of a
+        // running sequence with exponential answers (the default spread, cv 1: length-biased,
+        // 1024 + 1024 * (1 + 1) / 2), plus the one prompt token prefilled alongside
+        // (input/output = 1 per sequence per step).
+        let kv_read = layers * 2048.0 * 512.0;
         let kv_written = layers * 512.0;
         let hbm = 3.35e12 * 0.90;
         // Attention kernels reach the calibrated fraction of HBM bandwidth.

@@ -57,6 +57,24 @@ impl Spread {
         prompt_cv2: 1.0,
         slot_variability: 1.0,
     };
+
+    /// Squared coefficient of variation of output lengths, from the slot queue's variability
+    /// `(1 + cs^2) / 2` (Poisson arrivals).
+    pub fn answer_cv2(&self) -> f64 {
+        (2.0 * self.slot_variability - 1.0).max(0.0)
+    }
+}
+
+/// Mean position of a token drawn uniformly over all the tokens of lengths with mean `mean`
+/// and squared coefficient of variation `cv2`: `E[L^2] / (2 E[L]) = mean * (1 + cv2) / 2`.
+/// A long sequence runs for more steps than a short one, so the sequences running at any one
+/// time are length-biased (the inspection paradox of renewal theory; Ross, "Introduction to
+/// Probability Models", renewal-reward theorem): with answers of mean `OSL` and spread `cv`, a
+/// running sequence has produced `OSL * (1 + cv^2) / 2` tokens on average, `OSL / 2` only when
+/// every answer has the same length and `OSL` for exponential lengths. The same holds for the
+/// position of a prompt token inside its prompt, which sets the context of a prefill.
+pub fn length_biased_half(mean: f64, cv2: f64) -> f64 {
+    mean * (1.0 + cv2) / 2.0
 }
 
 /// Latency limits a rate must meet (99th percentiles); `None` = no limit.
@@ -617,6 +635,27 @@ mod tests {
 
     fn tabulate(max_batch: f64, output_tokens: f64, step: impl Fn(f64) -> (f64, f64)) -> Speeds {
         Speeds::tabulate(max_batch, output_tokens, step)
+    }
+
+    /// The length-biased mean context against a direct count: a slot runs answers of 1 and 3
+    /// tokens alternately, so of every 4 steps one makes the 1-token answer and three make the
+    /// 3-token one. Counting each token at its midpoint (0.5; 0.5, 1.5, 2.5 tokens in), the
+    /// running sequence is on average (0.5 + 0.5 + 1.5 + 2.5) / 4 = 1.25 tokens into its
+    /// answer, which is `E[L^2] / (2 E[L])` = (1 + 9) / 2 / (2 * 2), and with mean 2 and
+    /// cv^2 = 1/4, `2 * (1 + 1/4) / 2`. Fixed lengths halve the mean; exponential ones do not.
+    #[test]
+    fn length_biased_context_by_hand() {
+        let lengths = [1.0_f64, 3.0];
+        let mean = lengths.iter().sum::<f64>() / 2.0;
+        let second = lengths.iter().map(|l| l * l).sum::<f64>() / 2.0;
+        let cv2 = second / (mean * mean) - 1.0;
+        assert_eq!(cv2, 0.25);
+        let counted = [0.5, 0.5, 1.5, 2.5].iter().sum::<f64>() / 4.0;
+        assert_eq!(length_biased_half(mean, cv2), counted);
+        assert_eq!(length_biased_half(1024.0, 0.0), 512.0);
+        assert_eq!(length_biased_half(1024.0, 1.0), 1024.0);
+        let exponential = Spread::EXPONENTIAL;
+        assert_eq!(exponential.answer_cv2(), 1.0);
     }
 
     /// A step time that does not depend on the batch (memory-bound, independent slots): each

@@ -216,7 +216,7 @@ fn e2e(
     spread: Spread,
     first: usize,
 ) -> [f64; 2] {
-    let answer_cv2 = (2.0 * spread.slot_variability - 1.0).max(0.0);
+    let answer_cv2 = spread.answer_cv2();
     E2E.map(|i| {
         if i < first {
             return f64::NAN;

@@ -1084,8 +1084,9 @@ commitment = \"on-demand\"
 
     /// Without `kv_admission` each engine holds KV its own way (docs/model.md §5):
     /// llama-3.1-70b at tp 8 on H100, 1k in / 1k out, one KV head per GPU, 80 layers x 2 x 128
-    /// x 2 B = 40,960 B per token. TensorRT-LLM reserves the whole request, 2,048 tokens: at
-    /// batch 256, 21.47 GB per GPU; vLLM holds the mean context, 1,536 tokens: 16.11 GB. At
+    /// x 2 B = 40,960 B per token, answers of one length (`output_tokens_cv = 0`). TensorRT-LLM
+    /// reserves the whole request, 2,048 tokens: at batch 256, 21.47 GB per GPU; vLLM holds the
+    /// mean context, 1,536 tokens: 16.11 GB. At
     /// batch 768 that is 64.42 GB against 48.32 GB, and about 54 GB is left beside the weights
     /// (72 GB usable less 17.6 GB): only vLLM's batch fits. A named policy applies to both
     /// engines.
@@ -1100,6 +1101,7 @@ name = "t"
 model = "llama-3.1-70b"
 input_tokens = 1024
 output_tokens = 1024
+output_tokens_cv = 0.0
 [grid]
 hardware = ["h100-sxm"]
 engine = ["trtllm", "vllm"]

@@ -45,7 +45,7 @@ pub struct Factor {
 }
 
 /// The fitted factors, in the order the fit visits them.
-pub const FACTORS: [Factor; 10] = [
+pub const FACTORS: [Factor; 9] = [
     Factor {
         name: "serving_gemm_efficiency",
         reads: Reads::Inference,
@@ -96,14 +96,6 @@ pub const FACTORS: [Factor; 10] = [
         grid: &[0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0],
         get: |c| c.calibration.step_overhead_ms,
         set: |c, v| c.calibration.step_overhead_ms = v,
-    },
-    // Spread of prompt lengths the measurements do not state: 0 (fixed) to 1 (exponential).
-    Factor {
-        name: "prompt_length_cv",
-        reads: Reads::Inference,
-        grid: &[0.0, 0.25, 0.5, 0.75, 1.0],
-        get: |c| c.calibration.prompt_length_cv,
-        set: |c, v| c.calibration.prompt_length_cv = v,
     },
     Factor {
         name: "training.gemm_efficiency",

@@ -4,6 +4,7 @@
 
 pub mod cases;
 pub mod fit;
+pub mod lengths;
 pub mod loo;
 pub mod predict;
 pub mod report;

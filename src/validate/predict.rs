@@ -17,10 +17,12 @@ use crate::grid::Grid;
 use crate::limits;
 use crate::perf::memory::KvAdmission;
 use crate::perf::serving::{self, Limits, Serving};
+use crate::perf::sizing::variability;
 use crate::perf::{self, Context, Instance, Workload};
 use crate::vocab::Platform;
 
 use super::cases::{Case, Harness};
+use super::lengths;
 
 /// Metrics `validate` predicts.
 pub const METRICS: [&str; 6] = [
@@ -277,10 +279,11 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         ..Workload::new(isl, osl)
     };
     let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
-    // The measurements give mean lengths only: prompt lengths spread by the calibrated
-    // coefficient of variation (docs/validation.md, "Calibration").
-    ctx.plan.settings.prefill_variability =
-        crate::perf::sizing::variability(catalog.calibration.prompt_length_cv);
+    // The measurements give mean lengths only: they spread as the harness fed them.
+    let spread = lengths::of_case(case)?;
+    notes.push(spread.note);
+    ctx.plan.settings.prefill_variability = variability(spread.input_cv);
+    ctx.plan.settings.decode_variability = variability(spread.output_cv);
 
     let best = choose(case, &ctx, &grid, batch_cap)?;
     if let Some((tps_user, per_gpu)) = best.toward {
@@ -679,7 +682,7 @@ mod tests {
             (Some("bf16"), "fp8".to_string())
         );
         assert_eq!(
-            kv("MLPerf Inference v5.1", "gpt-oss-120b", "fp8", ""),
+            kv("InferenceX (SemiAnalysis)", "gpt-oss-120b", "fp8", ""),
             (None, "fp8".to_string())
         );
     }
@@ -690,7 +693,10 @@ mod tests {
     /// activations leaves 77.9-80.0 GB, of which the engine gives 0.9 to the KV cache:
     /// 70.1-72.0 GB (docs/model.md §5, "Fit"). A token's fp8 KV is 2 x 80 layers x 8 heads x
     /// 128 = 163,840 B; held for the whole request (2,048 tokens) a sequence takes 335.5 MB, so
-    /// 209-214 fit; held on demand (1,024 + 512 tokens), 251.7 MB, 4/3 as many.
+    /// 209-214 fit. Held on demand, a sequence counts for its length-biased mean context: in
+    /// MLPerf's llama2-70b set answers spread with cv 0.787, so 1,024 + 512 x (1 + 0.787^2) =
+    /// 1,853.1 tokens against 2,048 reserved whole, and 2,048 / 1,853.1 = 1.105 times as many
+    /// fit (llama-2-70b has llama-3.1-70b's layers and KV heads).
     #[test]
     fn batch_cap_beyond_the_kv_cache_runs_at_the_kv_limit() {
         let catalog = Catalog::builtin().unwrap();
@@ -710,9 +716,14 @@ mod tests {
             "{:?}",
             whole.notes
         );
-        let on_demand = predict(&case(&[&row("MLPerf Inference v5.1")]), &catalog).unwrap();
-        let ratio = f64::from(on_demand.chosen.batch) / f64::from(k);
-        assert!((ratio - 4.0 / 3.0).abs() < 0.03, "{ratio}");
+        let llama2 = |source: &str| row(source).replace("llama-3.1-70b", "llama-2-70b");
+        let whole2 = predict(&case(&[&llama2("TensorRT-LLM docs")]), &catalog).unwrap();
+        let on_demand = predict(&case(&[&llama2("MLPerf Inference v5.1")]), &catalog).unwrap();
+        let ratio = f64::from(on_demand.chosen.batch) / f64::from(whole2.chosen.batch);
+        assert!((ratio - 2048.0 / 1853.1).abs() < 0.01, "{ratio}");
+        // An MLPerf benchmark whose dataset spread is not known is not predicted.
+        let unknown = predict(&case(&[&row("MLPerf Inference v5.1")]), &catalog).unwrap_err();
+        assert!(unknown.contains("src/validate/datasets.toml"), "{unknown}");
         // At the boundary: a cap of k + 1 runs k, a cap of k runs k as given, k - 1 runs k - 1.
         let at_cap = |cap: u32| {
             let row = format!(

@@ -1,0 +1,143 @@
+//! How the lengths a harness fed the engine spread around a case's mean lengths. The
+//! measurements file states mean prompt and answer lengths only, and the spread matters twice:
+//! a running sequence's context is length-biased (`perf::serving::length_biased_half`), and a
+//! server run's p99 TTFT is set by its long prompts (docs/model.md §13). So the spread comes
+//! from what the case's harness is known to feed (docs/validation.md, "How a case is
+//! predicted"):
+//!
+//! - MLPerf: the dataset of the case's benchmark, as measured sample by sample
+//!   (`datasets.toml`, written by `scripts/mlperf-length-spreads.py`);
+//! - TensorRT-LLM's tables and blogs: fixed lengths. `trtllm-bench` runs synthetic requests of
+//!   exactly the stated lengths (`prepare_dataset.py ... token-norm-dist --input-stdev 0
+//!   --output-stdev 0`, TensorRT-LLM docs, perf-overview.md "Preparing a Dataset");
+//! - InferenceX: lengths uniform over `[r * L, L]` with `r = RANDOM_RANGE_RATIO = 0.8`
+//!   (`sample_uniform` in `utils/bench_serving/benchmark_serving.py` of SemiAnalysisAI/InferenceX),
+//!   whose spread is `(1 - r) / (sqrt(3) (1 + r))`;
+//! - anything else: nothing is known, so the sweeps' default, exponential lengths (cv 1).
+
+use serde::Deserialize;
+
+use super::cases::{Case, Harness};
+
+const DATASETS_TOML: &str = include_str!("datasets.toml");
+
+/// InferenceX's `RANDOM_RANGE_RATIO`: lengths are drawn uniformly from `[r * L, L]`.
+const INFERENCEX_RANGE_RATIO: f64 = 0.8;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatasets {
+    dataset: Vec<Dataset>,
+}
+
+/// One MLPerf dataset's length statistics (`datasets.toml`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dataset {
+    /// The catalog model a case of this benchmark names.
+    pub model: String,
+    pub benchmark: String,
+    pub dataset: String,
+    pub summary: String,
+    pub samples: u32,
+    pub input_tokens_mean: f64,
+    pub input_tokens_cv: f64,
+    pub output_tokens_mean: f64,
+    pub output_tokens_cv: f64,
+}
+
+/// The built-in dataset table.
+pub fn datasets() -> Vec<Dataset> {
+    let raw: RawDatasets = toml::from_str(DATASETS_TOML).expect("built-in datasets are valid");
+    raw.dataset
+}
+
+/// Coefficients of variation of a case's prompt and answer lengths, and where they come from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spread {
+    pub input_cv: f64,
+    pub output_cv: f64,
+    pub note: String,
+}
+
+/// Coefficient of variation of a length drawn uniformly from `[r * L, L]`:
+/// `((1 - r) L / sqrt(12)) / ((1 + r) L / 2)`.
+fn uniform_cv(r: f64) -> f64 {
+    (1.0 - r) / (3f64.sqrt() * (1.0 + r))
+}
+
+/// The spread of `case`'s lengths, from its harness; an MLPerf case whose benchmark has no
+/// dataset entry is not predicted (the reason says so).
+pub fn of_case(case: &Case) -> Result<Spread, String> {
+    match case.harness() {
+        Harness::MlPerf => {
+            let model = &case.setup.model;
+            let d = datasets()
+                .into_iter()
+                .find(|d| &d.model == model)
+                .ok_or_else(|| {
+                    format!(
+                        "the length spread of MLPerf's {model} dataset is not in src/validate/datasets.toml"
+                    )
+                })?;
+            Ok(Spread {
+                input_cv: d.input_tokens_cv,
+                output_cv: d.output_tokens_cv,
+                note: format!(
+                    "lengths spread as MLPerf's {} dataset: cv {} (prompts), {} (answers)",
+                    d.benchmark, d.input_tokens_cv, d.output_tokens_cv
+                ),
+            })
+        }
+        Harness::TensorRtLlm => Ok(Spread {
+            input_cv: 0.0,
+            output_cv: 0.0,
+            note: "fixed lengths (trtllm-bench's synthetic requests)".into(),
+        }),
+        Harness::InferenceX => {
+            let cv = uniform_cv(INFERENCEX_RANGE_RATIO);
+            Ok(Spread {
+                input_cv: cv,
+                output_cv: cv,
+                note: format!(
+                    "lengths uniform over 0.8-1x the stated ones (InferenceX): cv {cv:.3}"
+                ),
+            })
+        }
+        Harness::Other => Ok(Spread {
+            input_cv: 1.0,
+            output_cv: 1.0,
+            note: "length spread unknown: exponential lengths (cv 1), the sweeps' default".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table parses, names each benchmark once, and its spreads are those of real
+    /// datasets (hand-checked against scripts/mlperf-length-spreads.py's output).
+    #[test]
+    fn datasets_parse_and_are_distinct() {
+        let d = datasets();
+        assert_eq!(d.len(), 5);
+        let mut models: Vec<&str> = d.iter().map(|d| d.model.as_str()).collect();
+        models.sort_unstable();
+        models.dedup();
+        assert_eq!(models.len(), d.len());
+        let r1 = d.iter().find(|d| d.benchmark == "deepseek-r1").unwrap();
+        assert_eq!((r1.samples, r1.output_tokens_cv), (4388, 1.253));
+        assert!(
+            d.iter()
+                .all(|d| d.input_tokens_cv > 0.0 && d.output_tokens_cv > 0.0)
+        );
+    }
+
+    /// Uniform over [0.8 L, L]: mean 0.9 L, standard deviation 0.2 L / sqrt(12) = 0.05774 L.
+    #[test]
+    fn uniform_spread_by_hand() {
+        assert!((uniform_cv(0.8) - 0.057_735 / 0.9).abs() < 1e-6);
+        assert_eq!(uniform_cv(1.0), 0.0);
+    }
+}
