@@ -456,20 +456,7 @@ pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -
     let base = inst.decode_shape(k);
     let budget = prefill_budget(base.tokens.sequences, inst.input_tokens);
     let chunks = (prompt_tokens / budget).ceil().max(1.0);
-    // A chunk rides in one micro-batch of the pipeline cycle; the shape times one micro-batch
-    // per stage step, so the cycle's extra work is spread over its micro-batches.
-    let micro_batches = f64::from(inst.layout.pp).min(k.ceil()).max(1.0);
-    let iteration = |chunk: f64| {
-        let mut shape = base;
-        let t = &mut shape.tokens;
-        let extra = chunk / micro_batches;
-        t.prefill_context =
-            (t.prefill * t.prefill_context + extra * prompt_tokens / 2.0) / (t.prefill + extra);
-        t.prefill += extra;
-        t.moe_tokens += extra;
-        t.logit_rows += 1.0 / micro_batches;
-        inst.decode_step(&shape).iteration_s
-    };
+    let iteration = |chunk: f64| iteration_with_chunk_s(inst, &base, k, chunk, prompt_tokens);
     let last = prompt_tokens - (chunks - 1.0) * budget;
     let loaded = if chunks > 1.0 {
         (chunks - 1.0) * iteration(budget) + iteration(last)
@@ -477,6 +464,29 @@ pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -
         iteration(last)
     };
     loaded.max(inst.prompt_alone_s(prompt_tokens))
+}
+
+/// Seconds of the decode step of `base` (at `running` sequences) carrying `chunk` more tokens of
+/// a prompt of `prompt_tokens`. A chunk rides in one micro-batch of the pipeline cycle; the shape
+/// times one micro-batch per stage step, so the cycle's extra work is spread over its
+/// micro-batches.
+fn iteration_with_chunk_s(
+    inst: &Instance,
+    base: &latency::DecodeShape,
+    running: f64,
+    chunk: f64,
+    prompt_tokens: f64,
+) -> f64 {
+    let micro_batches = f64::from(inst.layout.pp).min(running.ceil()).max(1.0);
+    let mut shape = *base;
+    let t = &mut shape.tokens;
+    let extra = chunk / micro_batches;
+    t.prefill_context =
+        (t.prefill * t.prefill_context + extra * prompt_tokens / 2.0) / (t.prefill + extra);
+    t.prefill += extra;
+    t.moe_tokens += extra;
+    t.logit_rows += 1.0 / micro_batches;
+    inst.decode_step(&shape).iteration_s
 }
 
 /// One instance's steady state at an arrival rate.
@@ -516,11 +526,16 @@ impl Serving {
         let concurrency = occ.mean_running;
         let tpot_s = concurrency / (rate_per_s * osl);
         // Prefill queue: each attention rank's prompt budget per iteration is one server; a
-        // prompt occupies `isl / budget` of an iteration.
+        // prompt occupies `isl / budget` of an iteration. While prompts wait, every iteration
+        // carries a full budget of them, so the server drains `budget` prompt tokens per
+        // iteration as long as a full budget makes it, not per mean iteration (whose folded
+        // prefill is the average load, far below a budget when prompts are long).
         let ranks = f64::from(inst.layout.attention_dp);
-        let rank_sequences = inst.decode_shape(concurrency.max(1.0)).tokens.sequences;
-        let budget = prefill_budget(rank_sequences, isl);
-        let service_s = isl / budget * speeds.iteration_s(concurrency);
+        let k = concurrency.max(1.0);
+        let base = inst.decode_shape(k);
+        let budget = prefill_budget(base.tokens.sequences, isl);
+        let full_s = iteration_with_chunk_s(inst, &base, k, budget, isl);
+        let service_s = isl / budget * full_s.max(speeds.iteration_s(concurrency));
         let rho = rate_per_s / ranks * service_s;
         if rho >= 1.0 {
             return None;
@@ -574,15 +589,27 @@ impl Serving {
 
     /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
     /// for the iteration in progress, for the rank's prompt budget and for a slot, then the
-    /// prompt at that percentile under load (module docs). The parts' percentiles are added,
-    /// which is conservative in the tail.
+    /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
     pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
         let p = PERCENTILES[i];
         let prompt = gamma_percentile(inst.input_tokens, spread.prompt_cv2, i);
-        p * self.iteration_s[i]
-            + self.prefill_wait_s(i, spread)
-            + self.occupancy.wait_quantile_s(p, spread.slot_variability)
-            + prefill_under_load_s(inst, self.occupancy.running[i], prompt)
+        let running = self.occupancy.running[i];
+        let iteration = self.iteration_s[i];
+        tail_of_sum(&[
+            (p * iteration, 0.5 * iteration),
+            (
+                self.prefill_wait_s(i, spread),
+                self.prefill_wait_mean_s(spread),
+            ),
+            (
+                self.occupancy.wait_quantile_s(p, spread.slot_variability),
+                self.occupancy.wait_mean_all_s(spread.slot_variability),
+            ),
+            (
+                prefill_under_load_s(inst, running, prompt),
+                prefill_under_load_s(inst, running, inst.input_tokens),
+            ),
+        ])
     }
 
     /// Mean time to first token of a mean-length prompt at the mean occupancy: half an
@@ -594,6 +621,28 @@ impl Serving {
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
             + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
+}
+
+/// A percentile of a sum of independent parts, from each part's `(percentile, mean)`. Adding
+/// the percentiles assumes the parts' tails coincide, which for independent parts they do not:
+/// two exponential waits of mean 1 have a p99 of 6.64 together (gamma of shape 2), against
+/// 9.21 added. Where every part is at or above its mean (the tail), the sum's percentile is
+/// taken as the sum of the means plus the root sum of squares of the parts' excesses over
+/// them, exact for normal parts and for a single part that dominates (6.64 above: 7.10), and
+/// never above the added percentiles nor below the largest part's. Below the tail the
+/// percentiles are added.
+pub fn tail_of_sum(parts: &[(f64, f64)]) -> f64 {
+    let added: f64 = parts.iter().map(|(q, _)| q).sum();
+    if parts.iter().any(|(q, m)| q < m) {
+        return added;
+    }
+    let means: f64 = parts.iter().map(|(_, m)| m).sum();
+    let excess = parts
+        .iter()
+        .map(|(q, m)| (q - m) * (q - m))
+        .sum::<f64>()
+        .sqrt();
+    (means + excess).min(added)
 }
 
 /// The steady state at `rate_per_s` with the instance's speeds and the lengths' spread, or
@@ -635,6 +684,23 @@ mod tests {
 
     fn tabulate(max_batch: f64, output_tokens: f64, step: impl Fn(f64) -> (f64, f64)) -> Speeds {
         Speeds::tabulate(max_batch, output_tokens, step)
+    }
+
+    /// Two independent exponential waits of mean 1: each has its 99th percentile at
+    /// ln 100 = 4.605, and their sum (gamma of shape 2) at 6.638 (the root of
+    /// `e^-x (1 + x) = 0.01`). Adding the percentiles gives 9.210; the root sum of squares of the
+    /// excesses, 2 + sqrt(2) x 3.605 = 7.098, within 7 %. One part alone is its own percentile,
+    /// and below the tail (a part under its mean) the percentiles are added.
+    #[test]
+    fn tail_of_sum_by_hand() {
+        let q = 100f64.ln();
+        let x: f64 = 6.638_352;
+        assert!(((-x).exp() * (1.0 + x) - 0.01).abs() < 1e-7);
+        let two = tail_of_sum(&[(q, 1.0), (q, 1.0)]);
+        assert!((two - (2.0 + 2f64.sqrt() * (q - 1.0))).abs() < 1e-12);
+        assert!(two > x && two < 2.0 * q && (two / x - 1.0) < 0.07);
+        assert_eq!(tail_of_sum(&[(q, 1.0), (0.0, 0.0)]), q);
+        assert_eq!(tail_of_sum(&[(0.69, 1.0), (2.0, 1.0)]), 2.69);
     }
 
     /// The length-biased mean context against a direct count: a slot runs answers of 1 and 3
