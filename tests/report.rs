@@ -422,12 +422,12 @@ fn a_run_that_admits_nothing_still_reports() {
     assert!(stderr(&o).contains("(0 charts)"), "{}", stderr(&o));
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
-        md.contains("- **run**: 2,911 feasible; 0 admitted; 0 on the frontier"),
+        md.contains("- **run**: 2,837 feasible; 0 admitted; 0 on the frontier"),
         "{md}"
     );
     assert!(md.contains("None: no configuration is admitted."));
     assert!(
-        md.contains("| turned away | fails ttft_ms <= 0.001 | 2,911 |"),
+        md.contains("| turned away | fails ttft_ms <= 0.001 | 2,837 |"),
         "{md}"
     );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();

@@ -117,7 +117,9 @@ crate::names::names! {
         /// Blocks for the prompt and the whole answer are reserved when a request starts, and a
         /// started request is never evicted: TensorRT-LLM's default capacity scheduler policy,
         /// `GUARANTEED_NO_EVICT` (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler
-        /// Policy"). Each sequence counts for `input + output` tokens.
+        /// Policy"). Each running sequence counts for its prompt and at least its whole answer,
+        /// length-biased: `input + output * (1 + cv^2)` tokens (`input + output` when every
+        /// answer has the same length).
         #[default]
         WholeRequest => "whole-request", "KV reserved for the whole request at admission";
         /// Blocks are allocated as tokens are produced, and sequences are preempted when they run
@@ -159,14 +161,18 @@ impl KvAdmission {
     }
 
     /// Context tokens one running sequence holds KV-cache blocks for, with answers spread as
-    /// `spread` says. A whole request's reservation is its prompt and its answer's length: the
-    /// engine reserves `max_tokens`, which a sweep does not state, so the mean stands in.
+    /// `spread` says, averaged over the running sequences, which are length-biased (a long
+    /// answer runs for more steps; [`length_biased_half`]). On demand, a sequence holds what it
+    /// has produced: `input + output * (1 + cv^2) / 2`. Reserved whole, it holds its prompt and
+    /// at least its own whole answer from the start, `E[L^2] / E[L] = output * (1 + cv^2)`
+    /// averaged the same way: twice the on-demand answer part, as a reservation that holds
+    /// all of what on demand grows into must. It is a lower bound: the engine reserves the
+    /// request's `max_tokens`, which a sweep does not state.
     pub fn held_context(self, input_tokens: f64, output_tokens: f64, spread: Spread) -> f64 {
+        let answer = length_biased_half(output_tokens, spread.answer_cv2());
         match self {
-            KvAdmission::WholeRequest => input_tokens + output_tokens,
-            KvAdmission::OnDemand => {
-                input_tokens + length_biased_half(output_tokens, spread.answer_cv2())
-            }
+            KvAdmission::WholeRequest => input_tokens + 2.0 * answer,
+            KvAdmission::OnDemand => input_tokens + answer,
         }
     }
 }

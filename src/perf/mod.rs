@@ -141,8 +141,9 @@ pub(crate) mod tests {
     /// request, 2,048 tokens each, 21.47 GB; on demand with answers of one length, the mean
     /// 1,536, 16.11 GB. Over budget, the whole-request batch no longer fits where the on-demand
     /// one does. With exponential answers (cv 1, the default) a running sequence has produced
-    /// `1024 * (1 + 1) / 2 = 1024` tokens on average (length-biased), so on demand holds as
-    /// much as the whole request.
+    /// `1024 * (1 + 1) / 2 = 1024` tokens on average (length-biased), so on demand holds 2,048,
+    /// and a whole-request reservation holds each running sequence's whole answer, length-biased
+    /// too: `1024 + 1024 * (1 + 1) = 3,072`.
     #[test]
     fn kv_admission_sets_the_context_held_per_sequence() {
         let c = Catalog::builtin().unwrap();
@@ -160,6 +161,10 @@ pub(crate) mod tests {
         exponential.plan.settings.decode_variability = sizing::variability(1.0);
         let biased = evaluate(&exponential, &p);
         assert!((biased.hbm_kv_gb_per_gpu - 256.0 * 2048.0 * per_token / 1e9).abs() < 1e-9);
+        let mut reserved = exponential.clone();
+        reserved.kv_admission = Some(memory::KvAdmission::WholeRequest);
+        let whole_biased = evaluate(&reserved, &p);
+        assert!((whole_biased.hbm_kv_gb_per_gpu - 256.0 * 3072.0 * per_token / 1e9).abs() < 1e-9);
         // 72 GB usable less 17.6 GB of weights holds about 640 sequences at 2,048 tokens and
         // about 860 at 1,536: 768 sequences fit only on demand, and only with even answers.
         let p = Point { batch: 768, ..p };
