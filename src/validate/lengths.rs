@@ -10,9 +10,10 @@
 //! - TensorRT-LLM's tables and blogs: fixed lengths. `trtllm-bench` runs synthetic requests of
 //!   exactly the stated lengths (`prepare_dataset.py ... token-norm-dist --input-stdev 0
 //!   --output-stdev 0`, TensorRT-LLM docs, perf-overview.md "Preparing a Dataset");
-//! - InferenceX: lengths uniform over `[r * L, L]` with `r = RANDOM_RANGE_RATIO = 0.8`
-//!   (`sample_uniform` in `utils/bench_serving/benchmark_serving.py` of SemiAnalysisAI/InferenceX),
-//!   whose spread is `(1 - r) / (sqrt(3) (1 + r))`;
+//! - InferenceX: lengths uniform over `[r * L, L]` (`sample_uniform` in
+//!   `utils/bench_serving/benchmark_serving.py` of SemiAnalysisAI/InferenceX) with
+//!   `r = RANDOM_RANGE_RATIO = 0.8` (the "Benchmark Client Configuration" table of the
+//!   InferenceMAX README), whose spread is `(1 - r) / (sqrt(3) (1 + r))`;
 //! - anything else: nothing is known, so the sweeps' default, exponential lengths (cv 1).
 
 use serde::Deserialize;
