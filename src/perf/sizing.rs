@@ -303,7 +303,12 @@ const LOWER_PREFILL_LEVELS: u32 = 2;
 /// utilization 0.7501 against a 0.75 target), and passes again from 142 (36 prefilling). So
 /// below `found`, the counts of the [`LOWER_PREFILL_LEVELS`] prefill levels under it (and not
 /// below the utilization bound `fewest`) are tried too, and the smallest that passes is
-/// returned. Open arrivals and aggregated pools keep the rule, and skip this.
+/// returned. Within a level, more decode instances help the decode side and hurt the prefill
+/// side, so a level's passing counts are one run; a level with fewer prefill instances has
+/// the prefill side worse at every decode count, so once a level has no run, none below it
+/// has: one level below suffices when those sides are the whole test, and the second is
+/// margin for the slot and SLO terms that couple them. Open arrivals and aggregated pools
+/// keep the rule, and skip this.
 fn fewer_in_lower_prefill_levels(
     batched: &BatchedInstance,
     load: &Load,
