@@ -16,6 +16,8 @@
 //!   InferenceMAX README), whose spread is `(1 - r) / (sqrt(3) (1 + r))`;
 //! - anything else: nothing is known, so the sweeps' default, exponential lengths (cv 1).
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 
 use super::cases::{Case, Harness};
@@ -47,10 +49,13 @@ pub struct Dataset {
     pub output_tokens_cv: f64,
 }
 
-/// The built-in dataset table.
-pub fn datasets() -> Vec<Dataset> {
-    let raw: RawDatasets = toml::from_str(DATASETS_TOML).expect("built-in datasets are valid");
-    raw.dataset
+/// The built-in dataset table, parsed once: every MLPerf case of every model run reads it.
+pub fn datasets() -> &'static [Dataset] {
+    static PARSED: LazyLock<Vec<Dataset>> = LazyLock::new(|| {
+        let raw: RawDatasets = toml::from_str(DATASETS_TOML).expect("built-in datasets are valid");
+        raw.dataset
+    });
+    &PARSED
 }
 
 /// Coefficients of variation of a case's prompt and answer lengths, and where they come from.
@@ -74,7 +79,7 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
         Harness::MlPerf => {
             let model = &case.setup.model;
             let d = datasets()
-                .into_iter()
+                .iter()
                 .find(|d| &d.model == model)
                 .ok_or_else(|| {
                     format!(
