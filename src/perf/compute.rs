@@ -83,8 +83,12 @@ pub struct StepTokens {
     pub sequences: f64,
     /// Mean context a decode token attends to.
     pub decode_context: f64,
-    /// Prefill tokens on this attention rank.
+    /// Prefill tokens on this attention rank (the mean over the stage's attention ranks).
     pub prefill: f64,
+    /// Prefill tokens on the attention rank that sets the step's pace: with attention data
+    /// parallelism prompts land on the ranks at random and every rank waits for the busiest one
+    /// at the MoE all-to-all ([`super::serving::busiest_of_poisson`]); `prefill` without it.
+    pub busiest_prefill: f64,
     /// Mean context a prefill token attends to (half the prompt: causal mask).
     pub prefill_context: f64,
     /// Tokens this step passes through each MoE layer, all attention ranks of the stage together.
@@ -270,6 +274,7 @@ mod tests {
             sequences: 1.0,
             decode_context: 1000.0,
             prefill: 0.0,
+            busiest_prefill: 0.0,
             prefill_context: 0.0,
             moe_tokens: 1.0,
             logit_rows: 1.0,
@@ -297,6 +302,7 @@ mod tests {
             sequences: 0.0,
             decode_context: 0.0,
             prefill: 0.0,
+            busiest_prefill: 0.0,
             prefill_context: 0.0,
             moe_tokens: 64.0,
             logit_rows: 0.0,

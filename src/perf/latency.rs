@@ -20,7 +20,7 @@ use super::kernels::StepKernels;
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
-use super::serving::{Spread, length_biased_half};
+use super::serving::{Spread, busiest_of_poisson, length_biased_half};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,6 +94,13 @@ pub fn stage_time(
     r: &Rates,
     t: &StepTokens,
 ) -> StageTime {
+    // Every part but the routed experts runs on each attention rank over its own tokens, and
+    // the busiest rank sets the pace; the experts see all ranks' tokens (`moe_tokens`).
+    let paced = StepTokens {
+        prefill: t.busiest_prefill,
+        ..*t
+    };
+    let t = &paced;
     let flops = step_flops(m, s, l.tp, l.stage_gpus, t);
     let imbalance = m.expert_imbalance(t.moe_tokens, l.ep);
     let gemm = |rows: f64| r.linear_flops_per_s * row_efficiency(rows, r.gemm_half_rows);
@@ -474,6 +481,7 @@ impl DecodeShape {
         } else {
             0.0
         };
+        let busiest_prefill = busiest_rank_prefill(l, prefill, input_tokens, queries, spread);
         DecodeShape {
             micro_batch,
             tokens: StepTokens {
@@ -482,12 +490,37 @@ impl DecodeShape {
                 decode_context: input_tokens
                     + length_biased_half(output_tokens, spread.answer_cv2()),
                 prefill,
+                busiest_prefill,
                 prefill_context: length_biased_half(input_tokens, spread.prompt_cv2),
                 moe_tokens: (queries + prefill) * f64::from(l.attention_dp),
                 logit_rows: queries + prefill / input_tokens,
             },
         }
     }
+}
+
+/// Prefill tokens on the busiest of `l.attention_dp` attention ranks that each fold `prefill`
+/// prompt tokens per step on average, in prompts of `input_tokens` split into chunks of at most
+/// the engine's token budget left over by the rank's `queries` decode tokens: the expected
+/// largest of the ranks' Poisson chunk counts ([`busiest_of_poisson`]) times the chunk. Ranks
+/// refill at random only when output lengths spread: with every answer the same length, each
+/// rank's sequences finish in the pattern the engine admitted them in, evenly over the ranks
+/// (TensorRT-LLM sorts and deals prompts round-robin, "ADP Balance Strategy"), and stay in
+/// step. Without attention data parallelism the one rank carries the mean.
+fn busiest_rank_prefill(
+    l: &Layout,
+    prefill: f64,
+    input_tokens: f64,
+    queries: f64,
+    spread: Spread,
+) -> f64 {
+    if l.attention_dp <= 1 || prefill <= 0.0 || spread.answer_cv2() <= 0.0 {
+        return prefill;
+    }
+    let budget = (super::memory::MAX_NUM_TOKENS - queries).max(prefill);
+    let chunk = input_tokens.min(budget);
+    let busiest = chunk * busiest_of_poisson(prefill / chunk, l.attention_dp, budget / chunk);
+    busiest.max(prefill)
 }
 
 /// Times the decode step of `shape` ([`DecodeShape::new`]).
@@ -651,6 +684,7 @@ fn prefill_iteration_s(
         sequences: 0.0,
         decode_context: 0.0,
         prefill: tokens,
+        busiest_prefill: tokens,
         prefill_context: input_tokens / 2.0,
         moe_tokens: tokens * f64::from(busy_ranks),
         logit_rows: tokens / input_tokens,
@@ -664,5 +698,53 @@ fn prefill_iteration_s(
             let gpu = GpuIteration::new(pp, stage.total_s(), hops_s, stage_launches(l, stages));
             cost.prefill_s(&gpu, tokens, tokens / input_tokens, pool)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::tests::layout;
+
+    /// The MLPerf DeepSeek-R1 B200 offline case: attention DP 8 (tp 1, ep 8), 4,096 sequences,
+    /// 804 in, 4,043 out, answer cv 1.253. Each rank folds `512 x 804 / 4043 = 101.8` prompt
+    /// tokens per step on average; the busiest of the eight starts 0.69693 prompts
+    /// ([`busiest_of_poisson`]), 560.3 tokens, and sets the step's pace. The experts still see
+    /// every rank's mean tokens. Answers of one length keep the ranks in step; tensor
+    /// parallelism (one attention rank) and a disaggregated decode pool have no imbalance.
+    #[test]
+    fn attention_dp_waits_for_the_busiest_rank() {
+        let spread = |cv: f64| Spread {
+            prompt_cv2: 0.505 * 0.505,
+            slot_variability: (1.0 + cv * cv) / 2.0,
+        };
+        let shape = |l: &Layout, cv: f64, fold: bool| {
+            DecodeShape::new(
+                l,
+                4096.0,
+                804.0,
+                4043.0,
+                spread(cv),
+                &Speculation::OFF,
+                fold,
+            )
+            .tokens
+        };
+        let adp = layout(1, 1, 8, 1);
+        let t = shape(&adp, 1.253, true);
+        let mean = 512.0 * 804.0 / 4043.0;
+        assert!((t.prefill - mean).abs() < 1e-9, "{}", t.prefill);
+        assert!(
+            (t.busiest_prefill - 804.0 * 0.696_934).abs() < 1e-3,
+            "{}",
+            t.busiest_prefill
+        );
+        assert!((t.moe_tokens - 8.0 * (512.0 + mean)).abs() < 1e-9);
+        let even = shape(&adp, 0.0, true);
+        assert_eq!(even.busiest_prefill, even.prefill);
+        let tp = shape(&layout(8, 1, 8, 1), 1.253, true);
+        assert_eq!(tp.busiest_prefill, tp.prefill);
+        let pool = shape(&adp, 1.253, false);
+        assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
     }
 }

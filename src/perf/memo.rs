@@ -132,13 +132,13 @@ impl<T: Copy> Sets<T> {
 #[derive(Clone, Copy)]
 struct Step {
     id: u64,
-    tokens: [u64; 7],
+    tokens: [u64; 8],
     stage: StageTime,
 }
 
 const EMPTY: Step = Step {
     id: 0,
-    tokens: [0; 7],
+    tokens: [0; 8],
     stage: StageTime {
         compute_s: 0.0,
         memory_s: 0.0,
@@ -170,7 +170,7 @@ impl Steps {
         }
     }
 
-    fn find(&mut self, id: u64, tokens: &[u64; 7], hash: u64) -> Option<StageTime> {
+    fn find(&mut self, id: u64, tokens: &[u64; 8], hash: u64) -> Option<StageTime> {
         if self.ring.is_empty() {
             return None;
         }
@@ -205,9 +205,9 @@ impl Steps {
 }
 
 impl Step {
-    fn is(&self, id: u64, tokens: &[u64; 7]) -> bool {
+    fn is(&self, id: u64, tokens: &[u64; 8]) -> bool {
         // Word by word: an array comparison calls `memcmp`.
-        self.id == id && (0..7).all(|i| self.tokens[i] == tokens[i])
+        self.id == id && (0..tokens.len()).all(|i| self.tokens[i] == tokens[i])
     }
 }
 
@@ -320,12 +320,13 @@ pub fn intern(scope: Scope, p: &Point, l: &Layout) -> InstanceId {
     })
 }
 
-fn token_bits(t: &StepTokens) -> [u64; 7] {
+fn token_bits(t: &StepTokens) -> [u64; 8] {
     [
         t.decode.to_bits(),
         t.sequences.to_bits(),
         t.decode_context.to_bits(),
         t.prefill.to_bits(),
+        t.busiest_prefill.to_bits(),
         t.prefill_context.to_bits(),
         t.moe_tokens.to_bits(),
         t.logit_rows.to_bits(),
@@ -401,6 +402,7 @@ mod tests {
             sequences: decode,
             decode_context: 1000.0,
             prefill: 10.0,
+            busiest_prefill: 10.0,
             prefill_context: 500.0,
             moe_tokens: 4.0 * decode,
             logit_rows: decode,
@@ -482,10 +484,31 @@ mod tests {
         // -0.0 and 0.0 are different tokens bit for bit.
         let mut zero = tokens(8.0);
         zero.prefill = 0.0;
+        zero.busiest_prefill = 0.0;
         let mut negative = zero;
         negative.prefill = -0.0;
+        negative.busiest_prefill = -0.0;
         assert_eq!(stage(a, &zero, || time(5.0)).kernels_s, 5.0);
         assert_eq!(stage(a, &negative, || time(6.0)).kernels_s, 6.0);
+        // Every field of the tokens names the step: changing any one of them times it afresh.
+        let base = tokens(32.0);
+        let changes: [fn(&mut StepTokens); 8] = [
+            |t| t.decode += 1.0,
+            |t| t.sequences += 1.0,
+            |t| t.decode_context += 1.0,
+            |t| t.prefill += 1.0,
+            |t| t.busiest_prefill += 1.0,
+            |t| t.prefill_context += 1.0,
+            |t| t.moe_tokens += 1.0,
+            |t| t.logit_rows += 1.0,
+        ];
+        assert_eq!(stage(a, &base, || time(7.0)).kernels_s, 7.0);
+        for (i, change) in changes.iter().enumerate() {
+            let mut t = base;
+            change(&mut t);
+            let fresh = 10.0 + i as f64;
+            assert_eq!(stage(a, &t, || time(fresh)).kernels_s, fresh, "field {i}");
+        }
     }
 
     /// Keys that share a set all stay, up to [`WAYS`] of them (direct mapped, the second would
