@@ -13,7 +13,8 @@
 //! - InferenceX: lengths uniform over `[r * L, L]` (`sample_uniform` in
 //!   `utils/bench_serving/benchmark_serving.py` of SemiAnalysisAI/InferenceX) with
 //!   `r = RANDOM_RANGE_RATIO = 0.8` (the "Benchmark Client Configuration" table of the
-//!   InferenceMAX README), whose spread is `(1 - r) / (sqrt(3) (1 + r))`;
+//!   InferenceMAX README), whose mean is `(1 + r) / 2 L = 0.9 L` (the `L` InferenceX names a
+//!   run by, and the file states) and spread `(1 - r) / (sqrt(3) (1 + r))`;
 //! - anything else: nothing is known, so the sweeps' default, exponential lengths (cv 1).
 
 use std::sync::LazyLock;
@@ -61,6 +62,9 @@ pub fn datasets() -> &'static [Dataset] {
 /// Coefficients of variation of a case's prompt and answer lengths, and where they come from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spread {
+    /// The harness's mean lengths over the ones the file states (InferenceX states the top of
+    /// its range).
+    pub mean_ratio: f64,
     pub input_cv: f64,
     pub output_cv: f64,
     pub note: String,
@@ -87,6 +91,7 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
                     )
                 })?;
             Ok(Spread {
+                mean_ratio: 1.0,
                 input_cv: d.input_tokens_cv,
                 output_cv: d.output_tokens_cv,
                 note: format!(
@@ -96,21 +101,26 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
             })
         }
         Harness::TensorRtLlm => Ok(Spread {
+            mean_ratio: 1.0,
             input_cv: 0.0,
             output_cv: 0.0,
             note: "fixed lengths (trtllm-bench's synthetic requests)".into(),
         }),
         Harness::InferenceX => {
-            let cv = uniform_cv(INFERENCEX_RANGE_RATIO);
+            let r = INFERENCEX_RANGE_RATIO;
+            let cv = uniform_cv(r);
             Ok(Spread {
+                mean_ratio: (1.0 + r) / 2.0,
                 input_cv: cv,
                 output_cv: cv,
                 note: format!(
-                    "lengths uniform over 0.8-1x the stated ones (InferenceX): cv {cv:.3}"
+                    "lengths uniform over {r}-1x the stated ones (InferenceX): mean {}x, cv {cv:.3}",
+                    (1.0 + r) / 2.0
                 ),
             })
         }
         Harness::Other => Ok(Spread {
+            mean_ratio: 1.0,
             input_cv: 1.0,
             output_cv: 1.0,
             note: "length spread unknown: exponential lengths (cv 1), the sweeps' default".into(),

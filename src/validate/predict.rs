@@ -274,14 +274,14 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             admission.describe()
         ));
     }
-    let workload = Workload {
-        kv_admission: Some(admission),
-        ..Workload::new(isl, osl)
-    };
-    let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
-    // The measurements give mean lengths only: they spread as the harness fed them.
+    // The measurements give lengths only: they spread around their mean as the harness fed them.
     let spread = lengths::of_case(case)?;
     notes.push(spread.note);
+    let workload = Workload {
+        kv_admission: Some(admission),
+        ..Workload::new(isl * spread.mean_ratio, osl * spread.mean_ratio)
+    };
+    let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
     ctx.plan.settings.prefill_variability = variability(spread.input_cv);
     ctx.plan.settings.decode_variability = variability(spread.output_cv);
 
@@ -645,6 +645,11 @@ mod tests {
         let ix = case(&[&row("InferenceX compare: DeepSeek R1 — B200 vs MI300X")]);
         assert_eq!(ix.harness(), Harness::InferenceX);
         assert_eq!(harness_admission(&ix), KvAdmission::WholeRequest);
+        // InferenceX names a run by the top of its uniform [0.8 L, L] range: mean 0.9 L, cv
+        // 0.2 L / sqrt(12) / 0.9 L = 0.0642; trtllm-bench feeds the stated lengths.
+        let spread = lengths::of_case(&ix).unwrap();
+        assert!((spread.mean_ratio - 0.9).abs() < 1e-12 && (spread.input_cv - 0.0642).abs() < 1e-4);
+        assert_eq!(lengths::of_case(&trtllm).unwrap().mean_ratio, 1.0);
     }
 
     /// TensorRT-LLM's tables leave the KV format to `auto`, the checkpoint's: a model served from
