@@ -167,11 +167,12 @@ pub enum Error {
     MoeOnly { keys: &'static str },
     #[error("checkpoint_expert_dtype applies only to MoE models (set experts)")]
     CheckpointExpertDtypeWithoutExperts,
+    #[error("{key}: unknown format \"{}\"", limits::quoted(format))]
+    UnknownCheckpointFormat { key: &'static str, format: String },
     #[error(
-        "checkpoint_expert_dtype: unknown format \"{}\"",
-        limits::quoted(format)
+        "checkpoint_dense_dtype applies only with checkpoint_expert_dtype (the layers a checkpoint of pre-quantized experts keeps in another format)"
     )]
-    UnknownCheckpointFormat { format: String },
+    CheckpointDenseDtypeWithoutExperts,
     #[error("expert_routing applies only to MoE models (set experts)")]
     ExpertRoutingWithoutExperts,
     #[error("fp8_block_size: must be at least 1 (omit it for a per-tensor FP8 checkpoint)")]

@@ -547,11 +547,24 @@ impl Catalog {
 
     /// The formats a model names are known ones.
     pub fn check_model_formats(&self, m: &Model) -> Result<(), Error> {
+        let unknown = [
+            ("checkpoint_expert_dtype", &m.checkpoint_expert_dtype),
+            ("checkpoint_dense_dtype", &m.checkpoint_dense_dtype),
+        ]
+        .into_iter()
+        .find_map(|(key, id)| {
+            id.as_ref()
+                .filter(|id| self.dtype(id).is_none())
+                .map(|id| (key, id.clone()))
+        });
+        if let Some((key, format)) = unknown {
+            return Err(Error::UnknownCheckpointFormat { key, format });
+        }
         match &m.checkpoint_expert_dtype {
-            Some(id) if self.dtype(id).is_none() => {
-                Err(Error::UnknownCheckpointFormat { format: id.clone() })
-            }
             Some(_) if !m.is_moe() => Err(Error::CheckpointExpertDtypeWithoutExperts),
+            None if m.checkpoint_dense_dtype.is_some() => {
+                Err(Error::CheckpointDenseDtypeWithoutExperts)
+            }
             _ if m.fp8_block_size == Some(0) => Err(Error::ZeroFp8BlockSize),
             _ if m.expert_routing != model::ExpertRouting::Balanced && !m.is_moe() => {
                 Err(Error::ExpertRoutingWithoutExperts)
@@ -1074,6 +1087,17 @@ mod tests {
                 dense,
                 Box::new(|m| m.checkpoint_expert_dtype = Some("mxfp4".into())),
             ),
+            (
+                moe,
+                Box::new(|m| {
+                    m.checkpoint_expert_dtype = Some("mxfp4".into());
+                    m.checkpoint_dense_dtype = Some("bf17".into());
+                }),
+            ),
+            (
+                moe,
+                Box::new(|m| m.checkpoint_dense_dtype = Some("bf16".into())),
+            ),
             (dense, Box::new(|m| m.fp8_block_size = Some(0))),
             (
                 dense,
@@ -1152,7 +1176,7 @@ mod tests {
 
     /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
     /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
-    const CHECK_MESSAGES: [&str; 96] = [
+    const CHECK_MESSAGES: [&str; 98] = [
         "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
         "bf16_tflops: 0 must be positive",
         "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
@@ -1226,6 +1250,8 @@ mod tests {
         "sliding_window and sliding_window_layers must be set together",
         "checkpoint_expert_dtype: unknown format \"fp5\"",
         "checkpoint_expert_dtype applies only to MoE models (set experts)",
+        "checkpoint_dense_dtype: unknown format \"bf17\"",
+        "checkpoint_dense_dtype applies only with checkpoint_expert_dtype (the layers a checkpoint of pre-quantized experts keeps in another format)",
         "fp8_block_size: must be at least 1 (omit it for a per-tensor FP8 checkpoint)",
         "expert_routing applies only to MoE models (set experts)",
         "pue: 0.5 must be at least 1",

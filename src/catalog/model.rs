@@ -101,6 +101,11 @@ pub struct Model {
     /// formats").
     #[serde(default)]
     pub checkpoint_expert_dtype: Option<String>,
+    /// Format the same checkpoint stores every other linear weight in (attention, routers, shared
+    /// or dense MLPs; gpt-oss: bf16). Served as published wherever the experts are, so those
+    /// layers run in it rather than in the sweep's format (docs/model.md, "Number formats").
+    #[serde(default)]
+    pub checkpoint_dense_dtype: Option<String>,
     /// Side of the square weight blocks the published FP8 checkpoint scales by
     /// (`quantization_config.weight_block_size` of its config.json; DeepSeek-V3 and Qwen3: 128).
     /// Engines serve such a checkpoint with block-scaled FP8 GEMMs (DeepGEMM-style, one scale

@@ -199,6 +199,20 @@ impl Context {
             .checkpoint_expert_dtype
             .as_deref()
             .and_then(|id| catalog.dtype(id));
+        let checkpoint_dense = model
+            .checkpoint_dense_dtype
+            .as_deref()
+            .and_then(|id| catalog.dtype(id));
+        // The format the linear layers other than the routed experts run in under sweep format
+        // `d`: the published checkpoint's wherever its experts are served as published
+        // (`compute::expert_compute`), else the sweep's.
+        let dense = |d: usize| -> &crate::catalog::Dtype {
+            let w = &catalog.dtypes[d];
+            match (checkpoint_experts, checkpoint_dense) {
+                (Some(c), Some(dense)) if w.bytes_per_param() >= c.bytes_per_param() => dense,
+                _ => w,
+            }
+        };
         let model = ModelFacts::new(model)?;
         // The grid's platforms, then the prefill pools' GPUs (`prefill_hardware`), each once.
         let mut prefill_platform = Vec::with_capacity(grid.prefill_hardware.len());
@@ -222,14 +236,14 @@ impl Context {
                     .weight_dtype
                     .iter()
                     .map(|&d| {
-                        compute::compute_class(gpu, &catalog.dtypes[d], &catalog.calibration)
+                        compute::compute_class(gpu, dense(d), &catalog.calibration)
                             .map(|(_, flops)| flops)
                     })
                     .collect();
                 let weight_bytes_per_param = grid
                     .weight_dtype
                     .iter()
-                    .map(|&d| catalog.dtypes[d].bytes_per_param())
+                    .map(|&d| dense(d).bytes_per_param())
                     .collect();
                 let expert_compute: Vec<_> = grid
                     .weight_dtype
@@ -267,7 +281,7 @@ impl Context {
                                 &gpu.id,
                                 engine?,
                                 &Formats {
-                                    weights: &weights.id,
+                                    weights: &dense(w).id,
                                     experts: (expert_format, activations),
                                     kv: &catalog.dtypes[kv].id,
                                     fp8_block,
