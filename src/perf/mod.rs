@@ -313,8 +313,7 @@ pub(crate) mod tests {
     /// an FP8 one (docs/model.md, "Number formats"): 128 experts x 3 x 2880^2 x 36 layers in
     /// MXFP4 at 4.25 bits = 60.91 GB, attention, norms and routers (26,916,480 per layer) in
     /// the checkpoint's bf16 = 1.94 GB, embedding and LM head (2 x 201,088 x 2880) in bf16 =
-    /// 2.32 GB; 65.17 GB in all, against
-    /// 117.95 GB if the experts were FP8.
+    /// 2.32 GB; 65.17 GB in all, against 117.95 GB if the experts were FP8.
     #[test]
     fn gpt_oss_keeps_its_published_mxfp4_experts() {
         let c = Catalog::builtin().unwrap();

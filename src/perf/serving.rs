@@ -92,7 +92,8 @@ pub fn length_biased_half(mean: f64, cv2: f64) -> f64 {
 /// other ranks, and the step waits for the rank that got the most (TensorRT-LLM, "ADP Balance
 /// Strategy", tech blog 10: "the iteration time is dominated by the slowest rank").
 pub fn busiest_of_poisson(mean: f64, ranks: u32, cap: f64) -> f64 {
-    if mean <= 0.0 || cap <= 0.0 || ranks == 0 {
+    // Written so that a NaN mean or cap gives 0 rather than a sum that never ends.
+    if !(mean > 0.0 && cap > 0.0) || ranks == 0 {
         0.0
     } else if mean > POISSON_NORMAL_ABOVE {
         normal_max(mean, ranks, cap)
@@ -775,6 +776,8 @@ mod tests {
         assert!((normal / exact - 1.0).abs() < 2e-3, "{exact} {normal}");
         assert_eq!(busiest_of_poisson(0.0, 8, 1.0), 0.0);
         assert_eq!(busiest_of_poisson(1e6, 8, 16.0), 16.0);
+        assert_eq!(busiest_of_poisson(f64::NAN, 8, f64::INFINITY), 0.0);
+        assert_eq!(busiest_of_poisson(1.0, 8, f64::NAN), 0.0);
     }
 
     #[test]
