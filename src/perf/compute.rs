@@ -39,6 +39,14 @@ pub fn compute_class(
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// Whether sweep format `weights` serves a checkpoint whose experts come pre-quantized in
+/// `checkpoint` as published: no engine re-quantizes them to a wider format, so any format at
+/// least as wide keeps them (and the rest of the checkpoint) as they are; a narrower one is a
+/// re-quantization.
+pub fn served_as_published(weights: &Dtype, checkpoint: &Dtype) -> bool {
+    weights.bytes_per_param() >= checkpoint.bytes_per_param()
+}
+
 /// FLOP/s and bytes per parameter of the routed-expert GEMMs in weight format `weights`, for a
 /// model whose published checkpoint stores its experts pre-quantized in `checkpoint` (gpt-oss:
 /// MXFP4). Engines load such experts as published whenever the sweep's format is no narrower
@@ -59,7 +67,7 @@ pub fn expert_compute(
 ) -> Option<(f64, f64, ComputeClass)> {
     let (class, weights_flops) = compute_class(gpu, weights, calibration)?;
     match checkpoint {
-        Some(c) if weights.bytes_per_param() >= c.bytes_per_param() => {
+        Some(c) if served_as_published(weights, c) => {
             let activations = if gpu.supports_natively(&c.id) {
                 ComputeClass::Fp8
             } else {

@@ -209,7 +209,7 @@ impl Context {
         let dense = |d: usize| -> &crate::catalog::Dtype {
             let w = &catalog.dtypes[d];
             match (checkpoint_experts, checkpoint_dense) {
-                (Some(c), Some(dense)) if w.bytes_per_param() >= c.bytes_per_param() => dense,
+                (Some(c), Some(dense)) if compute::served_as_published(w, c) => dense,
                 _ => w,
             }
         };
@@ -270,9 +270,7 @@ impl Context {
                         let weights = &catalog.dtypes[w];
                         // Published pre-quantized experts stay as published (`expert_compute`).
                         let expert_format = match checkpoint_experts {
-                            Some(c) if weights.bytes_per_param() >= c.bytes_per_param() => {
-                                c.id.as_str()
-                            }
+                            Some(c) if compute::served_as_published(weights, c) => c.id.as_str(),
                             _ => weights.id.as_str(),
                         };
                         grid.kv_dtype.iter().map(move |&kv| {
