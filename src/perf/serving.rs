@@ -644,16 +644,11 @@ impl Serving {
         rho * self.prefill_service_s * (1.0 + spread.prompt_cv2) / (2.0 * (1.0 - rho))
     }
 
-    /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
-    /// for the iteration in progress, for the rank's prompt budget and for a slot, then the
-    /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
-    pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
+    /// The two queue waits before a prompt is processed, the rank's prompt budget and a decode
+    /// slot, at [`PERCENTILES`]`[i]`, each with its mean ([`tail_of_sum`]'s parts).
+    pub fn waits(&self, i: usize, spread: Spread) -> [(f64, f64); 2] {
         let p = PERCENTILES[i];
-        let prompt = gamma_percentile(inst.input_tokens, spread.prompt_cv2, i);
-        let running = self.occupancy.running[i];
-        let iteration = self.iteration_s[i];
-        tail_of_sum(&[
-            (p * iteration, 0.5 * iteration),
+        [
             (
                 self.prefill_wait_s(i, spread),
                 self.prefill_wait_mean_s(spread),
@@ -662,6 +657,22 @@ impl Serving {
                 self.occupancy.wait_quantile_s(p, spread.slot_variability),
                 self.occupancy.wait_mean_all_s(spread.slot_variability),
             ),
+        ]
+    }
+
+    /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
+    /// for the iteration in progress, for the rank's prompt budget and for a slot, then the
+    /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
+    pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
+        let p = PERCENTILES[i];
+        let prompt = gamma_percentile(inst.input_tokens, spread.prompt_cv2, i);
+        let running = self.occupancy.running[i];
+        let iteration = self.iteration_s[i];
+        let [budget, slot] = self.waits(i, spread);
+        tail_of_sum(&[
+            (p * iteration, 0.5 * iteration),
+            budget,
+            slot,
             (
                 prefill_under_load_s(inst, running, prompt),
                 prefill_under_load_s(inst, running, inst.input_tokens),
@@ -743,11 +754,6 @@ mod tests {
         Speeds::tabulate(max_batch, output_tokens, step)
     }
 
-    /// Two independent exponential waits of mean 1: each has its 99th percentile at
-    /// ln 100 = 4.605, and their sum (gamma of shape 2) at 6.638 (the root of
-    /// `e^-x (1 + x) = 0.01`). Adding the percentiles gives 9.210; the root sum of squares of the
-    /// excesses, 2 + sqrt(2) x 3.605 = 7.098, within 7 %. One part alone is its own percentile,
-    /// and below the tail (a part under its mean) the percentiles are added.
     /// The busiest of two ranks each starting Poisson(1) prompts: `E[max(K1, K2)]` summed
     /// directly over the joint distribution is 1.523778. One rank carries the mean; a cap of one
     /// prompt leaves `P(any rank starts one) = 1 - exp(-ranks mean)`. The MLPerf DeepSeek-R1
@@ -780,6 +786,11 @@ mod tests {
         assert_eq!(busiest_of_poisson(1.0, 8, f64::NAN), 0.0);
     }
 
+    /// Two independent exponential waits of mean 1: each has its 99th percentile at
+    /// ln 100 = 4.605, and their sum (gamma of shape 2) at 6.638 (the root of
+    /// `e^-x (1 + x) = 0.01`). Adding the percentiles gives 9.210; the root sum of squares of the
+    /// excesses, 2 + sqrt(2) x 3.605 = 7.098, within 7 %. One part alone is its own percentile,
+    /// and below the tail (a part under its mean) the percentiles are added.
     #[test]
     fn tail_of_sum_by_hand() {
         let q = 100f64.ln();

@@ -118,18 +118,19 @@ pub fn steady(
         return None;
     }
     let first = if p99_only { P99 } else { 0 };
-    let slot = |p: f64, v: f64| occ.wait_quantile_s(p, v);
-    // The two waits at percentile `p`, with their means ([`serving::tail_of_sum`]).
-    let waits = |p: f64, v: f64| {
+    // The two waits at percentile `p`, the prefill pool's `q` and a decode slot's with slot
+    // variability `v`, with their means ([`serving::tail_of_sum`]).
+    let waits = |q: &Queue, p: f64, v: f64| {
         [
-            (prefill.wait_quantile_s(p), prefill.wait_mean_s()),
-            (slot(p, v), occ.wait_mean_all_s(v)),
+            (q.wait_quantile_s(p), q.wait_mean_s()),
+            (occ.wait_quantile_s(p, v), occ.wait_mean_all_s(v)),
         ]
     };
     let mut ttft_s = [f64::NAN; 3];
     for (i, t) in ttft_s.iter_mut().enumerate().skip(first) {
         let p = PERCENTILES[i];
-        *t = batched.ttft_idle_s + serving::tail_of_sum(&waits(p, spread.slot_variability));
+        *t = batched.ttft_idle_s
+            + serving::tail_of_sum(&waits(&prefill, p, spread.slot_variability));
     }
     let (ttft_mean_s, ttft_p99_exponential_s) = if p99_only {
         (f64::NAN, f64::NAN)
@@ -145,11 +146,7 @@ pub fn steady(
             batched.ttft_idle_s
                 + prefill.wait_mean_s()
                 + occ.wait_mean_all_s(spread.slot_variability),
-            batched.ttft_idle_s
-                + serving::tail_of_sum(&[
-                    (exponential.wait_quantile_s(p), exponential.wait_mean_s()),
-                    (slot(p, 1.0), occ.wait_mean_all_s(1.0)),
-                ]),
+            batched.ttft_idle_s + serving::tail_of_sum(&waits(&exponential, p, 1.0)),
         )
     };
     let osl = inst.output_tokens;
@@ -165,7 +162,7 @@ pub fn steady(
         held_per_instance: occ.mean_held,
         response_s: batched.ttft_idle_s + prefill.wait_mean_s() + occ.mean_held / occ.rate_per_s,
         e2e_s: e2e(&ttft_s, &occ, speeds, osl, spread, first),
-        queue_wait_p99_s: serving::tail_of_sum(&waits(p, spread.slot_variability)),
+        queue_wait_p99_s: serving::tail_of_sum(&waits(&prefill, p, spread.slot_variability)),
     })
 }
 
@@ -199,7 +196,6 @@ fn aggregated(
             sv.ttft_with(inst, P99, Spread::EXPONENTIAL),
         )
     };
-    let p = PERCENTILES[P99];
     Some(Steady {
         requests_per_s: occ.rate_per_s * decode,
         ttft_s,
@@ -210,16 +206,7 @@ fn aggregated(
         held_per_instance: occ.mean_held,
         response_s: occ.mean_held / occ.rate_per_s,
         e2e_s: e2e(&ttft_s, &occ, speeds, inst.output_tokens, spread, first),
-        queue_wait_p99_s: serving::tail_of_sum(&[
-            (
-                sv.prefill_wait_s(P99, spread),
-                sv.prefill_wait_mean_s(spread),
-            ),
-            (
-                occ.wait_quantile_s(p, spread.slot_variability),
-                occ.wait_mean_all_s(spread.slot_variability),
-            ),
-        ]),
+        queue_wait_p99_s: serving::tail_of_sum(&sv.waits(P99, spread)),
     })
 }
 
