@@ -58,6 +58,17 @@ def spread(values):
     return mean, math.sqrt(var) / mean
 
 
+# The percentiles racksweep reports first-token latencies at (perf::serving::PERCENTILES).
+PERCENTILES = (0.50, 0.95, 0.99)
+
+
+def quantile(values, p):
+    """The p-quantile by the nearest-rank rule: the smallest value with at least p of the
+    samples at or below it."""
+    v = sorted(values)
+    return v[max(0, math.ceil(p * len(v)) - 1)]
+
+
 def render(local):
     out = [
         "# How the lengths of each MLPerf Inference dataset spread around their means, for",
@@ -65,7 +76,8 @@ def render(local):
         "# scripts/mlperf-length-spreads.py from the per-sample token counts of the MLCommons",
         "# datasets summarized in openshift-psap/performance-dashboard",
         f"# (mlperf-data/summaries/*.csv at {COMMIT}).",
-        "# cv = population standard deviation / mean.",
+        "# cv = population standard deviation / mean; input_tokens_p50/p95/p99 are the prompts at",
+        "# those percentiles (nearest rank), which set the first-token latency percentiles.",
         "# A MLPerf case is matched by its model; a model with no entry is not predicted.",
     ]
     for model, benchmark, name, dataset in BENCHMARKS:
@@ -83,6 +95,7 @@ def render(local):
             f"samples = {len(rows)}",
             f"input_tokens_mean = {mi:.2f}",
             f"input_tokens_cv = {ci:.3f}",
+            *(f"input_tokens_p{round(p * 100)} = {quantile(inputs, p):.0f}" for p in PERCENTILES),
             f"output_tokens_mean = {mo:.2f}",
             f"output_tokens_cv = {co:.3f}",
         ]

@@ -176,6 +176,7 @@ impl Plan {
                 decode_variability: 1.0,
                 cached_tokens: 0.0,
                 slo: sizing::Slo::default(),
+                prompt_quantiles: None,
             },
             economics,
             ownership: vec![crate::vocab::Payment::DEFAULT],

@@ -406,13 +406,13 @@ pub(super) fn instance_in<'a>(
     // The prompts the serving model times (`serving::Serving`): the mean, and the percentiles
     // of the sweep's length spread and of exponential lengths.
     let spread = ctx.plan.settings.spread();
-    let percentile = |cv2: f64, i: usize| super::serving::gamma_percentile(input_tokens, cv2, i);
+    let exponential = super::serving::Spread::EXPONENTIAL;
     let prompts = [
         input_tokens,
-        percentile(spread.prompt_cv2, 0),
-        percentile(spread.prompt_cv2, 1),
-        percentile(spread.prompt_cv2, 2),
-        percentile(1.0, 2),
+        spread.prompt_percentile(input_tokens, 0),
+        spread.prompt_percentile(input_tokens, 1),
+        spread.prompt_percentile(input_tokens, 2),
+        exponential.prompt_percentile(input_tokens, 2),
     ];
     inst.prompts_alone = prompts.map(|tokens| (tokens, inst.prompt_alone_s(tokens)));
     let admission = ctx

@@ -717,6 +717,7 @@ mod tests {
         let spread = |cv: f64| Spread {
             prompt_cv2: 0.505 * 0.505,
             slot_variability: (1.0 + cv * cv) / 2.0,
+            prompt_quantiles: None,
         };
         let shape = |l: &Layout, cv: f64, fold: bool| {
             DecodeShape::new(

@@ -28,8 +28,8 @@
 //!   the prompts ahead of it in its rank's prefill token budget (M/G/1, Pollaczek-Khinchine,
 //!   service proportional to prompt length), then rides in `ceil(len / budget)` iterations,
 //!   each the decode step at the running occupancy plus its chunk. The `p`-th percentile uses
-//!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation) at the
-//!   `p`-th occupancy.
+//!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation, or the
+//!   measured prompts where `validate` knows them) at the `p`-th occupancy.
 
 use super::Instance;
 use super::latency;
@@ -49,6 +49,10 @@ pub struct Spread {
     /// Allen-Cunneen variability `(ca^2 + cs^2) / 2` of the wait for a decode slot, with Poisson
     /// arrivals and service time proportional to the output length.
     pub slot_variability: f64,
+    /// The prompts at [`PERCENTILES`] over their mean, where their distribution is known
+    /// (`validate`: MLPerf's datasets, measured sample by sample, and InferenceX's uniform
+    /// lengths); `None` takes gamma lengths with `prompt_cv2`.
+    pub prompt_quantiles: Option<[f64; 3]>,
 }
 
 impl Spread {
@@ -56,7 +60,17 @@ impl Spread {
     pub const EXPONENTIAL: Spread = Spread {
         prompt_cv2: 1.0,
         slot_variability: 1.0,
+        prompt_quantiles: None,
     };
+
+    /// The prompt at [`PERCENTILES`]`[i]` of prompts of mean `mean`: measured where known,
+    /// else gamma ([`gamma_percentile`]).
+    pub fn prompt_percentile(&self, mean: f64, i: usize) -> f64 {
+        self.prompt_quantiles.map_or_else(
+            || gamma_percentile(mean, self.prompt_cv2, i),
+            |q| mean * q[i],
+        )
+    }
 
     /// Squared coefficient of variation of output lengths, from the slot queue's variability
     /// `(1 + cs^2) / 2` (Poisson arrivals).
@@ -665,7 +679,7 @@ impl Serving {
     /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
     pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
         let p = PERCENTILES[i];
-        let prompt = gamma_percentile(inst.input_tokens, spread.prompt_cv2, i);
+        let prompt = spread.prompt_percentile(inst.input_tokens, i);
         let running = self.occupancy.running[i];
         let iteration = self.iteration_s[i];
         let [budget, slot] = self.waits(i, spread);

@@ -49,6 +49,9 @@ pub struct Settings {
     /// Context cached per session between turns, tokens.
     pub cached_tokens: f64,
     pub slo: Slo,
+    /// Measured prompts at the TTFT percentiles over their mean (`Spread::prompt_quantiles`):
+    /// set by `validate` for datasets measured sample by sample; sweeps take gamma lengths.
+    pub prompt_quantiles: Option<[f64; 3]>,
 }
 
 impl Settings {
@@ -58,6 +61,7 @@ impl Settings {
         Spread {
             prompt_cv2: (2.0 * self.prefill_variability - 1.0).max(0.0),
             slot_variability: self.decode_variability,
+            prompt_quantiles: self.prompt_quantiles,
         }
     }
 }

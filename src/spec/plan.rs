@@ -280,6 +280,7 @@ impl Loader<'_> {
             decode_variability: variability(cv(w.output_tokens_cv, "workload.output_tokens_cv")?),
             cached_tokens,
             slo,
+            prompt_quantiles: None,
         };
         let demand_or_default = demand.unwrap_or_default();
         let phases = self.phases(w, &demand_or_default)?;

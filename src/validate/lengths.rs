@@ -6,7 +6,10 @@
 //! predicted"):
 //!
 //! - MLPerf: the dataset of the case's benchmark, as measured sample by sample
-//!   (`datasets.toml`, written by `scripts/mlperf-length-spreads.py`);
+//!   (`datasets.toml`, written by `scripts/mlperf-length-spreads.py`): the spreads, and the
+//!   prompts at the TTFT percentiles, which a gamma of the same spread misplaces where the
+//!   dataset's lengths are capped (Llama-3.1-405B's 99th-percentile prompt is 18,958 tokens,
+//!   the gamma's 21,371, above the dataset's longest, 19,988);
 //! - TensorRT-LLM's tables and blogs: fixed lengths. `trtllm-bench` runs synthetic requests of
 //!   exactly the stated lengths (`prepare_dataset.py ... token-norm-dist --input-stdev 0
 //!   --output-stdev 0`, TensorRT-LLM docs, perf-overview.md "Preparing a Dataset");
@@ -14,7 +17,8 @@
 //!   `utils/bench_serving/benchmark_serving.py` of SemiAnalysisAI/InferenceX) with
 //!   `r = RANDOM_RANGE_RATIO = 0.8` (the "Benchmark Client Configuration" table of the
 //!   InferenceMAX README), whose mean is `(1 + r) / 2 L = 0.9 L` (the `L` InferenceX names a
-//!   run by, and the file states) and spread `(1 - r) / (sqrt(3) (1 + r))`;
+//!   run by, and the file states), spread `(1 - r) / (sqrt(3) (1 + r))` and `p`-quantile
+//!   `(r + (1 - r) p) L`;
 //! - anything else: nothing is known, so the sweeps' default, exponential lengths (cv 1).
 
 use std::sync::LazyLock;
@@ -22,6 +26,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 
 use super::cases::{Case, Harness};
+use crate::perf::serving::PERCENTILES;
 
 const DATASETS_TOML: &str = include_str!("datasets.toml");
 
@@ -46,6 +51,9 @@ pub struct Dataset {
     pub samples: u32,
     pub input_tokens_mean: f64,
     pub input_tokens_cv: f64,
+    pub input_tokens_p50: f64,
+    pub input_tokens_p95: f64,
+    pub input_tokens_p99: f64,
     pub output_tokens_mean: f64,
     pub output_tokens_cv: f64,
 }
@@ -67,6 +75,9 @@ pub struct Spread {
     pub mean_ratio: f64,
     pub input_cv: f64,
     pub output_cv: f64,
+    /// The prompts at `perf::serving::PERCENTILES` over the mean prompt, where the harness's
+    /// distribution is known; `None` leaves gamma lengths of `input_cv`.
+    pub input_quantiles: Option<[f64; 3]>,
     pub note: String,
 }
 
@@ -90,13 +101,20 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
                         "the length spread of MLPerf's {model} dataset is not in src/validate/datasets.toml"
                     )
                 })?;
+            let quantiles = [d.input_tokens_p50, d.input_tokens_p95, d.input_tokens_p99];
             Ok(Spread {
                 mean_ratio: 1.0,
                 input_cv: d.input_tokens_cv,
                 output_cv: d.output_tokens_cv,
+                input_quantiles: Some(quantiles.map(|q| q / d.input_tokens_mean)),
                 note: format!(
-                    "lengths spread as MLPerf's {} dataset: cv {} (prompts), {} (answers)",
-                    d.benchmark, d.input_tokens_cv, d.output_tokens_cv
+                    "lengths spread as MLPerf's {} dataset: cv {} (prompts), {} (answers); prompts of {}, {} and {} tokens at p50, p95 and p99",
+                    d.benchmark,
+                    d.input_tokens_cv,
+                    d.output_tokens_cv,
+                    d.input_tokens_p50,
+                    d.input_tokens_p95,
+                    d.input_tokens_p99
                 ),
             })
         }
@@ -104,15 +122,18 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
             mean_ratio: 1.0,
             input_cv: 0.0,
             output_cv: 0.0,
+            input_quantiles: None,
             note: "fixed lengths (trtllm-bench's synthetic requests)".into(),
         }),
         Harness::InferenceX => {
             let r = INFERENCEX_RANGE_RATIO;
             let cv = uniform_cv(r);
+            let mean = (1.0 + r) / 2.0;
             Ok(Spread {
-                mean_ratio: (1.0 + r) / 2.0,
+                mean_ratio: mean,
                 input_cv: cv,
                 output_cv: cv,
+                input_quantiles: Some(PERCENTILES.map(|p| (r + (1.0 - r) * p) / mean)),
                 note: format!(
                     "lengths uniform over {r}-1x the stated ones (InferenceX): mean {}x, cv {cv:.3}",
                     (1.0 + r) / 2.0
@@ -123,6 +144,7 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
             mean_ratio: 1.0,
             input_cv: 1.0,
             output_cv: 1.0,
+            input_quantiles: None,
             note: "length spread unknown: exponential lengths (cv 1), the sweeps' default".into(),
         }),
     }
@@ -144,10 +166,44 @@ mod tests {
         assert_eq!(models.len(), d.len());
         let r1 = d.iter().find(|d| d.benchmark == "deepseek-r1").unwrap();
         assert_eq!((r1.samples, r1.output_tokens_cv), (4388, 1.253));
-        assert!(
-            d.iter()
-                .all(|d| d.input_tokens_cv > 0.0 && d.output_tokens_cv > 0.0)
+        assert_eq!(
+            (
+                r1.input_tokens_p50,
+                r1.input_tokens_p95,
+                r1.input_tokens_p99
+            ),
+            (901.0, 1312.0, 1432.0)
         );
+        assert!(d.iter().all(|d| d.input_tokens_cv > 0.0
+            && d.output_tokens_cv > 0.0
+            && d.input_tokens_p50 <= d.input_tokens_p95
+            && d.input_tokens_p95 <= d.input_tokens_p99));
+    }
+
+    /// Llama-3.1-405B's prompts are capped (the longest is 19,988 tokens): the measured 99th
+    /// percentile, 18,958 tokens, is what a case's TTFT takes, not the gamma of the same cv
+    /// (Wilson-Hilferty at cv 0.431: `9428.64 (1 - a + 2.32635 sqrt(a))^3`, `a = cv^2 / 9`,
+    /// 21,371 tokens).
+    #[test]
+    fn mlperf_prompts_take_the_measured_percentiles() {
+        let d = datasets()
+            .iter()
+            .find(|d| d.benchmark == "llama3.1-405b")
+            .unwrap();
+        let q = [d.input_tokens_p50, d.input_tokens_p95, d.input_tokens_p99]
+            .map(|q| q / d.input_tokens_mean);
+        let spread = crate::perf::serving::Spread {
+            prompt_cv2: d.input_tokens_cv * d.input_tokens_cv,
+            slot_variability: 1.0,
+            prompt_quantiles: Some(q),
+        };
+        let mean = d.input_tokens_mean;
+        assert!((spread.prompt_percentile(mean, 2) - 18_958.0).abs() < 1e-9);
+        let gamma = crate::perf::serving::Spread {
+            prompt_quantiles: None,
+            ..spread
+        };
+        assert!((gamma.prompt_percentile(mean, 2) - 21_371.0).abs() < 1.0);
     }
 
     /// Uniform over [0.8 L, L]: mean 0.9 L, standard deviation 0.2 L / sqrt(12) = 0.05774 L.

@@ -284,6 +284,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     let mut ctx = Context::new(&catalog, model, &grid, workload).expect("vocabulary checked");
     ctx.plan.settings.prefill_variability = variability(spread.input_cv);
     ctx.plan.settings.decode_variability = variability(spread.output_cv);
+    ctx.plan.settings.prompt_quantiles = spread.input_quantiles;
 
     let best = choose(case, &ctx, &grid, batch_cap)?;
     if let Some((tps_user, per_gpu)) = best.toward {
@@ -646,10 +647,14 @@ mod tests {
         assert_eq!(ix.harness(), Harness::InferenceX);
         assert_eq!(harness_admission(&ix), KvAdmission::WholeRequest);
         // InferenceX names a run by the top of its uniform [0.8 L, L] range: mean 0.9 L, cv
-        // 0.2 L / sqrt(12) / 0.9 L = 0.0642; trtllm-bench feeds the stated lengths.
+        // 0.2 L / sqrt(12) / 0.9 L = 0.0642, median 0.9 L and 99th percentile 0.998 L (1.10889
+        // of the mean); trtllm-bench feeds the stated lengths, gamma of cv 0 (the mean).
         let spread = lengths::of_case(&ix).unwrap();
         assert!((spread.mean_ratio - 0.9).abs() < 1e-12 && (spread.input_cv - 0.0642).abs() < 1e-4);
-        assert_eq!(lengths::of_case(&trtllm).unwrap().mean_ratio, 1.0);
+        let q = spread.input_quantiles.unwrap();
+        assert!((q[0] - 1.0).abs() < 1e-12 && (q[2] - 0.998 / 0.9).abs() < 1e-12);
+        let fixed = lengths::of_case(&trtllm).unwrap();
+        assert_eq!((fixed.mean_ratio, fixed.input_quantiles), (1.0, None));
     }
 
     /// TensorRT-LLM's tables leave the KV format to `auto`, the checkpoint's: a model served from
