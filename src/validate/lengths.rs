@@ -164,6 +164,8 @@ mod tests {
         models.sort_unstable();
         models.dedup();
         assert_eq!(models.len(), d.len());
+        // The table's prompt fields are named for the TTFT percentiles.
+        assert_eq!(PERCENTILES, [0.5, 0.95, 0.99]);
         let r1 = d.iter().find(|d| d.benchmark == "deepseek-r1").unwrap();
         assert_eq!((r1.samples, r1.output_tokens_cv), (4388, 1.253));
         assert_eq!(
