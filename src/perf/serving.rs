@@ -34,7 +34,7 @@
 use super::Instance;
 use super::latency;
 use super::memory::MAX_NUM_TOKENS;
-use super::queue::standard_normal_quantile;
+use super::queue::{Queue, standard_normal_quantile};
 
 /// Percentiles of the first-token latency columns.
 pub const PERCENTILES: [f64; 3] = [0.5, 0.95, 0.99];
@@ -639,39 +639,29 @@ impl Serving {
         self.ttft_with(inst, i, self.spread)
     }
 
-    /// The wait for the rank's prompt budget at [`PERCENTILES`]`[i]` (M/G/1,
-    /// Pollaczek-Khinchine: `W = rho S (1 + cs^2) / (2 (1 - rho))`, `cs^2` the prompts' squared
-    /// coefficient of variation, with an exponential tail and `P(wait > 0) = rho`).
-    pub fn prefill_wait_s(&self, i: usize, spread: Spread) -> f64 {
-        let p = PERCENTILES[i];
-        let rho = self.prefill_rho;
-        if rho > 1.0 - p {
-            self.prefill_wait_mean_s(spread) / rho * (rho / (1.0 - p)).ln()
-        } else {
-            0.0
-        }
-    }
-
-    /// Mean wait for the rank's prompt budget (Pollaczek-Khinchine).
-    pub fn prefill_wait_mean_s(&self, spread: Spread) -> f64 {
-        let rho = self.prefill_rho;
-        rho * self.prefill_service_s * (1.0 + spread.prompt_cv2) / (2.0 * (1.0 - rho))
+    /// The rank's prompt budget as a queue: one server at utilization `rho`, service
+    /// proportional to the prompt's length, variability `(1 + cs^2) / 2`, `cs^2` the prompts'
+    /// squared coefficient of variation. With one server [`Queue`] is M/G/1 exactly
+    /// (Pollaczek-Khinchine: `W = rho S (1 + cs^2) / (2 (1 - rho))`, an exponential tail and
+    /// `P(wait > 0) = rho`).
+    fn prompt_queue(&self, spread: Spread) -> Queue {
+        Queue::new(
+            1.0,
+            self.prefill_rho,
+            self.prefill_service_s,
+            (1.0 + spread.prompt_cv2) / 2.0,
+        )
     }
 
     /// The two queue waits before a prompt is processed, the rank's prompt budget and a decode
     /// slot, at [`PERCENTILES`]`[i]`, each with its mean ([`tail_of_sum`]'s parts).
     pub fn waits(&self, i: usize, spread: Spread) -> [(f64, f64); 2] {
-        let p = PERCENTILES[i];
-        [
-            (
-                self.prefill_wait_s(i, spread),
-                self.prefill_wait_mean_s(spread),
-            ),
-            (
-                self.occupancy.wait_quantile_s(p, spread.slot_variability),
-                self.occupancy.wait_mean_all_s(spread.slot_variability),
-            ),
-        ]
+        queue_waits(
+            &self.prompt_queue(spread),
+            &self.occupancy,
+            PERCENTILES[i],
+            spread.slot_variability,
+        )
     }
 
     /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
@@ -699,10 +689,28 @@ impl Serving {
     /// that load.
     pub fn ttft_mean_s(&self, inst: &Instance) -> f64 {
         0.5 * self.mean_iteration_s
-            + self.prefill_wait_mean_s(self.spread)
+            + self.prompt_queue(self.spread).wait_mean_s()
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
             + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
+}
+
+/// The two waits before a prompt is processed, for its prompt budget or prefill pool (`prompts`)
+/// and for a decode slot of an instance at occupancy `occ` with slot variability
+/// `slot_variability`, at percentile `p`, each with its mean ([`tail_of_sum`]'s parts).
+pub fn queue_waits(
+    prompts: &Queue,
+    occ: &Occupancy,
+    p: f64,
+    slot_variability: f64,
+) -> [(f64, f64); 2] {
+    [
+        (prompts.wait_quantile_s(p), prompts.wait_mean_s()),
+        (
+            occ.wait_quantile_s(p, slot_variability),
+            occ.wait_mean_all_s(slot_variability),
+        ),
+    ]
 }
 
 /// A percentile of a sum of independent parts, from each part's `(percentile, mean)`. Adding

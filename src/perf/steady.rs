@@ -118,14 +118,7 @@ pub fn steady(
         return None;
     }
     let first = if p99_only { P99 } else { 0 };
-    // The two waits at percentile `p`, the prefill pool's `q` and a decode slot's with slot
-    // variability `v`, with their means ([`serving::tail_of_sum`]).
-    let waits = |q: &Queue, p: f64, v: f64| {
-        [
-            (q.wait_quantile_s(p), q.wait_mean_s()),
-            (occ.wait_quantile_s(p, v), occ.wait_mean_all_s(v)),
-        ]
-    };
+    let waits = |q: &Queue, p: f64, v: f64| serving::queue_waits(q, &occ, p, v);
     let mut ttft_s = [f64::NAN; 3];
     for (i, t) in ttft_s.iter_mut().enumerate().skip(first) {
         let p = PERCENTILES[i];
