@@ -62,11 +62,10 @@ def spread(values):
 PERCENTILES = (0.50, 0.95, 0.99)
 
 
-def quantile(values, p):
-    """The p-quantile by the nearest-rank rule: the smallest value with at least p of the
-    samples at or below it."""
-    v = sorted(values)
-    return v[max(0, math.ceil(p * len(v)) - 1)]
+def quantile(ordered, p):
+    """The p-quantile of values sorted in ascending order, by the nearest-rank rule: the
+    smallest value with at least p of the samples at or below it."""
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
 def render(local):
@@ -85,6 +84,7 @@ def render(local):
         inputs = [float(r["input_length"]) for r in rows]
         outputs = [float(r["output_length"]) for r in rows]
         (mi, ci), (mo, co) = spread(inputs), spread(outputs)
+        ordered = sorted(inputs)
         out += [
             "",
             "[[dataset]]",
@@ -95,7 +95,7 @@ def render(local):
             f"samples = {len(rows)}",
             f"input_tokens_mean = {mi:.2f}",
             f"input_tokens_cv = {ci:.3f}",
-            *(f"input_tokens_p{round(p * 100)} = {quantile(inputs, p):.0f}" for p in PERCENTILES),
+            *(f"input_tokens_p{round(p * 100)} = {quantile(ordered, p):.0f}" for p in PERCENTILES),
             f"output_tokens_mean = {mo:.2f}",
             f"output_tokens_cv = {co:.3f}",
         ]
