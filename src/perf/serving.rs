@@ -509,7 +509,7 @@ fn wilson_hilferty(mean: f64, cv2: f64, z: f64) -> f64 {
 /// Prompt tokens each attention rank may prefill per iteration next to `rank_sequences` decode
 /// tokens: at least `MAX_NUM_TOKENS`, and never less than its decode tokens plus one prompt
 /// (engines size max_num_tokens >= max_batch_size + input length); decode tokens come first.
-fn prefill_budget(rank_sequences: f64, isl: f64) -> f64 {
+pub fn prefill_budget(rank_sequences: f64, isl: f64) -> f64 {
     MAX_NUM_TOKENS.max(rank_sequences + isl) - rank_sequences
 }
 

@@ -3,6 +3,7 @@
 //! own grid and performance model (`predict`), and summarizes (`report`).
 
 pub mod cases;
+pub mod finite;
 pub mod fit;
 pub mod lengths;
 pub mod loo;

@@ -22,7 +22,7 @@ use crate::perf::{self, Context, Instance, Workload};
 use crate::vocab::Platform;
 
 use super::cases::{Case, Harness};
-use super::lengths;
+use super::{finite, lengths};
 
 /// Metrics `validate` predicts.
 pub const METRICS: [&str; 6] = [
@@ -286,7 +286,13 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     ctx.plan.settings.decode_variability = variability(spread.output_cv);
     ctx.plan.settings.prompt_quantiles = spread.input_quantiles;
 
-    let best = choose(case, &ctx, &grid, batch_cap)?;
+    let finite_run = finite::requests_of(case);
+    if let Some(n) = finite_run {
+        notes.push(format!(
+            "a finite run of {n} requests, as trtllm-bench ran them: the batch ramps up and drains"
+        ));
+    }
+    let best = choose(case, &ctx, &grid, batch_cap, finite_run)?;
     if let Some((tps_user, per_gpu)) = best.toward {
         notes.push(format!(
             "read on the frontier between the chosen configuration and the knot at {tps_user:.1} tokens/s/user ({per_gpu:.0} output tokens/s/GPU), as InferenceX interpolates"
@@ -433,6 +439,7 @@ fn choose<'a>(
     ctx: &'a Context,
     grid: &Grid,
     batch_cap: Option<u32>,
+    finite_run: Option<u32>,
 ) -> Result<Best<'a>, String> {
     let s = &case.setup;
     let limits = Limits {
@@ -491,7 +498,17 @@ fn choose<'a>(
         // Throughput scenarios score per GPU, so systems of different sizes compare fairly.
         let gpus = f64::from(inst.layout.gpus);
         let (score, output_tokens_per_s, serving) = match s.scenario.as_str() {
-            "offline" | "max-throughput" => (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None),
+            "offline" | "max-throughput" => match finite_run {
+                Some(requests) => {
+                    let Some(per_instance) = finite_run_tokens_per_s(&inst, p.batch, requests)
+                    else {
+                        continue;
+                    };
+                    let throughput = per_instance * instances;
+                    (throughput / gpus, throughput, None)
+                }
+                None => (e.tokens_per_s_per_gpu, e.output_tokens_per_s, None),
+            },
             "server" | "interactive" => {
                 // The rate under limits never exceeds the full-batch capacity: a configuration
                 // whose capacity cannot beat the best so far is not searched.
@@ -560,6 +577,37 @@ fn choose<'a>(
                 .to_string()
         }
     })
+}
+
+/// Output tokens per second of one instance over a finite `trtllm-bench` run of `requests`,
+/// split evenly over the system's instances, with at most `batch` sequences at once
+/// (`finite`). An iteration admits, on each attention rank, the prompts that fit its token
+/// budget beside half the sequences it fills up to (the mean over the ramp), at least one
+/// (`serving::prefill_budget`). `None` if the run's batch cannot be timed.
+fn finite_run_tokens_per_s(inst: &Instance, batch: u32, requests: u32) -> Option<f64> {
+    let requests = u64::from(requests.div_ceil(inst.layout.instances.max(1)));
+    let ranks = inst.layout.attention_dp.max(1);
+    let answer = inst.output_tokens.round().max(1.0) as u64;
+    let prompt = inst.input_tokens.max(1.0);
+    let filled = f64::from(batch).min(requests as f64) / f64::from(ranks);
+    let per_rank = (serving::prefill_budget(filled / 2.0, prompt) / prompt)
+        .floor()
+        .max(1.0);
+    let admitted = per_rank as u64 * u64::from(ranks);
+    let w = finite::running(requests, u64::from(batch), admitted, answer);
+    let h = (w / 2).max(1);
+    let step_s = |n: u64| {
+        let e = perf::estimate(inst, u32::try_from(n).ok()?);
+        e.feasible().then(|| n as f64 / e.tokens_per_s_per_instance)
+    };
+    let chord = finite::Chord {
+        w: w as f64,
+        s_w: step_s(w)?,
+        h: h as f64,
+        s_h: step_s(h)?,
+    };
+    let iterations = finite::iterations(requests, u64::from(batch), admitted, answer);
+    Some(finite::tokens_per_s(requests, answer, iterations, chord))
 }
 
 /// The largest batch up to `batch` that fits the instance's memory (weights, the KV cache its
