@@ -501,7 +501,8 @@ impl DecodeShape {
 
 /// Prefill tokens on the busiest of `l.attention_dp` attention ranks that each fold `prefill`
 /// prompt tokens per step on average, in prompts of `input_tokens` split into chunks of at most
-/// the engine's token budget left over by the rank's `queries` decode tokens: the expected
+/// the rank's prompt budget beside its `queries` decode tokens (`memory::prefill_budget`, at
+/// least one prompt, the budget the serving model's prompt queue drains): the expected
 /// largest of the ranks' Poisson chunk counts ([`busiest_of_poisson`]) times the chunk. Ranks
 /// refill at random only when output lengths spread: with every answer the same length, each
 /// rank's sequences finish in the pattern the engine admitted them in, evenly over the ranks
@@ -517,7 +518,7 @@ fn busiest_rank_prefill(
     if l.attention_dp <= 1 || prefill <= 0.0 || spread.answer_cv2() <= 0.0 {
         return prefill;
     }
-    let budget = (super::memory::MAX_NUM_TOKENS - queries).max(prefill);
+    let budget = super::memory::prefill_budget(queries, input_tokens).max(prefill);
     let chunk = input_tokens.min(budget);
     let busiest = chunk * busiest_of_poisson(prefill / chunk, l.attention_dp, budget / chunk);
     busiest.max(prefill)
@@ -747,5 +748,38 @@ mod tests {
         assert_eq!(tp.busiest_prefill, tp.prefill);
         let pool = shape(&adp, 1.253, false);
         assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
+    }
+
+    /// The busiest rank's budget is the engine's (`memory::prefill_budget`): never less than one
+    /// whole prompt. At 512 sequences a rank and 16,000-token prompts (answers of 4,000) a rank
+    /// folds 2,048 prompt tokens a step, 0.128 prompts; its budget is one prompt, so the busiest
+    /// of 8 ranks starts one whenever any does: 16,000 x (1 - exp(-8 x 0.128)) = 10,253.5
+    /// tokens. (Budgeting `MAX_NUM_TOKENS` less the decode tokens, as this function once did,
+    /// split the prompt into chunks of 7,680 and charged 6,771.)
+    #[test]
+    fn busiest_rank_prefills_whole_prompts() {
+        let spread = Spread {
+            prompt_cv2: 0.25,
+            slot_variability: 1.0,
+            prompt_quantiles: None,
+        };
+        let t = DecodeShape::new(
+            &layout(1, 1, 8, 1),
+            4096.0,
+            16_000.0,
+            4000.0,
+            spread,
+            &Speculation::OFF,
+            true,
+        )
+        .tokens;
+        assert!((t.prefill - 2048.0).abs() < 1e-9, "{}", t.prefill);
+        let expected = 16_000.0 * (1.0 - (-8.0f64 * 0.128).exp());
+        assert!((expected - 10_253.5).abs() < 0.1, "{expected}");
+        assert!(
+            (t.busiest_prefill - expected).abs() < 1e-6,
+            "{}",
+            t.busiest_prefill
+        );
     }
 }

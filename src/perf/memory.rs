@@ -98,6 +98,17 @@ impl MemoryBudget {
 /// batch size and max num tokens").
 pub const MAX_NUM_TOKENS: f64 = 8192.0;
 
+/// Prompt tokens each attention rank may prefill per iteration next to its `decode_tokens` (one
+/// per running sequence, plus its draft tokens under speculative decoding): the iteration holds
+/// at least `MAX_NUM_TOKENS`, and never less than the decode tokens plus one prompt (engines
+/// size max_num_tokens >= max_batch_size + input length: `trtllm-bench` raises it to the longest
+/// prompt plus the batch when prompts are not chunked, `get_settings` in
+/// tensorrt_llm/bench/benchmark/utils/general.py); decode tokens come first. The serving
+/// model's prompt queue and the busiest attention rank's prompts both drain this budget.
+pub fn prefill_budget(decode_tokens: f64, isl: f64) -> f64 {
+    MAX_NUM_TOKENS.max(decode_tokens + isl) - decode_tokens
+}
+
 /// Bytes per element of activations, embeddings and the LM head (bf16). Engines quantize the
 /// linear layers of the transformer blocks and keep embeddings and the LM head in 16 bits
 /// (NVIDIA ModelOpt and vLLM quantization configs exclude `lm_head` by default).

@@ -33,7 +33,7 @@
 
 use super::Instance;
 use super::latency;
-use super::memory::MAX_NUM_TOKENS;
+use super::memory::prefill_budget;
 use super::queue::{Queue, standard_normal_quantile};
 
 /// Percentiles of the first-token latency columns.
@@ -506,13 +506,6 @@ fn wilson_hilferty(mean: f64, cv2: f64, z: f64) -> f64 {
     mean * (1.0 - a + z * a.sqrt()).max(0.0).powi(3)
 }
 
-/// Prompt tokens each attention rank may prefill per iteration next to `rank_sequences` decode
-/// tokens: at least `MAX_NUM_TOKENS`, and never less than its decode tokens plus one prompt
-/// (engines size max_num_tokens >= max_batch_size + input length); decode tokens come first.
-pub fn prefill_budget(rank_sequences: f64, isl: f64) -> f64 {
-    MAX_NUM_TOKENS.max(rank_sequences + isl) - rank_sequences
-}
-
 /// Seconds to prefill one prompt of `prompt_tokens` while `running` sequences decode (chunked
 /// prefill, Agrawal et al. 2024; vLLM and TensorRT-LLM schedule decode tokens first and fill
 /// the rest of the iteration's token budget with prompt chunks): `ceil(prompt / budget)`
@@ -522,7 +515,7 @@ pub fn prefill_budget(rank_sequences: f64, isl: f64) -> f64 {
 pub fn prefill_under_load_s(inst: &Instance, running: f64, prompt_tokens: f64) -> f64 {
     let k = running.max(1.0);
     let base = inst.decode_shape(k);
-    let budget = prefill_budget(base.tokens.sequences, inst.input_tokens);
+    let budget = prefill_budget(base.tokens.decode, inst.input_tokens);
     let chunks = (prompt_tokens / budget).ceil().max(1.0);
     let iteration = |chunk: f64| iteration_with_chunk_s(inst, &base, k, chunk, prompt_tokens);
     let last = prompt_tokens - (chunks - 1.0) * budget;
@@ -604,7 +597,7 @@ impl Serving {
         let ranks = f64::from(inst.layout.attention_dp);
         let k = concurrency.max(1.0);
         let base = inst.decode_shape(k);
-        let budget = prefill_budget(base.tokens.sequences, isl);
+        let budget = prefill_budget(base.tokens.decode, isl);
         let full_s = iteration_with_chunk_s(inst, &base, k, budget, isl);
         let service_s = isl / budget * full_s.max(speeds.iteration_s(concurrency));
         let rho = rate_per_s / ranks * service_s;

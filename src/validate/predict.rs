@@ -583,14 +583,14 @@ fn choose<'a>(
 /// split evenly over the system's instances, with at most `batch` sequences at once
 /// (`finite`). An iteration admits, on each attention rank, the prompts that fit its token
 /// budget beside half the sequences it fills up to (the mean over the ramp), at least one
-/// (`serving::prefill_budget`). `None` if the run's batch cannot be timed.
+/// (`perf::memory::prefill_budget`). `None` if the run's batch cannot be timed.
 fn finite_run_tokens_per_s(inst: &Instance, batch: u32, requests: u32) -> Option<f64> {
     let requests = u64::from(requests.div_ceil(inst.layout.instances.max(1)));
     let ranks = inst.layout.attention_dp.max(1);
     let answer = inst.output_tokens.round().max(1.0) as u64;
     let prompt = inst.input_tokens.max(1.0);
     let filled = f64::from(batch).min(requests as f64) / f64::from(ranks);
-    let per_rank = (serving::prefill_budget(filled / 2.0, prompt) / prompt)
+    let per_rank = (perf::memory::prefill_budget(filled / 2.0, prompt) / prompt)
         .floor()
         .max(1.0);
     let admitted = per_rank as u64 * u64::from(ranks);
