@@ -200,12 +200,11 @@ mod tests {
     /// pair of lengths the pages do not list, is timed at the steady state.
     #[test]
     fn only_trtllm_bench_tables_run_finite() {
-        let header = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes";
         let requests = |source: &str, isl: u32, scenario: &str| {
             let row = format!(
                 "c,inference,{source},u,llama-3.1-70b,h200-sxm,1,1,1,1,,,fp8,fp8,,{isl},1000,{scenario},,,,,output_tokens_per_s,1000,tokens/s,"
             );
-            let text = format!("{header}\n{row}");
+            let text = format!("{}\n{row}", crate::validate::cases::tests::HEADER);
             let case = crate::validate::cases::parse(std::path::Path::new("t.csv"), &text)
                 .unwrap()
                 .remove(0);

@@ -649,8 +649,7 @@ fn read_between(above: (f64, f64), below: (f64, f64), target: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::validate::cases;
-
-    const HEADER: &str = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes";
+    use crate::validate::cases::tests::HEADER;
 
     fn case(rows: &[&str]) -> Case {
         let text = std::iter::once(HEADER)
