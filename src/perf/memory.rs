@@ -105,6 +105,7 @@ pub const MAX_NUM_TOKENS: f64 = 8192.0;
 /// prompt plus the batch when prompts are not chunked, `get_settings` in
 /// tensorrt_llm/bench/benchmark/utils/general.py); decode tokens come first. The serving
 /// model's prompt queue and the busiest attention rank's prompts both drain this budget.
+#[inline]
 pub fn prefill_budget(decode_tokens: f64, isl: f64) -> f64 {
     MAX_NUM_TOKENS.max(decode_tokens + isl) - decode_tokens
 }
