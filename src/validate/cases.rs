@@ -314,7 +314,8 @@ pub(crate) mod tests {
     /// The measurements format's header, for tests that build cases from rows.
     pub(crate) const HEADER: &str = "case_id,kind,source,source_url,model,hardware,gpus,tp,pp,ep,dp,cp,weight_dtype,kv_dtype,batch,input_tokens,output_tokens,scenario,ttft_p99_limit_ms,tpot_p99_limit_ms,global_batch_seqs,seq_len,metric,value,unit,notes";
 
-    fn parse_text(rows: &[&str]) -> Result<Vec<Case>, UserError> {
+    /// The cases of `rows` under [`HEADER`].
+    pub(crate) fn parse_text(rows: &[&str]) -> Result<Vec<Case>, UserError> {
         let text = format!("{HEADER}\n{}\n", rows.join("\n"));
         parse(Path::new("m.csv"), &text)
     }

@@ -204,8 +204,7 @@ mod tests {
             let row = format!(
                 "c,inference,{source},u,llama-3.1-70b,h200-sxm,1,1,1,1,,,fp8,fp8,,{isl},1000,{scenario},,,,,output_tokens_per_s,1000,tokens/s,"
             );
-            let text = format!("{}\n{row}", crate::validate::cases::tests::HEADER);
-            let case = crate::validate::cases::parse(std::path::Path::new("t.csv"), &text)
+            let case = crate::validate::cases::tests::parse_text(&[&row])
                 .unwrap()
                 .remove(0);
             requests_of(&case)

@@ -649,16 +649,9 @@ fn read_between(above: (f64, f64), below: (f64, f64), target: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::validate::cases;
-    use crate::validate::cases::tests::HEADER;
 
     fn case(rows: &[&str]) -> Case {
-        let text = std::iter::once(HEADER)
-            .chain(rows.iter().copied())
-            .collect::<Vec<_>>()
-            .join("\n");
-        cases::parse(std::path::Path::new("t.csv"), &text)
-            .unwrap()
-            .remove(0)
+        cases::tests::parse_text(rows).unwrap().remove(0)
     }
 
     /// The frontier read at a target: linear between the best knot at or above it and the
