@@ -130,7 +130,8 @@ pub struct ValidateArgs {
     /// Report out-of-sample error: fit the global factors on all rows, then without each
     /// source family (src/validate/families.toml), and predict each family with the factors
     /// fitted without it; prints in- and out-of-sample median and p90 per metric, overall and
-    /// per family (docs/validation.md). Writes no factor file.
+    /// per family, and the predictions each factor moves, by family (docs/validation.md).
+    /// Writes no factor file.
     #[arg(long, conflicts_with = "out")]
     pub leave_one_out: bool,
     /// With --fit or --leave-one-out: every other candidate value of each factor (ends kept),

@@ -308,3 +308,93 @@ fn leave_one_out_formats_and_errors() {
         "error: case \"fixed-8b-offline\": source \"fixture\" matches no source family\nhint: add a [[family]] for its publication to src/validate/families.toml\n"
     );
 }
+
+/// What each factor reaches: the reported counts of `training.gemm_efficiency` are the
+/// predictions plain `validate` gives different values for over that factor's quick-grid
+/// candidates, the other factors at the all-rows fit, counted by family; the inference-only
+/// factors reach nothing here, since the fixture's MLPerf cases run on GPUs whose kernels are
+/// measured (the factors time only kernels without surfaces), and no training factor reaches
+/// an inference case.
+#[test]
+fn factor_reach_is_what_moving_the_factor_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = loo(FIXTURE);
+    let reach = &r["factor_reach"];
+    let count = |factor: &str| -> BTreeMap<String, u64> {
+        reach[factor]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect()
+    };
+    let family: BTreeMap<(String, String), String> = r["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let key = (
+                p["case_id"].as_str().unwrap().to_string(),
+                p["metric"].as_str().unwrap().to_string(),
+            );
+            (key, p["family"].as_str().unwrap().to_string())
+        })
+        .collect();
+    // The quick grid of `training.gemm_efficiency`: every other value of the full grid, both
+    // ends kept.
+    let candidates = [0.6, 0.7, 0.8, 0.85, 0.9, 1.0];
+    let mut seen: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for (k, c) in candidates.iter().enumerate() {
+        let mut factors = r["all_rows_factors"].clone();
+        factors["training.gemm_efficiency"] = serde_json::json!(c);
+        for (key, v) in predictions_with(tmp.path(), &format!("reach{k}.toml"), &factors) {
+            seen.entry(key).or_default().push(v);
+        }
+    }
+    let mut moved: BTreeMap<String, u64> = BTreeMap::new();
+    for (key, v) in &seen {
+        if v.iter().any(|x| x.to_bits() != v[0].to_bits()) {
+            *moved.entry(family[key].clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        moved,
+        BTreeMap::from([
+            ("Narayanan et al. 2021 (Megatron-LM)".to_string(), 4),
+            (NEMO.to_string(), 6),
+        ])
+    );
+    assert_eq!(count("training.gemm_efficiency"), moved);
+    for training in ["training.gemm_half_width", "training.tp_comm_overlap"] {
+        assert!(
+            count(training).keys().all(|f| f != "MLPerf Inference v4.0"),
+            "{training}"
+        );
+    }
+    for inference in [
+        "serving_gemm_efficiency",
+        "serving_gemm_efficiency_fp4",
+        "gemm_half_rows",
+        "step_overhead_ms",
+    ] {
+        assert!(count(inference).is_empty(), "{inference}");
+    }
+    let report = run(&[
+        "validate",
+        FIXTURE,
+        "--leave-one-out",
+        "--quick",
+        "--markdown",
+    ]);
+    let text = stdout(&report);
+    assert!(
+        text.contains(&format!(
+            "| `training.gemm_efficiency` | 10 | 2 | Narayanan et al. 2021 (Megatron-LM) 4, {NEMO} 6 |"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("| `serving_gemm_efficiency` | 0 | 0 | - |"),
+        "{text}"
+    );
+}

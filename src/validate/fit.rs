@@ -447,6 +447,61 @@ pub fn descend(
     }
 }
 
+/// The scored predictions each factor moves at `at`, per factor of [`FACTORS`] as `(case,
+/// metric)` pairs: those whose prediction differs between any two of the factor's candidates
+/// with every other factor held at `at` (a case one candidate makes unreachable counts its
+/// metrics). A factor that moves few predictions, or those of one source family only, is
+/// fitted to them alone, and a leave-one-out fold without them has nothing to fit it to.
+/// `descend`'s last round evaluates every candidate at its result, so at a fitted vector this
+/// runs no model.
+pub fn reach(eval: &Evaluator, at: &Values, grids: &Grids) -> Vec<Vec<(usize, String)>> {
+    grids
+        .0
+        .iter()
+        .enumerate()
+        .map(|(k, candidates)| {
+            let trials: Vec<Values> = candidates
+                .iter()
+                .map(|&c| {
+                    let mut v = *at;
+                    v[k] = c;
+                    v
+                })
+                .collect();
+            eval.prefetch(&trials);
+            let runs: Vec<Outcomes> = trials.iter().map(|v| eval.outcomes(v)).collect();
+            let mut moved = Vec::new();
+            for i in 0..eval.cases().len() {
+                let scored = |o: &Arc<Result<Prediction, String>>| -> Vec<(String, f64)> {
+                    match o.as_ref() {
+                        Ok(p) => p
+                            .values
+                            .iter()
+                            .filter(|v| v.3)
+                            .map(|v| (v.0.clone(), v.2))
+                            .collect(),
+                        Err(_) => Vec::new(),
+                    }
+                };
+                let all: Vec<Vec<(String, f64)>> = runs.iter().map(|r| scored(&r[i])).collect();
+                let mut metrics: Vec<&String> = all.iter().flatten().map(|(m, _)| m).collect();
+                metrics.sort_unstable();
+                metrics.dedup();
+                for m in metrics {
+                    let value = |r: &Vec<(String, f64)>| {
+                        r.iter().find(|(n, _)| n == m).map(|v| v.1.to_bits())
+                    };
+                    let first = value(&all[0]);
+                    if all.iter().any(|r| value(r) != first) {
+                        moved.push((i, m.clone()));
+                    }
+                }
+            }
+            moved
+        })
+        .collect()
+}
+
 /// The named factors of a vector, for reports.
 pub fn named(values: &Values) -> BTreeMap<&'static str, f64> {
     FACTORS

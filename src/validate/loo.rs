@@ -104,6 +104,9 @@ pub struct LeaveOneOut<'a> {
     pub committed: Values,
     /// The fit on all rows, from the committed factors.
     pub all_rows: Fitted,
+    /// Per factor of [`FACTORS`], the scored predictions it moves at the all-rows fit
+    /// (`fit::reach`): `(case, metric)`.
+    pub reach: Vec<Vec<(usize, String)>>,
     pub in_sample: Outcomes,
     pub folds: Vec<Fold>,
     /// Every case predicted with the factors fitted without its family.
@@ -170,6 +173,7 @@ pub fn leave_one_out<'a>(
     let committed = grids.nearest(base);
     let all_rows = fit::descend(&eval, &|_| true, &committed, &grids);
     progress("all rows", &all_rows);
+    let reach = fit::reach(&eval, &all_rows.values, &grids);
     let in_sample = eval.outcomes(&all_rows.values);
     let mut out_of_sample = in_sample.clone();
     for (k, fold) in folds.iter_mut().enumerate() {
@@ -198,6 +202,7 @@ pub fn leave_one_out<'a>(
         quick,
         committed,
         all_rows,
+        reach,
         in_sample,
         folds,
         out_of_sample,
@@ -260,6 +265,8 @@ struct Json {
     committed_objective: f64,
     all_rows_factors: BTreeMap<&'static str, f64>,
     all_rows_objective: f64,
+    /// Per factor, the scored predictions it moves at the all-rows fit, by family.
+    factor_reach: BTreeMap<&'static str, BTreeMap<String, usize>>,
     metrics: BTreeMap<String, MetricErrors>,
     unreachable_in_sample: Vec<String>,
     unreachable_out_of_sample: Vec<String>,
@@ -301,6 +308,22 @@ impl LeaveOneOut<'_> {
                         out_of_sample: errors(&outs, m),
                     },
                 )
+            })
+            .collect()
+    }
+
+    /// Per factor of [`FACTORS`], the predictions it moves at the all-rows fit, counted by
+    /// family.
+    pub fn reach_by_family(&self) -> Vec<BTreeMap<String, usize>> {
+        self.reach
+            .iter()
+            .map(|moved| {
+                let mut by: BTreeMap<String, usize> = BTreeMap::new();
+                for (i, _) in moved {
+                    *by.entry(self.folds[self.case_fold[*i]].family.clone())
+                        .or_default() += 1;
+                }
+                by
             })
             .collect()
     }
@@ -371,6 +394,11 @@ impl LeaveOneOut<'_> {
             committed_objective: self.all_rows.start_objective,
             all_rows_factors: named(&self.all_rows.values),
             all_rows_objective: self.all_rows.objective,
+            factor_reach: FACTORS
+                .iter()
+                .map(|f| f.name)
+                .zip(self.reach_by_family())
+                .collect(),
             metrics: self.metrics(|_| true),
             unreachable_in_sample: Self::unreachable(&self.in_sample, self.cases),
             unreachable_out_of_sample: Self::unreachable(&self.out_of_sample, self.cases),
@@ -552,6 +580,50 @@ impl LeaveOneOut<'_> {
             "\nThe committed factors (each at its nearest candidate), the fit on all rows from \
              them, and per family left out, the factors its refit moved away from the all-rows \
              fit (blank: unchanged)."
+        );
+        let rows = FACTORS
+            .iter()
+            .zip(&self.reach)
+            .zip(self.reach_by_family())
+            .map(|((f, moved), by)| {
+                let families = by
+                    .iter()
+                    .map(|(family, n)| format!("{family} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                vec![
+                    format!("`{}`", f.name),
+                    moved.len().to_string(),
+                    by.len().to_string(),
+                    if families.is_empty() {
+                        "-".into()
+                    } else {
+                        families
+                    },
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(
+            &exporter.table(
+                &Table::new(
+                    vec![
+                        Column::left("factor"),
+                        Column::right("predictions it moves"),
+                        Column::right("families"),
+                        Column::left("by family"),
+                    ],
+                    rows,
+                )
+                .titled("What each factor reaches"),
+            ),
+        );
+        let _ = writeln!(
+            out,
+            "\nThe scored predictions each factor moves at the all-rows fit: those that differ \
+             between any two of its candidate values, the other factors held there. A family's \
+             refit fits each factor to the predictions it moves outside that family; where \
+             those are few, or one other family's, the refit follows them alone."
         );
         out
     }
