@@ -373,7 +373,6 @@ fn factor_reach_is_what_moving_the_factor_moves() {
     }
     for inference in [
         "serving_gemm_efficiency",
-        "serving_gemm_efficiency_fp4",
         "gemm_half_rows",
         "step_overhead_ms",
     ] {

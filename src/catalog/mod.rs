@@ -43,12 +43,9 @@ pub struct Calibration {
     /// the GPU by the engines' overlap schedulers). The part per running sequence is each
     /// engine's measured one (`perf::iteration::host_s_per_sequence`).
     pub cpu_ms_per_iteration: f64,
-    /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`) that linear layers
-    /// reach inside a serving engine, for bf16, fp8 and int8 tensor cores.
+    /// Fraction of the microbenchmarked GEMM efficiency (gpus.toml `gemm_*`, per format) that
+    /// linear layers reach inside a serving engine where no GEMM of theirs was measured.
     pub serving_gemm_efficiency: f64,
-    /// The same for block-scaled FP4 GEMMs (NVFP4, MXFP4), whose kernels reach a smaller share of
-    /// their doubled peak.
-    pub serving_gemm_efficiency_fp4: f64,
     /// Efficiency of grouped routed-expert GEMMs relative to dense GEMMs of the same rows.
     pub moe_gemm_efficiency: f64,
     /// Fraction of the HBM and tensor-core rates attention kernels reach.
@@ -56,16 +53,6 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// Serving GEMM efficiency of a compute class.
-    pub fn serving_gemm_efficiency(&self, class: ComputeClass) -> f64 {
-        match class {
-            ComputeClass::Fp4 => self.serving_gemm_efficiency_fp4,
-            ComputeClass::Bf16 | ComputeClass::Fp8 | ComputeClass::Int8 => {
-                self.serving_gemm_efficiency
-            }
-        }
-    }
-
     pub fn builtin() -> Calibration {
         Calibration::parse(CALIBRATION_TOML).expect("built-in calibration is valid")
     }
@@ -84,7 +71,6 @@ impl Calibration {
         non_negative("cpu_ms_per_iteration", c.cpu_ms_per_iteration)?;
         for (key, v) in [
             ("serving_gemm_efficiency", c.serving_gemm_efficiency),
-            ("serving_gemm_efficiency_fp4", c.serving_gemm_efficiency_fp4),
             ("moe_gemm_efficiency", c.moe_gemm_efficiency),
             ("attention_efficiency", c.attention_efficiency),
         ] {
@@ -1124,7 +1110,7 @@ mod tests {
             out.push(e.check().unwrap_err().to_string());
         }
         let calibration = "gemm_half_rows = 64.0\nstep_overhead_ms = 4.0\n\
-            serving_gemm_efficiency = 0.8\nserving_gemm_efficiency_fp4 = 0.55\n\
+            serving_gemm_efficiency = 0.8\n\
             moe_gemm_efficiency = 0.5\nattention_efficiency = 0.7\n\
             cpu_ms_per_iteration = 0.5\n";
         assert!(Calibration::parse(calibration).is_ok());
@@ -1265,8 +1251,8 @@ mod tests {
         "cpu_ms_per_iteration: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
         "moe_gemm_efficiency: 1.5 must be a fraction in (0, 1]",
         "attention_efficiency: 0 must be a fraction in (0, 1]",
-        "TOML parse error at line 6, column 24\n  |\n6 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
-        "TOML parse error at line 8, column 1\n  |\n8 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `serving_gemm_efficiency`, `serving_gemm_efficiency_fp4`, `moe_gemm_efficiency`, `attention_efficiency`\n",
+        "TOML parse error at line 5, column 24\n  |\n5 | attention_efficiency = \"high\"\n  |                        ^^^^^^\ninvalid type: string \"high\", expected f64\n",
+        "TOML parse error at line 7, column 1\n  |\n7 | extra = 1\n  | ^^^^^\nunknown field `extra`, expected one of `gemm_half_rows`, `step_overhead_ms`, `cpu_ms_per_iteration`, `serving_gemm_efficiency`, `moe_gemm_efficiency`, `attention_efficiency`\n",
         "gemm_efficiency: 1.5 must be between 0 and 1",
         "tp_comm_overlap: -0.0001 must be between 0 and 1",
         "tp_comm_overlap: NaN must be between 0 and 1",

@@ -24,7 +24,7 @@ pub fn compute_class(
 ) -> Option<(ComputeClass, f64)> {
     let rate = |c: ComputeClass| {
         gpu.achievable_flops(c)
-            .map(|f| f * calibration.serving_gemm_efficiency(c))
+            .map(|f| f * calibration.serving_gemm_efficiency)
     };
     let native = gpu
         .supports_natively(&dtype.id)
@@ -73,8 +73,7 @@ pub fn expert_compute(
             } else {
                 ComputeClass::Bf16
             };
-            let flops = gpu.achievable_flops(activations)?
-                * calibration.serving_gemm_efficiency(activations);
+            let flops = gpu.achievable_flops(activations)? * calibration.serving_gemm_efficiency;
             Some((flops.min(weights_flops), c.bytes_per_param(), activations))
         }
         _ => Some((weights_flops, weights.bytes_per_param(), class)),
@@ -230,7 +229,6 @@ mod tests {
         let c = Catalog::builtin().unwrap();
         let cal = Calibration {
             serving_gemm_efficiency: 0.8,
-            serving_gemm_efficiency_fp4: 0.45,
             ..c.calibration
         };
         let mxfp4 = c.dtype("mxfp4").unwrap();
@@ -250,7 +248,7 @@ mod tests {
             at("h100-sxm", "fp8", Some(mxfp4)),
             (989e12 * 0.78 * 0.8, 0.53125),
         );
-        // B200: FP8 4500 x 0.75 x 0.8 = 2700 TFLOP/s, below its FP4 path 9000 x 0.7 x 0.45.
+        // B200: FP8 4500 x 0.75 x 0.8 = 2700 TFLOP/s, below its FP4 path 9000 x 0.7 x 0.8.
         close(
             at("b200", "mxfp4", Some(mxfp4)),
             (4500e12 * 0.75 * 0.8, 0.53125),

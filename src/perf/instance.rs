@@ -347,6 +347,7 @@ pub(super) fn instance_in<'a>(
     let rates = Rates {
         linear_flops_per_s,
         attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
+        bf16_linear_flops_per_s: platform.attention_flops_per_s * cal.serving_gemm_efficiency,
         hbm_bytes_per_s: platform.hbm_bytes_per_s,
         attention_bytes_per_s: platform.hbm_bytes_per_s * cal.attention_efficiency,
         weight_bytes_per_param: platform.weight_bytes_per_param[p.weight_dtype as usize],
@@ -604,7 +605,7 @@ mod tests {
                 // rates, never past the bare peaks.
                 let derate = if ctx.platforms[0].kernels.iter().any(Option::is_some) {
                     let g = &c.gpus[gpu];
-                    (1.0 / g.efficiency.hbm).max(1.0 / (g.efficiency.gemm_bf16 * c.calibration.serving_gemm_efficiency_fp4.min(c.calibration.serving_gemm_efficiency)))
+                    (1.0 / g.efficiency.hbm).max(1.0 / (g.efficiency.gemm_bf16 * c.calibration.serving_gemm_efficiency))
                 } else {
                     1.0
                 };

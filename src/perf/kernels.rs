@@ -285,13 +285,19 @@ impl ExpertExchange {
 }
 
 /// Names of a racksweep weight format in the GEMM tables, in order of preference: FP8 as the
-/// checkpoint scales it (per 128 x 128 block, `fp8_block`, or per tensor).
+/// checkpoint scales it (per 128 x 128 block, `fp8_block`, or per tensor); MXFP4 as measured
+/// (AMD's AITER `a4w4` GEMMs on CDNA4), else on NVFP4's table: Blackwell runs both block-scaled
+/// FP4 formats through the same tensor-core instruction at the same rate
+/// (`tcgen05.mma.kind::mxf4nvf4`, PTX ISA "Block Scaling"), the two differing only in the scale
+/// block (32 against 16 elements) and the scale's type, and NVIDIA's tables measure dense FP4
+/// GEMMs as NVFP4 only.
 fn gemm_dtypes(id: &str, fp8_block: bool) -> &'static [&'static str] {
     match id {
         "bf16" | "fp16" => &["bf16"],
         "fp8" if fp8_block => &["fp8_block", "fp8"],
-        "fp8" => &["fp8", "fp8_block"],
+        "fp8" => &["fp8"],
         "nvfp4" => &["nvfp4"],
+        "mxfp4" => &["mxfp4", "nvfp4"],
         "int8" => &["int8_sq"],
         "int4" => &["int4_wo"],
         _ => &[],
@@ -538,8 +544,10 @@ mod tests {
     }
 
     /// NVIDIA GPUs of AIConfigurator's tables have surfaces, AMD GPUs under vLLM and SGLang only
-    /// (no decode attention measured: roofline); H100 under TensorRT-LLM has
-    /// FP8 GEMMs, FP8-KV attention and an all-reduce measured at 2, 4 and 8 GPUs.
+    /// (no decode attention measured: roofline); MI300X has block-scaled FP8 GEMMs only, which
+    /// a per-tensor checkpoint does not take; H100 under TensorRT-LLM has FP8 GEMMs, FP8-KV
+    /// attention and an all-reduce measured at 2, 4 and 8 GPUs. MXFP4 takes AITER's own table on
+    /// MI355X and NVFP4's on B200.
     #[test]
     fn resolution() {
         let f = Formats {
@@ -551,7 +559,32 @@ mod tests {
         };
         assert!(StepKernels::resolve("mi300x", ServingEngine::Trtllm, &f).is_none());
         let amd = StepKernels::resolve("mi300x", ServingEngine::Vllm, &f).unwrap();
-        assert!(amd.gemm.is_some() && amd.decode_attention.is_none());
+        assert!(amd.gemm.is_none() && amd.gemm_bf16.is_none() && amd.decode_attention.is_none());
+        let amd_block = Formats {
+            fp8_block: true,
+            ..f
+        };
+        let amd_block = StepKernels::resolve("mi300x", ServingEngine::Vllm, &amd_block).unwrap();
+        assert!(amd_block.gemm.is_some());
+        let mxfp4 = Formats {
+            weights: "mxfp4",
+            ..f
+        };
+        let mi355x = StepKernels::resolve("mi355x", ServingEngine::Vllm, &mxfp4).unwrap();
+        let table = |gpu: &str, engine: ServingEngine, dtype: &str| {
+            let (file, _) = kernels::surfaces(gpu, engine).unwrap();
+            let g = pick(&file.gemm, |g| g.dtype == dtype, |g| g.default).unwrap();
+            &g.params as *const GemmParams
+        };
+        assert!(std::ptr::eq(
+            mi355x.gemm.unwrap(),
+            table("mi355x", ServingEngine::Vllm, "mxfp4")
+        ));
+        let b200 = StepKernels::resolve("b200", ServingEngine::Trtllm, &mxfp4).unwrap();
+        assert!(std::ptr::eq(
+            b200.gemm.unwrap(),
+            table("b200", ServingEngine::Trtllm, "nvfp4")
+        ));
         let k = StepKernels::resolve("h100-sxm", ServingEngine::Trtllm, &f).unwrap();
         assert!(k.gemm.is_some() && k.gemm_bf16.is_some() && k.experts.is_some());
         assert!(k.decode_attention.is_some() && k.prefill_attention.is_some());

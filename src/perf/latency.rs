@@ -29,6 +29,9 @@ pub struct Rates {
     pub linear_flops_per_s: f64,
     /// Achievable bf16 FLOP/s (attention).
     pub attention_flops_per_s: f64,
+    /// Achievable bf16 FLOP/s of linear layers in a serving engine: the LM head and the MoE
+    /// router, which run in bf16 whatever the weight format, where no bf16 GEMM was measured.
+    pub bf16_linear_flops_per_s: f64,
     /// Achievable HBM bytes/s of streaming kernels (GEMM weight reads, elementwise kernels).
     pub hbm_bytes_per_s: f64,
     /// HBM bytes/s attention kernels reach reading the KV cache.
@@ -143,7 +146,7 @@ pub fn stage_time(
                 + activation_s
         }
         Some(k) => {
-            let measured = measured_kernels_s(m, l, s, k, t, imbalance);
+            let measured = measured_kernels_s(m, l, s, r, k, t, imbalance);
             measured
                 .linear_s
                 .unwrap_or_else(|| dense_compute_s.max(dense_memory_s))
@@ -163,6 +166,24 @@ pub fn stage_time(
         kernels_s,
         comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0),
     }
+}
+
+/// Seconds of bf16 GEMMs of `shapes` at `rows` rows on one GPU of a tensor-parallel group of
+/// `tp` by the roofline: each the longer of its FLOPs at the bf16 linear rate (derated for few
+/// rows, [`row_efficiency`]) and its bf16 weights at the streaming HBM rate.
+fn roofline_gemms_s(shapes: &[super::kernels::GemmShape], rows: f64, tp: f64, r: &Rates) -> f64 {
+    if rows <= 0.0 {
+        return 0.0;
+    }
+    let flops_per_s = r.bf16_linear_flops_per_s * row_efficiency(rows, r.gemm_half_rows);
+    shapes
+        .iter()
+        .filter(|s| s.n > 0.0)
+        .map(|s| {
+            let (n, k) = s.on(tp);
+            (2.0 * rows * n * k / flops_per_s).max(n * k * ACTIVATION_BYTES / r.hbm_bytes_per_s)
+        })
+        .sum()
 }
 
 /// The memory-bound kernels between measured GEMMs and attention kernels, which read and write
@@ -203,6 +224,7 @@ fn measured_kernels_s(
     m: &ModelFacts,
     l: &Layout,
     s: &StageParams,
+    r: &Rates,
     k: &StepKernels,
     t: &StepTokens,
     imbalance: f64,
@@ -210,19 +232,24 @@ fn measured_kernels_s(
     let tp = f64::from(l.tp);
     let rows = t.rank_tokens();
     let g = &m.gemms;
-    let linear_s = k.gemm.zip(k.gemm_bf16).map(|(w, bf16)| {
+    // The bf16 GEMMs (head, router) on their own surface where one was measured, else on the
+    // roofline: AMD's tables measure the weight formats' GEMMs only (AITER's tuned bf16 rows
+    // are for other GPUs), and they still time the layers that carry the weights.
+    let bf16_s = |shapes: &[super::kernels::GemmShape], rows: f64| match k.gemm_bf16 {
+        Some(bf16) => StepKernels::gemms_s(bf16, shapes, rows, tp),
+        None => roofline_gemms_s(shapes, rows, tp, r),
+    };
+    let linear_s = k.gemm.map(|w| {
         let per_layer =
             |shapes: &[super::kernels::GemmShape]| StepKernels::gemms_s(w, shapes, rows, tp);
         let head = if s.head_params > 0.0 {
-            StepKernels::gemms_s(bf16, std::slice::from_ref(&g.head), t.logit_rows, tp)
+            bf16_s(std::slice::from_ref(&g.head), t.logit_rows)
         } else {
             0.0
         };
         s.layers * per_layer(&g.attention)
             + s.dense_layers * per_layer(&g.dense_mlp)
-            + s.moe_layers
-                * (per_layer(&g.moe_shared[..2])
-                    + StepKernels::gemms_s(bf16, &g.moe_shared[2..], rows, tp))
+            + s.moe_layers * (per_layer(&g.moe_shared[..2]) + bf16_s(&g.moe_shared[2..], rows))
             + head
     });
     let experts_s = if s.moe_layers == 0.0 {
@@ -781,5 +808,44 @@ mod tests {
             "{}",
             t.busiest_prefill
         );
+    }
+
+    /// AMD's tables measure the weight formats' GEMMs but no bf16 one, so on MI355X the linear
+    /// layers of llama-3.1-70b in FP8 are timed by AITER's FP8 surface and the bf16 LM head by
+    /// the roofline. The head at tp 8 (a column split: 128,256 / 8 = 16,032 outputs of 8,192)
+    /// for 64 sampled rows: 16.81 GFLOP at 2,516 x 0.64 x 0.8 TFLOP/s halved by the row ramp
+    /// (64 rows against `gemm_half_rows` 64), 26.1 us, against 262.7 MB of bf16 weights at
+    /// 8 x 0.81 TB/s, 40.54 us: memory-bound, 40.54 us.
+    #[test]
+    fn amd_head_without_a_bf16_table_on_the_roofline() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let g = c.gpu_index("mi355x").unwrap();
+        let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
+        let grid = crate::grid::Grid {
+            tp: vec![8],
+            batch: vec![64],
+            weight_dtype: vec![c.dtype_index("fp8").unwrap()],
+            ..crate::grid::Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
+        };
+        let model = c.model("llama-3.1-70b").unwrap();
+        let ctx =
+            crate::perf::Context::new(&c, model, &grid, crate::perf::Workload::new(1024.0, 1024.0))
+                .unwrap();
+        let inst = crate::perf::instance(&ctx, &grid.point(0)).unwrap();
+        let k = inst.rates.kernels.expect("MI355X has vLLM tables");
+        assert!(k.gemm.is_some() && k.gemm_bf16.is_none());
+        let head = inst.ctx.model.gemms.head;
+        let t = roofline_gemms_s(std::slice::from_ref(&head), 64.0, 8.0, &inst.rates);
+        let flops_s: f64 = 2.0 * 64.0 * 16_032.0 * 8192.0 / (2516e12 * 0.64 * 0.8 * 0.5);
+        let bytes_s: f64 = 16_032.0 * 8192.0 * 2.0 / (8e12 * 0.81);
+        assert!((flops_s - 26.1e-6).abs() < 0.1e-6, "{flops_s}");
+        assert!((bytes_s - 40.54e-6).abs() < 0.01e-6, "{bytes_s}");
+        assert!((t - bytes_s).abs() < 1e-12, "{t}");
+        // The step's linear layers are measured: the same step with the table taken away
+        // (the roofline for every part) differs.
+        let d = inst.decode(64.0);
+        let mut roofline = inst;
+        roofline.rates.kernels = None;
+        assert_ne!(roofline.decode(64.0).stage.kernels_s, d.stage.kernels_s);
     }
 }

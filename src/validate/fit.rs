@@ -45,7 +45,7 @@ pub struct Factor {
 }
 
 /// The fitted factors, in the order the fit visits them.
-pub const FACTORS: [Factor; 9] = [
+pub const FACTORS: [Factor; 8] = [
     Factor {
         name: "serving_gemm_efficiency",
         reads: Reads::Inference,
@@ -54,15 +54,6 @@ pub const FACTORS: [Factor; 9] = [
         ],
         get: |c| c.calibration.serving_gemm_efficiency,
         set: |c, v| c.calibration.serving_gemm_efficiency = v,
-    },
-    Factor {
-        name: "serving_gemm_efficiency_fp4",
-        reads: Reads::Inference,
-        grid: &[
-            0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0,
-        ],
-        get: |c| c.calibration.serving_gemm_efficiency_fp4,
-        set: |c, v| c.calibration.serving_gemm_efficiency_fp4 = v,
     },
     Factor {
         name: "moe_gemm_efficiency",

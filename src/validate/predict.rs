@@ -60,7 +60,9 @@ pub struct Prediction {
 
 /// Formats the engine may run weights in, tried when the source leaves the format blank.
 const WEIGHT_FORMATS: [&str; 4] = ["bf16", "fp8", "nvfp4", "mxfp4"];
-/// What a source's "FP4" stands for: the block-scaled FP4 formats, whichever the GPU runs.
+/// What a source's "FP4" stands for: the vendor's block-scaled FP4, the first of these the GPU
+/// runs natively (NVFP4 on NVIDIA Blackwell, whose FP4 checkpoints and MLPerf submissions are
+/// NVFP4; MXFP4 on AMD CDNA4, which has no NVFP4 tensor-core path).
 const BLOCK_SCALED_FP4: [&str; 2] = ["nvfp4", "mxfp4"];
 /// KV-cache formats tried when the source leaves the format blank.
 const KV_FORMATS: [&str; 2] = ["bf16", "fp8"];
@@ -223,12 +225,14 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
             // Published results say "FP4" for the block-scaled FP4 their engine ran (NVFP4 on
             // NVIDIA, MXFP4 on AMD); no engine serves per-tensor FP4.
             Some(id) if id == "fp4" => {
-                notes.push(format!("{name} fp4: the GPU's native block-scaled FP4"));
-                Ok(BLOCK_SCALED_FP4
+                let vendor = BLOCK_SCALED_FP4
                     .iter()
-                    .filter(|id| gpu.supports_natively(id))
-                    .filter_map(|id| catalog.dtype_index(id))
-                    .collect())
+                    .find(|id| gpu.supports_natively(id))
+                    .ok_or_else(|| format!("{name} fp4: the GPU runs no block-scaled FP4"))?;
+                notes.push(format!(
+                    "{name} fp4: {vendor}, the GPU's own block-scaled FP4"
+                ));
+                Ok(catalog.dtype_index(vendor).into_iter().collect())
             }
             Some(id) => catalog
                 .dtype_index(id)
