@@ -371,11 +371,7 @@ fn factor_reach_is_what_moving_the_factor_moves() {
             "{training}"
         );
     }
-    for inference in [
-        "serving_gemm_efficiency",
-        "gemm_half_rows",
-        "step_overhead_ms",
-    ] {
+    for inference in ["serving_gemm_efficiency", "gemm_half_rows"] {
         assert!(count(inference).is_empty(), "{inference}");
     }
     let report = run(&[

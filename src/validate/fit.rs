@@ -45,7 +45,7 @@ pub struct Factor {
 }
 
 /// The fitted factors, in the order the fit visits them.
-pub const FACTORS: [Factor; 8] = [
+pub const FACTORS: [Factor; 7] = [
     Factor {
         name: "serving_gemm_efficiency",
         reads: Reads::Inference,
@@ -77,16 +77,6 @@ pub const FACTORS: [Factor; 8] = [
         grid: &[0.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
         get: |c| c.calibration.gemm_half_rows,
         set: |c, v| c.calibration.gemm_half_rows = v,
-    },
-    // Engines' per-iteration CPU cost is on the order of milliseconds (TensorRT-LLM's C++
-    // executor less, Python schedulers more); values beyond 4 ms would stand in for something
-    // else.
-    Factor {
-        name: "step_overhead_ms",
-        reads: Reads::Inference,
-        grid: &[0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0],
-        get: |c| c.calibration.step_overhead_ms,
-        set: |c, v| c.calibration.step_overhead_ms = v,
     },
     Factor {
         name: "training.gemm_efficiency",
