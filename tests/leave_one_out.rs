@@ -57,14 +57,16 @@ fn predictions_with(
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| {
-            let key = (
-                p["case_id"].as_str().unwrap().to_string(),
-                p["metric"].as_str().unwrap().to_string(),
-            );
-            (key, p["predicted"].as_f64().unwrap())
-        })
+        .map(|p| (key_of(p), p["predicted"].as_f64().unwrap()))
         .collect()
+}
+
+/// A prediction's `(case_id, metric)`.
+fn key_of(p: &Value) -> (String, String) {
+    (
+        p["case_id"].as_str().unwrap().to_string(),
+        p["metric"].as_str().unwrap().to_string(),
+    )
 }
 
 /// numpy's linear-interpolated percentile.
@@ -130,10 +132,7 @@ fn out_of_sample_is_each_family_predicted_with_its_refit() {
     assert!(fit["objective"].as_f64().unwrap() <= fit["committed_objective"].as_f64().unwrap());
     let in_sample = predictions_with(tmp.path(), "all.toml", &r["all_rows_factors"]);
     for p in preds {
-        let key = (
-            p["case_id"].as_str().unwrap().to_string(),
-            p["metric"].as_str().unwrap().to_string(),
-        );
+        let key = key_of(p);
         assert_eq!(
             p["predicted_in_sample"].as_f64().unwrap(),
             in_sample[&key],
@@ -151,10 +150,7 @@ fn out_of_sample_is_each_family_predicted_with_its_refit() {
         let mut mine: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut others = Vec::new();
         for p in preds {
-            let key = (
-                p["case_id"].as_str().unwrap().to_string(),
-                p["metric"].as_str().unwrap().to_string(),
-            );
+            let key = key_of(p);
             let measured = p["measured"].as_f64().unwrap();
             let error = (out[&key] / measured - 1.0) * 100.0;
             if p["family"] == name {
@@ -332,13 +328,7 @@ fn factor_reach_is_what_moving_the_factor_moves() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| {
-            let key = (
-                p["case_id"].as_str().unwrap().to_string(),
-                p["metric"].as_str().unwrap().to_string(),
-            );
-            (key, p["family"].as_str().unwrap().to_string())
-        })
+        .map(|p| (key_of(p), p["family"].as_str().unwrap().to_string()))
         .collect();
     // The quick grid of `training.gemm_efficiency`: every other value of the full grid, both
     // ends kept.
