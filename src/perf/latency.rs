@@ -841,11 +841,21 @@ mod tests {
         assert!((flops_s - 26.1e-6).abs() < 0.1e-6, "{flops_s}");
         assert!((bytes_s - 40.54e-6).abs() < 0.01e-6, "{bytes_s}");
         assert!((t - bytes_s).abs() < 1e-12, "{t}");
-        // The step's linear layers are measured: the same step with the table taken away
-        // (the roofline for every part) differs.
-        let d = inst.decode(64.0);
-        let mut roofline = inst;
-        roofline.rates.kernels = None;
-        assert_ne!(roofline.decode(64.0).stage.kernels_s, d.stage.kernels_s);
+        // The step's linear layers are measured (before, without a bf16 table, they were not):
+        // the FP8 surface's layers plus the head on the roofline.
+        let shape = inst.decode_shape(64.0);
+        let t = &shape.tokens;
+        let m = &inst.ctx.model;
+        let s = &inst.stages[0];
+        let linear = measured_kernels_s(m, &inst.layout, s, &inst.rates, &k, t, 1.0).linear_s;
+        let w = k.gemm.unwrap();
+        let rows = t.rank_tokens();
+        let by_hand = s.layers * StepKernels::gemms_s(w, &m.gemms.attention, rows, 8.0)
+            + s.dense_layers * StepKernels::gemms_s(w, &m.gemms.dense_mlp, rows, 8.0)
+            + roofline_gemms_s(std::slice::from_ref(&head), t.logit_rows, 8.0, &inst.rates);
+        assert!(
+            linear.is_some_and(|l| (l - by_hand).abs() < 1e-12 * by_hand),
+            "{linear:?} vs {by_hand}"
+        );
     }
 }
