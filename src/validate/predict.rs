@@ -701,6 +701,24 @@ mod tests {
         assert_eq!((fixed.mean_ratio, fixed.input_quantiles), (1.0, None));
     }
 
+    /// A source's "FP4" is the vendor's own block-scaled format: NVFP4 on Blackwell (which runs
+    /// MXFP4 natively too), MXFP4 on MI355X (no NVFP4 tensor-core path); a GPU without FP4 tensor
+    /// cores has none, and the case says so.
+    #[test]
+    fn fp4_is_the_vendors_block_scaled_format() {
+        let catalog = Catalog::builtin().unwrap();
+        let chosen = |gpu: &str| {
+            let row = format!(
+                "c,inference,MLPerf Inference v5.1 closed - X,u,llama-2-70b,{gpu},1,1,1,1,1,,fp4,fp8,64,1024,1024,offline,,,,,output_tokens_per_s,1000,tokens/s,"
+            );
+            predict(&case(&[&row]), &catalog).map(|p| p.chosen.weight_dtype)
+        };
+        assert_eq!(chosen("b200").unwrap(), "nvfp4");
+        assert_eq!(chosen("mi355x").unwrap(), "mxfp4");
+        let none = chosen("h100-sxm").unwrap_err();
+        assert_eq!(none, "weight_dtype fp4: the GPU runs no block-scaled FP4");
+    }
+
     /// TensorRT-LLM's tables leave the KV format to `auto`, the checkpoint's: a model served from
     /// its authors' quantized checkpoint (gpt-oss) and bf16 weights run a bf16 cache; FP8 weights
     /// may come from a checkpoint that quantizes the cache or from one that does not, so the
