@@ -16,7 +16,7 @@ use super::ModelFacts;
 use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::iteration::{GpuIteration, IterationCost, launches};
-use super::kernels::StepKernels;
+use super::kernels::{GemmShape, StepKernels};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
@@ -171,7 +171,7 @@ pub fn stage_time(
 /// Seconds of bf16 GEMMs of `shapes` at `rows` rows on one GPU of a tensor-parallel group of
 /// `tp` by the roofline: each the longer of its FLOPs at the bf16 linear rate (derated for few
 /// rows, [`row_efficiency`]) and its bf16 weights at the streaming HBM rate.
-fn roofline_gemms_s(shapes: &[super::kernels::GemmShape], rows: f64, tp: f64, r: &Rates) -> f64 {
+fn roofline_gemms_s(shapes: &[GemmShape], rows: f64, tp: f64, r: &Rates) -> f64 {
     if rows <= 0.0 {
         return 0.0;
     }
@@ -235,13 +235,12 @@ fn measured_kernels_s(
     // The bf16 GEMMs (head, router) on their own surface where one was measured, else on the
     // roofline: AMD's tables measure the weight formats' GEMMs only (AITER's tuned bf16 rows
     // are for other GPUs), and they still time the layers that carry the weights.
-    let bf16_s = |shapes: &[super::kernels::GemmShape], rows: f64| match k.gemm_bf16 {
+    let bf16_s = |shapes: &[GemmShape], rows: f64| match k.gemm_bf16 {
         Some(bf16) => StepKernels::gemms_s(bf16, shapes, rows, tp),
         None => roofline_gemms_s(shapes, rows, tp, r),
     };
     let linear_s = k.gemm.map(|w| {
-        let per_layer =
-            |shapes: &[super::kernels::GemmShape]| StepKernels::gemms_s(w, shapes, rows, tp);
+        let per_layer = |shapes: &[GemmShape]| StepKernels::gemms_s(w, shapes, rows, tp);
         let head = if s.head_params > 0.0 {
             bf16_s(std::slice::from_ref(&g.head), t.logit_rows)
         } else {

@@ -381,6 +381,18 @@ const MAX_ROUNDS: usize = 6;
 /// A move must lower the objective by more than this.
 const MIN_GAIN: f64 = 1e-6;
 
+/// `at` with factor `k` moved to each of `candidates` in turn.
+fn trials(at: &Values, k: usize, candidates: &[f64]) -> Vec<Values> {
+    candidates
+        .iter()
+        .map(|&c| {
+            let mut v = *at;
+            v[k] = c;
+            v
+        })
+        .collect()
+}
+
 /// Coordinate descent of the objective on the cases `keep` admits, from `start`, over `grids`:
 /// each factor in turn takes its best candidate (the smaller value of two equally good ones) if
 /// that beats the current value, until a round moves none or `MAX_ROUNDS` have run.
@@ -396,14 +408,7 @@ pub fn descend(
     for _ in 0..MAX_ROUNDS {
         let mut moved = false;
         for (k, candidates) in grids.0.iter().enumerate() {
-            let trials: Vec<Values> = candidates
-                .iter()
-                .map(|&c| {
-                    let mut v = values;
-                    v[k] = c;
-                    v
-                })
-                .collect();
+            let trials = trials(&values, k, candidates);
             eval.prefetch(&trials);
             let best = trials
                 .iter()
@@ -428,53 +433,47 @@ pub fn descend(
     }
 }
 
-/// The scored predictions each factor moves at `at`, per factor of [`FACTORS`] as `(case,
-/// metric)` pairs: those whose prediction differs between any two of the factor's candidates
-/// with every other factor held at `at` (a case one candidate makes unreachable counts its
-/// metrics). A factor that moves few predictions, or those of one source family only, is
-/// fitted to them alone, and a leave-one-out fold without them has nothing to fit it to.
-/// `descend`'s last round evaluates every candidate at its result, so at a fitted vector this
-/// runs no model.
-pub fn reach(eval: &Evaluator, at: &Values, grids: &Grids) -> Vec<Vec<(usize, String)>> {
+/// A case's scored predictions, `(metric, predicted bits)`, in the case's order; none if it
+/// fails.
+fn scored(outcome: &Result<Prediction, String>) -> Vec<(&str, u64)> {
+    outcome.as_ref().map_or_else(
+        |_| Vec::new(),
+        |p| {
+            p.values
+                .iter()
+                .filter(|v| v.3)
+                .map(|v| (v.0.as_str(), v.2.to_bits()))
+                .collect()
+        },
+    )
+}
+
+/// The scored predictions each factor moves at `at`, per factor of [`FACTORS`], as the case of
+/// each: those whose prediction differs between any two of the factor's candidates with every
+/// other factor held at `at` (a case one candidate makes unreachable counts its metrics). A
+/// factor that moves few predictions, or those of one source family only, is fitted to them
+/// alone, and a leave-one-out fold without them has nothing to fit it to. `descend`'s last round
+/// evaluates every candidate at its result, so at a fitted vector this runs no model.
+pub fn reach(eval: &Evaluator, at: &Values, grids: &Grids) -> Vec<Vec<usize>> {
     grids
         .0
         .iter()
         .enumerate()
         .map(|(k, candidates)| {
-            let trials: Vec<Values> = candidates
-                .iter()
-                .map(|&c| {
-                    let mut v = *at;
-                    v[k] = c;
-                    v
-                })
-                .collect();
+            let trials = trials(at, k, candidates);
             eval.prefetch(&trials);
             let runs: Vec<Outcomes> = trials.iter().map(|v| eval.outcomes(v)).collect();
             let mut moved = Vec::new();
             for i in 0..eval.cases().len() {
-                let scored = |o: &Arc<Result<Prediction, String>>| -> Vec<(String, f64)> {
-                    match o.as_ref() {
-                        Ok(p) => p
-                            .values
-                            .iter()
-                            .filter(|v| v.3)
-                            .map(|v| (v.0.clone(), v.2))
-                            .collect(),
-                        Err(_) => Vec::new(),
-                    }
-                };
-                let all: Vec<Vec<(String, f64)>> = runs.iter().map(|r| scored(&r[i])).collect();
-                let mut metrics: Vec<&String> = all.iter().flatten().map(|(m, _)| m).collect();
+                let all: Vec<Vec<(&str, u64)>> = runs.iter().map(|r| scored(&r[i])).collect();
+                let mut metrics: Vec<&str> = all.iter().flatten().map(|(m, _)| *m).collect();
                 metrics.sort_unstable();
                 metrics.dedup();
+                let value = |r: &[(&str, u64)], m: &str| r.iter().find(|v| v.0 == m).map(|v| v.1);
                 for m in metrics {
-                    let value = |r: &Vec<(String, f64)>| {
-                        r.iter().find(|(n, _)| n == m).map(|v| v.1.to_bits())
-                    };
-                    let first = value(&all[0]);
-                    if all.iter().any(|r| value(r) != first) {
-                        moved.push((i, m.clone()));
+                    let first = value(&all[0], m);
+                    if all.iter().any(|r| value(r, m) != first) {
+                        moved.push(i);
                     }
                 }
             }

@@ -105,8 +105,8 @@ pub struct LeaveOneOut<'a> {
     /// The fit on all rows, from the committed factors.
     pub all_rows: Fitted,
     /// Per factor of [`FACTORS`], the scored predictions it moves at the all-rows fit
-    /// (`fit::reach`): `(case, metric)`.
-    pub reach: Vec<Vec<(usize, String)>>,
+    /// (`fit::reach`), as the case of each.
+    pub reach: Vec<Vec<usize>>,
     pub in_sample: Outcomes,
     pub folds: Vec<Fold>,
     /// Every case predicted with the factors fitted without its family.
@@ -319,8 +319,8 @@ impl LeaveOneOut<'_> {
             .iter()
             .map(|moved| {
                 let mut by: BTreeMap<String, usize> = BTreeMap::new();
-                for (i, _) in moved {
-                    *by.entry(self.folds[self.case_fold[*i]].family.clone())
+                for &i in moved {
+                    *by.entry(self.folds[self.case_fold[i]].family.clone())
                         .or_default() += 1;
                 }
                 by
