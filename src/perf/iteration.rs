@@ -12,7 +12,9 @@
 //!   default (TensorRT-LLM's overlap scheduler, `docs/source/features/overlap-scheduler.md`;
 //!   SGLang's overlap schedule, on unless `--disable-overlap-schedule`; vLLM's async scheduling,
 //!   default from v0.14.0, vllm-project/vllm PR #27614), so an iteration takes the longer of the
-//!   two plus a short residual that does not overlap.
+//!   two plus a short residual that does not overlap. The launches of an eager iteration are
+//!   host work too: the thread that schedules also issues every kernel, so an eager
+//!   iteration's host time is its scheduling plus `launches x LAUNCH_S`.
 
 use crate::vocab::ServingEngine;
 
@@ -42,18 +44,22 @@ pub const RESIDUAL_S: f64 = 0.15e-3;
 /// input preparation and sampler post-processing in the engine's Python executor, which grow
 /// with the batch.
 ///
-/// - TensorRT-LLM: 29 us. Its PyTorch executor took 45.11 ms of host time per iteration
-///   (`host_step_time`, the C++ scheduler) serving gpt-oss-120b at `max_batch_size` 1536 per
-///   attention-DP rank, 1k/1k at concurrency 3072, on GB200, where "the host overhead is the
-///   bottleneck" (NVIDIA/TensorRT-LLM PR #10273, measured): `(45.11 - 0.5) ms / 1536`, the
-///   fixed part (`cpu_ms_per_iteration`) taken off.
+/// - TensorRT-LLM: 27.66 us. Its PyTorch executor took 45.11 ms of host time per iteration
+///   (`host_step_time`, the executor loop's wall time on the host) serving gpt-oss-120b at
+///   `max_batch_size` 1536 per attention-DP rank, 1k/1k at concurrency 3072, on GB200, where
+///   "the host overhead is the bottleneck" (NVIDIA/TensorRT-LLM PR #10273, measured). That time
+///   holds the fixed part (`cpu_ms_per_iteration`, 0.5 ms) and the launches of the iterations
+///   that run eagerly: 1,536 sequences of 1,000 output tokens start 1.536 prompts per iteration,
+///   so `1 - exp(-1.536) = 78.5 %` of iterations carry a prompt and, mixed, run outside the CUDA
+///   graphs, each launching `launches(36, 36, 1) = 432` kernels at `LAUNCH_S`: 2.13 ms on
+///   average. `(45.11 - 0.5 - 2.13) ms / 1536 = 27.66 us`.
 /// - vLLM: 19.5 us. 5-6 ms between synchronous decode steps at batch 256 (vLLM V1,
 ///   vllm-project/vllm issue #10634, measured): `(5.5 - 0.5) ms / 256`.
 /// - SGLang: ESTIMATE, vLLM's figure. No published per-sequence measurement was found; its
 ///   scheduler is likewise a Python loop over the running requests.
 pub fn host_s_per_sequence(engine: ServingEngine) -> f64 {
     match engine {
-        ServingEngine::Trtllm => 29.0e-6,
+        ServingEngine::Trtllm => 27.66e-6,
         ServingEngine::Vllm | ServingEngine::Sglang => 19.5e-6,
     }
 }
@@ -126,6 +132,8 @@ pub struct GpuIteration {
     /// the pipeline's stage steps: `pp x max(stage_s, launches x LAUNCH_S)` minus the graphed
     /// stage time, i.e. the extra time of an eager iteration.
     pub eager_extra_s: f64,
+    /// Host seconds to launch every kernel of an eager iteration, `pp x launches x LAUNCH_S`.
+    pub launch_s: f64,
 }
 
 impl GpuIteration {
@@ -135,6 +143,7 @@ impl GpuIteration {
         GpuIteration {
             kernels_s: pp * stage_s + other_s,
             eager_extra_s: pp * (launches * LAUNCH_S - stage_s).max(0.0),
+            launch_s: pp * launches * LAUNCH_S,
         }
     }
 }
@@ -165,7 +174,7 @@ impl IterationCost {
             0.0
         };
         let gpu_s = gpu.kernels_s + eager_share * gpu.eager_extra_s;
-        let cpu_s = self.cpu_s + self.cpu_per_sequence_s * sequences;
+        let cpu_s = self.cpu_s + self.cpu_per_sequence_s * sequences + eager_share * gpu.launch_s;
         gpu_s.max(cpu_s) + RESIDUAL_S
     }
 
@@ -179,15 +188,20 @@ impl IterationCost {
         prompts: f64,
         overlapped: bool,
     ) -> f64 {
-        let gpu_s = if tokens > self.graphs.prefill_max_tokens {
+        let eager = tokens > self.graphs.prefill_max_tokens;
+        let gpu_s = if eager {
             gpu.kernels_s + gpu.eager_extra_s
         } else {
             gpu.kernels_s
         };
         let cpu_s = self.cpu_s + self.cpu_per_sequence_s * prompts;
         if overlapped {
-            gpu_s.max(cpu_s) + RESIDUAL_S
+            // The host launches the next iteration's kernels while the GPU runs this one.
+            let launch_s = if eager { gpu.launch_s } else { 0.0 };
+            gpu_s.max(cpu_s + launch_s) + RESIDUAL_S
         } else {
+            // Alone, the GPU runs each kernel as it is launched: the launches are inside
+            // `gpu_s` (never shorter than them), after the iteration's scheduling.
             gpu_s + cpu_s + RESIDUAL_S
         }
     }
@@ -206,9 +220,10 @@ mod tests {
     }
 
     /// The per-sequence host cost reproduces its source: TensorRT-LLM's executor at 1,536
-    /// sequences per rank spends 0.5 ms + 1536 x 29 us = 45.044 ms of CPU per iteration, within
-    /// 0.2 % of the 45.11 ms measured (PR #10273); vLLM at 256 sequences 5.49 ms (issue #10634:
-    /// 5-6 ms). A GPU step shorter than that waits for the CPU.
+    /// sequences per rank, 78.5 % of its iterations mixed and eager, spends
+    /// 0.5 ms + 1536 x 27.66 us + 0.785 x 432 x 6.28 us = 45.11 ms of host time per iteration,
+    /// the 45.11 ms measured (PR #10273); vLLM at 256 sequences 5.49 ms (issue #10634: 5-6 ms).
+    /// A GPU step shorter than that waits for the host.
     #[test]
     fn host_cost_per_sequence_reproduces_its_measurements() {
         let trt = IterationCost {
@@ -216,9 +231,14 @@ mod tests {
             ..cost(ServingEngine::Trtllm)
         };
         let gpu = GpuIteration::new(1.0, 30e-3, 0.0, launches(36.0, 36.0, 1));
-        let step = trt.decode_s(&gpu, 1536.0, 1536.0, 0.0, 0.0) - RESIDUAL_S;
-        assert!((step - 45.044e-3).abs() < 1e-9, "{step}");
-        assert!((step / 45.11e-3 - 1.0).abs() < 0.002);
+        let mixed = 1.0 - (-1.536f64).exp();
+        let step = trt.decode_s(&gpu, 1536.0, 1536.0, mixed, 1536.0 + 1000.0) - RESIDUAL_S;
+        let by_hand = 0.5e-3 + 1536.0 * 27.66e-6 + mixed * 432.0 * 6.28e-6;
+        assert!((step - by_hand).abs() < 1e-12, "{step}");
+        assert!((step / 45.11e-3 - 1.0).abs() < 0.001, "{step}");
+        // Graphed throughout, the same executor needs only its scheduling.
+        let graphed = trt.decode_s(&gpu, 1536.0, 1536.0, 0.0, 0.0) - RESIDUAL_S;
+        assert!((graphed - (0.5e-3 + 1536.0 * 27.66e-6)).abs() < 1e-12);
         let vllm = host_s_per_sequence(ServingEngine::Vllm);
         let at_256 = 0.5e-3 + vllm * 256.0;
         assert!((5e-3..=6e-3).contains(&at_256), "{at_256}");
@@ -246,13 +266,16 @@ mod tests {
         let gpu = GpuIteration::new(1.0, 0.5e-3, 0.0, launches(32.0, 0.0, 1));
         assert!((gpu.eager_extra_s - (256.0 * LAUNCH_S - 0.5e-3)).abs() < 1e-15);
         let trt = cost(ServingEngine::Trtllm);
+        assert!((gpu.launch_s - 256.0 * LAUNCH_S).abs() < 1e-15);
+        // Half the iterations eager: the GPU takes 0.5 + 0.5 x 1.1077 = 1.0538 ms, the host
+        // schedules (0.5 ms + 8 x 15 us) and launches half of the time 1.6077 ms of kernels,
+        // 1.4238 ms: the host sets the pace.
         let half_mixed = trt.decode_s(&gpu, 8.0, 8.0, 0.5, 8.0 + 128.0);
+        let host = 0.5e-3 + 15e-6 * 8.0 + 0.5 * 256.0 * 6.28e-6;
+        assert!(host > 0.5e-3 + 0.5 * gpu.eager_extra_s);
         assert!(
-            (half_mixed
-                - (0.5e-3 + 0.5 * gpu.eager_extra_s).max(0.5e-3 + 15e-6 * 8.0)
-                - RESIDUAL_S)
-                .abs()
-                < 1e-12
+            (half_mixed - host - RESIDUAL_S).abs() < 1e-12,
+            "{half_mixed}"
         );
         let vllm = cost(ServingEngine::Vllm);
         assert!(vllm.decode_s(&gpu, 8.0, 8.0, 0.5, 136.0) < half_mixed);
