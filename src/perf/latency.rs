@@ -731,7 +731,7 @@ fn prefill_iteration_s(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf::tests::layout;
+    use crate::perf::tests::{layout, point_in};
 
     /// The MLPerf DeepSeek-R1 B200 offline case: attention DP 8 (tp 1, ep 8), 4,096 sequences,
     /// 804 in, 4,043 out, answer cv 1.253. Each rank folds `512 x 804 / 4043 = 101.8` prompt
@@ -818,19 +818,8 @@ mod tests {
     #[test]
     fn amd_head_without_a_bf16_table_on_the_roofline() {
         let c = crate::catalog::Catalog::builtin().unwrap();
-        let g = c.gpu_index("mi355x").unwrap();
-        let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
-        let grid = crate::grid::Grid {
-            tp: vec![8],
-            batch: vec![64],
-            weight_dtype: vec![c.dtype_index("fp8").unwrap()],
-            ..crate::grid::Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
-        };
-        let model = c.model("llama-3.1-70b").unwrap();
-        let ctx =
-            crate::perf::Context::new(&c, model, &grid, crate::perf::Workload::new(1024.0, 1024.0))
-                .unwrap();
-        let inst = crate::perf::instance(&ctx, &grid.point(0)).unwrap();
+        let (ctx, p) = point_in(&c, "mi355x", 8, 64, ["fp8", "bf16"], [1024.0, 1024.0]);
+        let inst = crate::perf::instance(&ctx, &p).unwrap();
         let k = inst.rates.kernels.expect("MI355X has vLLM tables");
         assert!(k.gemm.is_some() && k.gemm_bf16.is_none());
         let head = inst.ctx.model.gemms.head;
@@ -872,21 +861,16 @@ mod tests {
     #[test]
     fn gb200_decode_step_matches_aiconfigurator() {
         let c = crate::catalog::Catalog::builtin().unwrap();
-        let g = c.gpu_index("gb200-nvl72").unwrap();
-        let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
-        let grid = crate::grid::Grid {
-            tp: vec![1],
-            batch: vec![256],
-            weight_dtype: vec![c.dtype_index("nvfp4").unwrap()],
-            kv_dtype: vec![c.dtype_index("fp8").unwrap()],
-            ..crate::grid::Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
-        };
-        let model = c.model("llama-3.1-70b").unwrap();
-        let mut ctx =
-            crate::perf::Context::new(&c, model, &grid, crate::perf::Workload::new(1000.0, 1000.0))
-                .unwrap();
+        let (mut ctx, p) = point_in(
+            &c,
+            "gb200-nvl72",
+            1,
+            256,
+            ["nvfp4", "fp8"],
+            [1000.0, 1000.0],
+        );
         ctx.plan.settings.decode_variability = crate::perf::sizing::variability(0.0);
-        let inst = crate::perf::instance(&ctx, &grid.point(0)).unwrap();
+        let inst = crate::perf::instance(&ctx, &p).unwrap();
         let mut shape = inst.decode_shape(256.0);
         let t = &mut shape.tokens;
         assert_eq!((t.sequences, t.decode_context), (256.0, 1500.0));

@@ -122,17 +122,34 @@ pub(crate) mod tests {
     }
 
     /// llama-3.1-70b at 1k in / 1k out on one rack of `gpu` at `tp` and `batch`, every other
-    /// axis at its default.
+    /// axis at its default (bf16 weights and KV cache).
     pub fn point_on(catalog: &Catalog, gpu: &str, tp: u32, batch: u32) -> (Context, Point) {
+        point_in(catalog, gpu, tp, batch, ["bf16", "bf16"], [1024.0, 1024.0])
+    }
+
+    /// llama-3.1-70b on one rack of `gpu` at `tp` and `batch`, weights and KV cache in
+    /// `formats`, `lengths` tokens in and out, every other axis at its default.
+    pub fn point_in(
+        catalog: &Catalog,
+        gpu: &str,
+        tp: u32,
+        batch: u32,
+        formats: [&str; 2],
+        lengths: [f64; 2],
+    ) -> (Context, Point) {
         let g = catalog.gpu_index(gpu).unwrap();
         let rack = catalog.rack_index(&catalog.gpus[g].default_rack).unwrap();
+        let [weights, kv] = formats.map(|id| vec![catalog.dtype_index(id).unwrap()]);
         let grid = Grid {
             tp: vec![tp],
             batch: vec![batch],
+            weight_dtype: weights,
+            kv_dtype: kv,
             ..Grid::single(catalog, crate::vocab::Platform { gpu: g, rack })
         };
         let model = catalog.model("llama-3.1-70b").unwrap();
-        let ctx = Context::new(catalog, model, &grid, Workload::new(1024.0, 1024.0)).unwrap();
+        let [isl, osl] = lengths;
+        let ctx = Context::new(catalog, model, &grid, Workload::new(isl, osl)).unwrap();
         (ctx, grid.point(0))
     }
 
