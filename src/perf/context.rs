@@ -125,6 +125,10 @@ pub struct Context {
     pub spec_draft_layers: f64,
     /// The sweep's KV admission; `None`: each engine's own ([`memory::KvAdmission::of_engine`]).
     pub kv_admission: Option<memory::KvAdmission>,
+    /// Whether the engine fuses each row-parallel GEMM with its tensor-parallel all-reduce
+    /// (TensorRT-LLM's `gemm_allreduce_plugin`, a build option off by default; `validate` sets
+    /// it for the submissions built with it; docs/model.md §7).
+    pub gemm_all_reduce_fusion: bool,
     pub calibration: Calibration,
     /// Facts of the grid's platforms (indexed by `Point::platform`), then of the prefill pools'
     /// other platforms.
@@ -332,6 +336,7 @@ impl Context {
             spec_acceptance: workload.spec_acceptance,
             spec_draft_layers: workload.spec_draft_layers,
             kv_admission: workload.kv_admission,
+            gemm_all_reduce_fusion: false,
             calibration: catalog.calibration,
             platforms,
             prefill_platform,

@@ -365,6 +365,7 @@ pub(super) fn instance_in<'a>(
             platform.rack.scaleup_domain_gpus,
         ),
         one_shot_all_reduce: true,
+        gemm_all_reduce_fusion: ctx.gemm_all_reduce_fusion,
         domain_gpus: platform.rack.scaleup_domain_gpus,
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,

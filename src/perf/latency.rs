@@ -16,7 +16,7 @@ use super::ModelFacts;
 use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::iteration::{GpuIteration, IterationCost, launches};
-use super::kernels::{GemmShape, StepKernels};
+use super::kernels::{GemmShape, Split, StepKernels};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
@@ -53,6 +53,9 @@ pub struct Rates {
     pub expert_exchange: ExpertExchange,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
     pub one_shot_all_reduce: bool,
+    /// Whether each row-parallel GEMM runs fused with its tensor-parallel all-reduce
+    /// ([`fused_all_reduce_s`]).
+    pub gemm_all_reduce_fusion: bool,
     /// GPUs per scale-up domain: a tensor-parallel group wider than one spans whole domains and
     /// all-reduces over both tiers.
     pub domain_gpus: u32,
@@ -160,12 +163,55 @@ pub fn stage_time(
         }
     };
 
+    let decoding = t.decode > 0.0;
     StageTime {
         compute_s: dense_compute_s + routed_compute_s + attention_compute_s,
         memory_s: dense_memory_s + expert_memory_s + attention_memory_s + activation_s,
         kernels_s,
-        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0),
+        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), decoding)
+            - fused_all_reduce_s(m, l, s, r, t.rank_tokens(), decoding),
     }
+}
+
+/// Seconds of tensor-parallel all-reduce a stage hides inside its GEMMs when each row-parallel
+/// GEMM (attention output, MLP down projection) runs fused with the all-reduce of its output:
+/// TensorRT-LLM's `gemm_allreduce_plugin` routes every `RowLinear` through one CUTLASS kernel
+/// whose epilogue reduces the tiles across the group through NVLink multicast memory as they
+/// are produced (`RowLinear.multiply_collect`, tensorrt_llm/layers/linear.py; "The GEMM +
+/// AllReduce kernel fusion plugin", `PluginConfig`). A fused pair takes the longer of its GEMM
+/// and its all-reduce instead of their sum, the bound of communication overlapped with
+/// computation inside one kernel (Chang et al. 2024, "FLUX: Fast Software-based Communication
+/// Overlap on GPUs Through Kernel Fusion", arXiv:2406.06858, section 3), so each layer hides
+/// `min(GEMM, all-reduce)` per pair. Only where the fusion is on, the GEMMs are measured and the
+/// group all-reduces inside one scale-up domain (multicast memory does not cross it).
+fn fused_all_reduce_s(
+    m: &ModelFacts,
+    l: &Layout,
+    s: &StageParams,
+    r: &Rates,
+    rank_tokens: f64,
+    decoding: bool,
+) -> f64 {
+    let Some(w) = r.kernels.as_ref().and_then(|k| k.gemm) else {
+        return 0.0;
+    };
+    if !r.gemm_all_reduce_fusion || l.tp <= 1 || l.tp > r.domain_gpus || rank_tokens <= 0.0 {
+        return 0.0;
+    }
+    let Some(all_reduce) = tp_all_reduce_s(m, l, r, rank_tokens, decoding) else {
+        return 0.0;
+    };
+    let tp = f64::from(l.tp);
+    let row_split = |shapes: &[GemmShape]| -> f64 {
+        shapes
+            .iter()
+            .filter(|g| g.split == Split::Row)
+            .map(|g| StepKernels::gemms_s(w, std::slice::from_ref(g), rank_tokens, tp))
+            .sum()
+    };
+    let g = &m.gemms;
+    s.layers * row_split(&g.attention).min(all_reduce)
+        + s.dense_layers * row_split(&g.dense_mlp).min(all_reduce)
 }
 
 /// Seconds of bf16 GEMMs of `shapes` at `rows` rows on one GPU of a tensor-parallel group of
@@ -317,6 +363,28 @@ fn measured_kernels_s(
 /// that decode, as launched eagerly in prefill-only steps. Likewise the engine's measured MoE
 /// dispatch and combine time the all-to-all of an expert-parallel group inside the domain: the
 /// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps.
+/// One tensor-parallel all-reduce of `rank_tokens` hidden states on the engine's measured
+/// table, where the group fits one scale-up domain and the table covers it.
+fn tp_all_reduce_s(
+    m: &ModelFacts,
+    l: &Layout,
+    r: &Rates,
+    rank_tokens: f64,
+    decoding: bool,
+) -> Option<f64> {
+    let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
+    r.kernels.as_ref().and_then(|k| {
+        let table = if decoding {
+            &k.all_reduce_graph
+        } else {
+            &k.all_reduce_eager
+        };
+        (l.tp > 1 && l.tp <= r.domain_gpus)
+            .then(|| table.time_s(l.tp, message))
+            .flatten()
+    })
+}
+
 fn layer_comm_s(
     m: &ModelFacts,
     l: &Layout,
@@ -326,17 +394,7 @@ fn layer_comm_s(
     decoding: bool,
 ) -> f64 {
     let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
-    let measured = r.kernels.as_ref().and_then(|k| {
-        let table = if decoding {
-            &k.all_reduce_graph
-        } else {
-            &k.all_reduce_eager
-        };
-        (l.tp > 1 && l.tp <= r.domain_gpus)
-            .then(|| table.time_s(l.tp, message))
-            .flatten()
-    });
-    let tp_all_reduce = measured.unwrap_or_else(|| {
+    let tp_all_reduce = tp_all_reduce_s(m, l, r, rank_tokens, decoding).unwrap_or_else(|| {
         group_all_reduce_s(
             l.tp,
             r.domain_gpus,
@@ -844,6 +902,82 @@ mod tests {
         assert!(
             linear.is_some_and(|l| (l - by_hand).abs() < 1e-12 * by_hand),
             "{linear:?} vs {by_hand}"
+        );
+    }
+
+    /// TensorRT-LLM's `gemm_allreduce_plugin` on llama-3.1-70b FP8 at tp 8 on H200: each layer's
+    /// attention output projection (8,192 x 1,024 per GPU) and MLP down projection
+    /// (8,192 x 3,584) run fused with the all-reduce of their output, so the stage hides
+    /// `80 x (min(O, AR) + min(down, AR))` of its communication and nothing else changes. The
+    /// GEMMs and the all-reduce are read off the same measured tables the step uses. At 64
+    /// sequences (128 rows with the prompt tokens folded in: 16 and 23 us of GEMM against a
+    /// 40 us all-reduce) and in a 4,096-token prefill (92 and 231 us against 299 us) the
+    /// all-reduce outlasts both GEMMs, which then hide inside it. At tp 1 (no all-reduce) the
+    /// stage is unchanged.
+    #[test]
+    fn fused_all_reduce_hides_the_shorter_of_each_pair() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (ctx, p) = point_in(&c, "h200-sxm", 8, 64, ["fp8", "fp8"], [1024.0, 1024.0]);
+        let inst = crate::perf::instance(&ctx, &p).unwrap();
+        let (m, l, s) = (&inst.ctx.model, &inst.layout, &inst.stages[0]);
+        let k = inst.rates.kernels.expect("H200 has TensorRT-LLM tables");
+        let w = k.gemm.expect("an FP8 GEMM surface");
+        let fused = Rates {
+            gemm_all_reduce_fusion: true,
+            ..inst.rates
+        };
+        assert!(!inst.rates.gemm_all_reduce_fusion);
+        let decode = inst.decode_shape(64.0).tokens;
+        let prefill = StepTokens {
+            decode: 0.0,
+            sequences: 0.0,
+            decode_context: 0.0,
+            prefill: 4096.0,
+            busiest_prefill: 4096.0,
+            prefill_context: 2048.0,
+            moe_tokens: 4096.0,
+            logit_rows: 1.0,
+        };
+        for (t, decoding) in [(decode, true), (prefill, false)] {
+            let rows = t.rank_tokens();
+            let table = if decoding {
+                &k.all_reduce_graph
+            } else {
+                &k.all_reduce_eager
+            };
+            let ar = table.time_s(8, rows * 8192.0 * ACTIVATION_BYTES).unwrap();
+            let o = StepKernels::gemms_s(w, &m.gemms.attention[1..2], rows, 8.0);
+            let down = StepKernels::gemms_s(w, &m.gemms.dense_mlp[1..2], rows, 8.0);
+            assert_eq!(
+                (m.gemms.attention[1].split, m.gemms.dense_mlp[1].split),
+                (Split::Row, Split::Row)
+            );
+            let hidden = 80.0 * (o.min(ar) + down.min(ar));
+            let plain = stage_time(m, l, s, &inst.rates, &t);
+            let with = stage_time(m, l, s, &fused, &t);
+            assert_eq!(plain.kernels_s, with.kernels_s);
+            assert!(
+                ((plain.comm_s - with.comm_s) - hidden).abs() < 1e-12,
+                "{} - {} vs {hidden}",
+                plain.comm_s,
+                with.comm_s
+            );
+            assert!(with.comm_s >= 0.0 && hidden > 0.0);
+            // The all-reduce outlasts both GEMMs here: they hide inside it.
+            assert!(o < ar && down < ar, "{o} {down} {ar}");
+            assert!((hidden - 80.0 * (o + down)).abs() < 1e-15);
+        }
+        let (ctx1, p1) = point_in(&c, "h200-sxm", 1, 64, ["fp8", "fp8"], [1024.0, 1024.0]);
+        let one = crate::perf::instance(&ctx1, &p1).unwrap();
+        let fused_one = Rates {
+            gemm_all_reduce_fusion: true,
+            ..one.rates
+        };
+        let t = one.decode_shape(64.0).tokens;
+        let (m1, l1, s1) = (&one.ctx.model, &one.layout, &one.stages[0]);
+        assert_eq!(
+            stage_time(m1, l1, s1, &one.rates, &t),
+            stage_time(m1, l1, s1, &fused_one, &t)
         );
     }
 

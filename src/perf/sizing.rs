@@ -51,7 +51,7 @@ pub struct Settings {
     pub slo: Slo,
     /// Measured prompts at the TTFT percentiles over their mean (`Spread::prompt_quantiles`):
     /// set by `validate` for datasets measured sample by sample; sweeps take gamma lengths.
-    pub prompt_quantiles: Option<[f64; 3]>,
+    pub prompt_quantiles: Option<[f64; 5]>,
 }
 
 impl Settings {

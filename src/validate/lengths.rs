@@ -26,7 +26,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 
 use super::cases::{Case, Harness};
-use crate::perf::serving::PERCENTILES;
+use crate::perf::serving::PROMPT_PERCENTILES;
 
 const DATASETS_TOML: &str = include_str!("datasets.toml");
 
@@ -54,6 +54,8 @@ pub struct Dataset {
     pub input_tokens_p50: f64,
     pub input_tokens_p95: f64,
     pub input_tokens_p99: f64,
+    pub input_tokens_p99_25: f64,
+    pub input_tokens_p99_5: f64,
     pub output_tokens_mean: f64,
     pub output_tokens_cv: f64,
 }
@@ -75,9 +77,9 @@ pub struct Spread {
     pub mean_ratio: f64,
     pub input_cv: f64,
     pub output_cv: f64,
-    /// The prompts at `perf::serving::PERCENTILES` over the mean prompt, where the harness's
-    /// distribution is known; `None` leaves gamma lengths of `input_cv`.
-    pub input_quantiles: Option<[f64; 3]>,
+    /// The prompts at `perf::serving::PROMPT_PERCENTILES` over the mean prompt, where the
+    /// harness's distribution is known; `None` leaves gamma lengths of `input_cv`.
+    pub input_quantiles: Option<[f64; 5]>,
     pub note: String,
 }
 
@@ -101,7 +103,13 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
                         "the length spread of MLPerf's {model} dataset is not in src/validate/datasets.toml"
                     )
                 })?;
-            let quantiles = [d.input_tokens_p50, d.input_tokens_p95, d.input_tokens_p99];
+            let quantiles = [
+                d.input_tokens_p50,
+                d.input_tokens_p95,
+                d.input_tokens_p99,
+                d.input_tokens_p99_25,
+                d.input_tokens_p99_5,
+            ];
             Ok(Spread {
                 mean_ratio: 1.0,
                 input_cv: d.input_tokens_cv,
@@ -133,7 +141,7 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
                 mean_ratio: mean,
                 input_cv: cv,
                 output_cv: cv,
-                input_quantiles: Some(PERCENTILES.map(|p| (r + (1.0 - r) * p) / mean)),
+                input_quantiles: Some(PROMPT_PERCENTILES.map(|p| (r + (1.0 - r) * p) / mean)),
                 note: format!(
                     "lengths uniform over {r}-1x the stated ones (InferenceX): mean {}x, cv {cv:.3}",
                     (1.0 + r) / 2.0
@@ -164,8 +172,8 @@ mod tests {
         models.sort_unstable();
         models.dedup();
         assert_eq!(models.len(), d.len());
-        // The table's prompt fields are named for the TTFT percentiles.
-        assert_eq!(PERCENTILES, [0.5, 0.95, 0.99]);
+        // The table's prompt fields are named for the prompt percentiles.
+        assert_eq!(PROMPT_PERCENTILES, [0.5, 0.95, 0.99, 0.9925, 0.995]);
         let r1 = d.iter().find(|d| d.benchmark == "deepseek-r1").unwrap();
         assert_eq!((r1.samples, r1.output_tokens_cv), (4388, 1.253));
         assert_eq!(
@@ -179,7 +187,9 @@ mod tests {
         assert!(d.iter().all(|d| d.input_tokens_cv > 0.0
             && d.output_tokens_cv > 0.0
             && d.input_tokens_p50 <= d.input_tokens_p95
-            && d.input_tokens_p95 <= d.input_tokens_p99));
+            && d.input_tokens_p95 <= d.input_tokens_p99
+            && d.input_tokens_p99 <= d.input_tokens_p99_25
+            && d.input_tokens_p99_25 <= d.input_tokens_p99_5));
     }
 
     /// Llama-3.1-405B's prompts are capped (the longest is 19,988 tokens): the measured 99th
@@ -192,8 +202,14 @@ mod tests {
             .iter()
             .find(|d| d.benchmark == "llama3.1-405b")
             .unwrap();
-        let q = [d.input_tokens_p50, d.input_tokens_p95, d.input_tokens_p99]
-            .map(|q| q / d.input_tokens_mean);
+        let q = [
+            d.input_tokens_p50,
+            d.input_tokens_p95,
+            d.input_tokens_p99,
+            d.input_tokens_p99_25,
+            d.input_tokens_p99_5,
+        ]
+        .map(|q| q / d.input_tokens_mean);
         let spread = crate::perf::serving::Spread {
             prompt_cv2: d.input_tokens_cv * d.input_tokens_cv,
             slot_variability: 1.0,
@@ -201,6 +217,13 @@ mod tests {
         };
         let mean = d.input_tokens_mean;
         assert!((spread.prompt_percentile(mean, 2) - 18_958.0).abs() < 1e-9);
+        // Beyond the 99th, between the measured 99.25th (19,187) and 99.5th (19,494): the
+        // 99.2542th, where a run of 8,313 queries must meet its limits, reads 19,192 tokens
+        // (`19,187 + 307 x 0.000042 / 0.0025`); past the last, the last.
+        let at = spread.prompt_quantile(mean, 0.992_542);
+        assert!((at - 19_192.16).abs() < 0.01, "{at}");
+        assert!((spread.prompt_quantile(mean, 0.99) - 18_958.0).abs() < 1e-6);
+        assert!((spread.prompt_quantile(mean, 0.999) - 19_494.0).abs() < 1e-6);
         let gamma = crate::perf::serving::Spread {
             prompt_quantiles: None,
             ..spread

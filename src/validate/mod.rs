@@ -3,12 +3,14 @@
 //! own grid and performance model (`predict`), and summarizes (`report`).
 
 pub mod cases;
+pub mod early_stopping;
 pub mod finite;
 pub mod fit;
 pub mod lengths;
 pub mod loo;
 pub mod predict;
 pub mod report;
+pub mod submissions;
 pub mod train;
 
 use std::path::Path;
