@@ -192,13 +192,14 @@ fn fused_all_reduce_s(
     rank_tokens: f64,
     decoding: bool,
 ) -> f64 {
-    let Some(w) = r.kernels.as_ref().and_then(|k| k.gemm) else {
-        return 0.0;
-    };
-    if !r.gemm_all_reduce_fusion || l.tp <= 1 || l.tp > r.domain_gpus || rank_tokens <= 0.0 {
+    if !r.gemm_all_reduce_fusion || rank_tokens <= 0.0 {
         return 0.0;
     }
-    let Some(all_reduce) = tp_all_reduce_s(m, l, r, rank_tokens, decoding) else {
+    // The all-reduce on the measured table exists only for a group inside one domain.
+    let (Some(w), Some(all_reduce)) = (
+        r.kernels.as_ref().and_then(|k| k.gemm),
+        tp_all_reduce_s(m, l, r, rank_tokens, decoding),
+    ) else {
         return 0.0;
     };
     let tp = f64::from(l.tp);
@@ -352,17 +353,6 @@ fn measured_kernels_s(
     }
 }
 
-/// Communication of one step through the stage's layers: an all-reduce after attention and after
-/// each dense MLP when tp > 1; for MoE layers, an all-reduce inside the tensor-parallel group when
-/// tokens are replicated over it (attention_dp = 1, experts sharded within the group as
-/// TensorRT-LLM does), else all-to-all dispatch and combine over the ep group plus the
-/// tensor-parallel all-reduce of the shared path.
-///
-/// Where the engine's own all-reduce was measured at the group's size inside one scale-up
-/// domain, its surface times the tensor-parallel all-reduce: as captured in CUDA graphs in steps
-/// that decode, as launched eagerly in prefill-only steps. Likewise the engine's measured MoE
-/// dispatch and combine time the all-to-all of an expert-parallel group inside the domain: the
-/// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps.
 /// One tensor-parallel all-reduce of `rank_tokens` hidden states on the engine's measured
 /// table, where the group fits one scale-up domain and the table covers it.
 fn tp_all_reduce_s(
@@ -385,6 +375,17 @@ fn tp_all_reduce_s(
     })
 }
 
+/// Communication of one step through the stage's layers: an all-reduce after attention and after
+/// each dense MLP when tp > 1; for MoE layers, an all-reduce inside the tensor-parallel group when
+/// tokens are replicated over it (attention_dp = 1, experts sharded within the group as
+/// TensorRT-LLM does), else all-to-all dispatch and combine over the ep group plus the
+/// tensor-parallel all-reduce of the shared path.
+///
+/// Where the engine's own all-reduce was measured at the group's size inside one scale-up
+/// domain, its surface times the tensor-parallel all-reduce: as captured in CUDA graphs in steps
+/// that decode, as launched eagerly in prefill-only steps. Likewise the engine's measured MoE
+/// dispatch and combine time the all-to-all of an expert-parallel group inside the domain: the
+/// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps.
 fn layer_comm_s(
     m: &ModelFacts,
     l: &Layout,

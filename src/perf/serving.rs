@@ -411,7 +411,8 @@ pub fn occupancy_and_running_at(
     rate_per_s: f64,
     p: f64,
 ) -> Option<(Occupancy, f64)> {
-    chain(speeds, rate_per_s, Some(p)).map(|(occ, running)| (occ, running.unwrap_or(1.0)))
+    let (occ, running) = chain(speeds, rate_per_s, Some(p))?;
+    Some((occ, running?))
 }
 
 fn chain(speeds: &Speeds, rate_per_s: f64, extra: Option<f64>) -> Option<(Occupancy, Option<f64>)> {
