@@ -80,4 +80,20 @@ mod tests {
         assert_eq!(gb200.gemm_allreduce_fusion, Some(false));
         assert_eq!(of("no-such-case"), None);
     }
+
+    /// Every entry is an MLPerf case of the committed measurements file, and a query count
+    /// belongs to a server or interactive run (offline runs have no latency limits to pass).
+    #[test]
+    fn submissions_are_cases_of_the_measurements() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("reference/measurements-calibration.csv");
+        let cases = crate::validate::cases::read(&path).unwrap();
+        for s in submissions() {
+            let case = cases.iter().find(|c| c.id == s.case_id);
+            let case = case.unwrap_or_else(|| panic!("{} is not a case", s.case_id));
+            assert_eq!(case.harness(), crate::validate::cases::Harness::MlPerf);
+            let latency_bound = matches!(case.setup.scenario.as_str(), "server" | "interactive");
+            assert!(s.queries.is_none() || latency_bound, "{}", s.case_id);
+        }
+    }
 }
