@@ -74,6 +74,17 @@ pub enum Error {
         key: &'static str,
         because: &'static str,
     },
+    /// A rate times its efficiency below one unit per second: the model divides work (up to
+    /// 1e24 FLOPs or bytes a step) by it, and below one a step time overflows.
+    #[error(
+        "{key} x {efficiency}: {achieved:.2e} {unit}/s achieved, below one per second, too slow to time a step"
+    )]
+    RateTooSmall {
+        key: &'static str,
+        efficiency: &'static str,
+        achieved: f64,
+        unit: &'static str,
+    },
     /// A GEMM efficiency for a compute class whose peak the GPU does not state.
     #[error("{key}: set but {peak} is not")]
     WithoutPeak {

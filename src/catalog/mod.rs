@@ -472,6 +472,62 @@ impl Catalog {
                 (false, None) => {}
             }
         }
+        // What the model divides by: each achieved rate at least one per second (the inputs
+        // are positive and normal by now, so a product is finite, infinite or zero, never NaN).
+        let rates = [
+            (
+                "bf16_tflops",
+                "efficiency.gemm_bf16",
+                Some(gpu.bf16_tflops),
+                Some(e.gemm_bf16),
+                1e12,
+                "FLOP",
+            ),
+            (
+                "fp8_tflops",
+                "efficiency.gemm_fp8",
+                gpu.fp8_tflops,
+                e.gemm_fp8,
+                1e12,
+                "FLOP",
+            ),
+            (
+                "int8_tops",
+                "efficiency.gemm_int8",
+                gpu.int8_tops,
+                e.gemm_int8,
+                1e12,
+                "OP",
+            ),
+            (
+                "fp4_tflops",
+                "efficiency.gemm_fp4",
+                gpu.fp4_tflops,
+                e.gemm_fp4,
+                1e12,
+                "FLOP",
+            ),
+            (
+                "hbm_tbps",
+                "efficiency.hbm",
+                Some(gpu.hbm_tbps),
+                Some(e.hbm),
+                1e12,
+                "bytes",
+            ),
+        ];
+        for (key, efficiency, peak, eff, scale, unit) in rates {
+            if let (Some(peak), Some(eff)) = (peak, eff)
+                && peak * scale * eff < 1.0
+            {
+                return Err(Error::RateTooSmall {
+                    key,
+                    efficiency,
+                    achieved: peak * scale * eff,
+                    unit,
+                });
+            }
+        }
         for (i, d) in gpu.native_dtypes.iter().enumerate() {
             let Some(dtype) = self.dtype(d) else {
                 return Err(Error::UnknownListedFormat {
@@ -608,6 +664,23 @@ impl Catalog {
             ("storage_gbps_per_gpu", rack.storage_gbps_per_gpu),
         ] {
             positive(key, value)?;
+        }
+        // The links the collectives divide bytes by, at the GPU's link efficiency.
+        if let Some(gpu) = self.gpu(&rack.gpu) {
+            for (key, gbps) in [
+                ("scaleup_gbps_per_gpu", rack.scaleup_gbps_per_gpu),
+                ("scaleout_gbps_per_gpu", rack.scaleout_gbps_per_gpu),
+            ] {
+                let achieved = gbps * 1e9 * gpu.efficiency.link;
+                if achieved < 1.0 {
+                    return Err(Error::RateTooSmall {
+                        key,
+                        efficiency: "efficiency.link",
+                        achieved,
+                        unit: "bytes",
+                    });
+                }
+            }
         }
         let spine = limits::OVERSUBSCRIPTION;
         if !(spine.min..=spine.max).contains(&rack.scaleout_oversubscription) {
@@ -964,6 +1037,8 @@ mod tests {
             Box::new(|g| g.efficiency.gemm_fp8 = None),
             Box::new(|g| g.efficiency.gemm_int8 = Some(2.0)),
             Box::new(|g| g.efficiency.gemm_fp4 = Some(0.5)),
+            Box::new(|g| g.bf16_tflops = 1e-300),
+            Box::new(|g| g.hbm_tbps = 1e-12),
             Box::new(|g| g.native_dtypes.push("fp5".into())),
             Box::new(|g| g.native_dtypes.push("x".repeat(100))),
             Box::new(|g| g.native_dtypes.push("nvfp4".into())),
@@ -1005,6 +1080,7 @@ mod tests {
             }),
             Box::new(|r| r.scaleup_gbps_per_gpu = 0.0),
             Box::new(|r| r.storage_gbps_per_gpu = f64::NEG_INFINITY),
+            Box::new(|r| r.scaleout_gbps_per_gpu = 1e-300),
             Box::new(|r| r.host_memory_gb_per_gpu = -1.0),
             Box::new(|r| r.switch_power_kw = 5e-324),
             Box::new(|r| r.scaleup_latency_us = -0.5),
@@ -1162,7 +1238,7 @@ mod tests {
 
     /// The messages of [`check_messages`], in order. They reach users verbatim (and the stderr
     /// snapshots of `tests/specs/invalid`), so a change here is a change of the interface.
-    const CHECK_MESSAGES: [&str; 98] = [
+    const CHECK_MESSAGES: [&str; 101] = [
         "id: \"H100\" must be lowercase letters, digits, '-', '_' or '.'",
         "bf16_tflops: 0 must be positive",
         "bf16_tflops: 1e-310 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
@@ -1178,6 +1254,8 @@ mod tests {
         "efficiency.gemm_fp8: required because fp8_tflops is set",
         "efficiency.gemm_int8: 2 must be a fraction in (0, 1]",
         "efficiency.gemm_fp4: set but fp4_tflops is not",
+        "bf16_tflops x efficiency.gemm_bf16: 7.80e-289 FLOP/s achieved, below one per second, too slow to time a step",
+        "hbm_tbps x efficiency.hbm: 9.00e-1 bytes/s achieved, below one per second, too slow to time a step",
         "native_dtypes[4]: unknown number format \"fp5\"",
         "native_dtypes[4]: unknown number format \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\"",
         "native_dtypes[4]: \"nvfp4\" computes on fp4 tensor cores but fp4_tflops is not set",
@@ -1200,6 +1278,7 @@ mod tests {
         "scaleup_domain_gpus: 12 and gpus_per_server 8 do not divide one another",
         "scaleup_gbps_per_gpu: 0 must be positive",
         "storage_gbps_per_gpu: -inf must be positive",
+        "scaleout_gbps_per_gpu x efficiency.link: 8.00e-292 bytes/s achieved, below one per second, too slow to time a step",
         "host_memory_gb_per_gpu: -1 must be zero or positive",
         "switch_power_kw: 5e-324 is subnormal, too small to compute with (the smallest normal number is 2.2e-308)",
         "scaleup_latency_us: -0.5 must be zero or positive",
