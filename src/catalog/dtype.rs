@@ -15,6 +15,33 @@ pub enum ComputeClass {
 }
 
 impl ComputeClass {
+    pub const ALL: [ComputeClass; 4] = [
+        ComputeClass::Bf16,
+        ComputeClass::Fp8,
+        ComputeClass::Int8,
+        ComputeClass::Fp4,
+    ];
+
+    /// The GPU preset's key of this class's dense peak.
+    pub fn peak_key(self) -> &'static str {
+        match self {
+            ComputeClass::Bf16 => "bf16_tflops",
+            ComputeClass::Fp8 => "fp8_tflops",
+            ComputeClass::Int8 => "int8_tops",
+            ComputeClass::Fp4 => "fp4_tflops",
+        }
+    }
+
+    /// The GPU preset's key of this class's GEMM efficiency.
+    pub fn efficiency_key(self) -> &'static str {
+        match self {
+            ComputeClass::Bf16 => "efficiency.gemm_bf16",
+            ComputeClass::Fp8 => "efficiency.gemm_fp8",
+            ComputeClass::Int8 => "efficiency.gemm_int8",
+            ComputeClass::Fp4 => "efficiency.gemm_fp4",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ComputeClass::Bf16 => "bf16",

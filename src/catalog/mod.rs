@@ -445,27 +445,9 @@ impl Catalog {
         ] {
             fraction(key, value)?;
         }
-        for (key, peak, has_peak, value) in [
-            (
-                "efficiency.gemm_fp8",
-                "fp8_tflops",
-                gpu.fp8_tflops.is_some(),
-                e.gemm_fp8,
-            ),
-            (
-                "efficiency.gemm_int8",
-                "int8_tops",
-                gpu.int8_tops.is_some(),
-                e.gemm_int8,
-            ),
-            (
-                "efficiency.gemm_fp4",
-                "fp4_tflops",
-                gpu.fp4_tflops.is_some(),
-                e.gemm_fp4,
-            ),
-        ] {
-            match (has_peak, value) {
+        for class in [ComputeClass::Fp8, ComputeClass::Int8, ComputeClass::Fp4] {
+            let (key, peak) = (class.efficiency_key(), class.peak_key());
+            match (gpu.peak_flops(class).is_some(), gpu.gemm_efficiency(class)) {
                 (true, Some(v)) => fraction(key, v)?,
                 (true, None) => return Err(Error::Required { key, because: peak }),
                 (false, Some(_)) => return Err(Error::WithoutPeak { key, peak }),
@@ -474,59 +456,30 @@ impl Catalog {
         }
         // What the model divides by: each achieved rate at least one per second (the inputs
         // are positive and normal by now, so a product is finite, infinite or zero, never NaN).
-        let rates = [
-            (
-                "bf16_tflops",
-                "efficiency.gemm_bf16",
-                Some(gpu.bf16_tflops),
-                Some(e.gemm_bf16),
-                1e12,
-                "FLOP",
-            ),
-            (
-                "fp8_tflops",
-                "efficiency.gemm_fp8",
-                gpu.fp8_tflops,
-                e.gemm_fp8,
-                1e12,
-                "FLOP",
-            ),
-            (
-                "int8_tops",
-                "efficiency.gemm_int8",
-                gpu.int8_tops,
-                e.gemm_int8,
-                1e12,
-                "OP",
-            ),
-            (
-                "fp4_tflops",
-                "efficiency.gemm_fp4",
-                gpu.fp4_tflops,
-                e.gemm_fp4,
-                1e12,
-                "FLOP",
-            ),
-            (
-                "hbm_tbps",
-                "efficiency.hbm",
-                Some(gpu.hbm_tbps),
-                Some(e.hbm),
-                1e12,
-                "bytes",
-            ),
-        ];
-        for (key, efficiency, peak, eff, scale, unit) in rates {
-            if let (Some(peak), Some(eff)) = (peak, eff)
-                && peak * scale * eff < 1.0
+        for class in ComputeClass::ALL {
+            if let Some(achieved) = gpu.achievable_flops(class)
+                && achieved < 1.0
             {
                 return Err(Error::RateTooSmall {
-                    key,
-                    efficiency,
-                    achieved: peak * scale * eff,
-                    unit,
+                    key: class.peak_key(),
+                    efficiency: class.efficiency_key(),
+                    achieved,
+                    unit: if class == ComputeClass::Int8 {
+                        "OP"
+                    } else {
+                        "FLOP"
+                    },
                 });
             }
+        }
+        let achieved = gpu.hbm_bytes_per_s() * e.hbm;
+        if achieved < 1.0 {
+            return Err(Error::RateTooSmall {
+                key: "hbm_tbps",
+                efficiency: "efficiency.hbm",
+                achieved,
+                unit: "bytes",
+            });
         }
         for (i, d) in gpu.native_dtypes.iter().enumerate() {
             let Some(dtype) = self.dtype(d) else {
@@ -618,11 +571,11 @@ impl Catalog {
     /// A rack's fields are in range, its GPU exists and its scale-up domains tile the rack.
     pub fn check_rack(&self, rack: &Rack) -> Result<(), Error> {
         check_id(&rack.id)?;
-        if self.gpu(&rack.gpu).is_none() {
+        let Some(gpu) = self.gpu(&rack.gpu) else {
             return Err(Error::UnknownGpu {
                 gpu: rack.gpu.clone(),
             });
-        }
+        };
         for (key, value) in [
             ("gpus_per_server", rack.gpus_per_server),
             ("servers_per_rack", rack.servers_per_rack),
@@ -665,21 +618,20 @@ impl Catalog {
         ] {
             positive(key, value)?;
         }
-        // The links the collectives divide bytes by, at the GPU's link efficiency.
-        if let Some(gpu) = self.gpu(&rack.gpu) {
-            for (key, gbps) in [
-                ("scaleup_gbps_per_gpu", rack.scaleup_gbps_per_gpu),
-                ("scaleout_gbps_per_gpu", rack.scaleout_gbps_per_gpu),
-            ] {
-                let achieved = gbps * 1e9 * gpu.efficiency.link;
-                if achieved < 1.0 {
-                    return Err(Error::RateTooSmall {
-                        key,
-                        efficiency: "efficiency.link",
-                        achieved,
-                        unit: "bytes",
-                    });
-                }
+        // The links the collectives divide bytes by, at the GPU's link efficiency
+        // (`perf::layout::Tier`).
+        for (key, gbps) in [
+            ("scaleup_gbps_per_gpu", rack.scaleup_gbps_per_gpu),
+            ("scaleout_gbps_per_gpu", rack.scaleout_gbps_per_gpu),
+        ] {
+            let achieved = gbps * 1e9 * gpu.efficiency.link;
+            if achieved < 1.0 {
+                return Err(Error::RateTooSmall {
+                    key,
+                    efficiency: "efficiency.link",
+                    achieved,
+                    unit: "bytes",
+                });
             }
         }
         let spine = limits::OVERSUBSCRIPTION;
