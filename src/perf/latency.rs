@@ -163,13 +163,11 @@ pub fn stage_time(
         }
     };
 
-    let decoding = t.decode > 0.0;
     StageTime {
         compute_s: dense_compute_s + routed_compute_s + attention_compute_s,
         memory_s: dense_memory_s + expert_memory_s + attention_memory_s + activation_s,
         kernels_s,
-        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), decoding)
-            - fused_all_reduce_s(m, l, s, r, t.rank_tokens(), decoding),
+        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0),
     }
 }
 
@@ -182,24 +180,21 @@ pub fn stage_time(
 /// and its all-reduce instead of their sum, the bound of communication overlapped with
 /// computation inside one kernel (Chang et al. 2024, "FLUX: Fast Software-based Communication
 /// Overlap on GPUs Through Kernel Fusion", arXiv:2406.06858, section 3), so each layer hides
-/// `min(GEMM, all-reduce)` per pair. Only where the fusion is on, the GEMMs are measured and the
-/// group all-reduces inside one scale-up domain (multicast memory does not cross it).
+/// `min(GEMM, all-reduce)` per pair, `all_reduce` the group's measured one ([`layer_comm_s`]
+/// passes it only for a group inside one scale-up domain: multicast memory does not cross it).
+/// Only where the fusion is on and the GEMMs are measured.
 fn fused_all_reduce_s(
     m: &ModelFacts,
     l: &Layout,
     s: &StageParams,
     r: &Rates,
     rank_tokens: f64,
-    decoding: bool,
+    all_reduce: f64,
 ) -> f64 {
     if !r.gemm_all_reduce_fusion || rank_tokens <= 0.0 {
         return 0.0;
     }
-    // The all-reduce on the measured table exists only for a group inside one domain.
-    let (Some(w), Some(all_reduce)) = (
-        r.kernels.as_ref().and_then(|k| k.gemm),
-        tp_all_reduce_s(m, l, r, rank_tokens, decoding),
-    ) else {
+    let Some(w) = r.kernels.as_ref().and_then(|k| k.gemm) else {
         return 0.0;
     };
     let tp = f64::from(l.tp);
@@ -353,28 +348,6 @@ fn measured_kernels_s(
     }
 }
 
-/// One tensor-parallel all-reduce of `rank_tokens` hidden states on the engine's measured
-/// table, where the group fits one scale-up domain and the table covers it.
-fn tp_all_reduce_s(
-    m: &ModelFacts,
-    l: &Layout,
-    r: &Rates,
-    rank_tokens: f64,
-    decoding: bool,
-) -> Option<f64> {
-    let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
-    r.kernels.as_ref().and_then(|k| {
-        let table = if decoding {
-            &k.all_reduce_graph
-        } else {
-            &k.all_reduce_eager
-        };
-        (l.tp > 1 && l.tp <= r.domain_gpus)
-            .then(|| table.time_s(l.tp, message))
-            .flatten()
-    })
-}
-
 /// Communication of one step through the stage's layers: an all-reduce after attention and after
 /// each dense MLP when tp > 1; for MoE layers, an all-reduce inside the tensor-parallel group when
 /// tokens are replicated over it (attention_dp = 1, experts sharded within the group as
@@ -385,7 +358,9 @@ fn tp_all_reduce_s(
 /// domain, its surface times the tensor-parallel all-reduce: as captured in CUDA graphs in steps
 /// that decode, as launched eagerly in prefill-only steps. Likewise the engine's measured MoE
 /// dispatch and combine time the all-to-all of an expert-parallel group inside the domain: the
-/// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps.
+/// low-latency kernels in steps that decode, the high-throughput ones in prefill-only steps. An
+/// engine that fuses its row-parallel GEMMs with their all-reduce hides part of a measured one
+/// ([`fused_all_reduce_s`]).
 fn layer_comm_s(
     m: &ModelFacts,
     l: &Layout,
@@ -395,7 +370,17 @@ fn layer_comm_s(
     decoding: bool,
 ) -> f64 {
     let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
-    let tp_all_reduce = tp_all_reduce_s(m, l, r, rank_tokens, decoding).unwrap_or_else(|| {
+    let measured = r.kernels.as_ref().and_then(|k| {
+        let table = if decoding {
+            &k.all_reduce_graph
+        } else {
+            &k.all_reduce_eager
+        };
+        (l.tp > 1 && l.tp <= r.domain_gpus)
+            .then(|| table.time_s(l.tp, message))
+            .flatten()
+    });
+    let tp_all_reduce = measured.unwrap_or_else(|| {
         group_all_reduce_s(
             l.tp,
             r.domain_gpus,
@@ -437,7 +422,9 @@ fn layer_comm_s(
         };
         s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES) + shared)
     };
-    attention + dense + moe
+    // What GEMMs fused with their all-reduce hide of it (a measured group only).
+    let fused = measured.map_or(0.0, |ar| fused_all_reduce_s(m, l, s, r, rank_tokens, ar));
+    attention + dense + moe - fused
 }
 
 /// Seconds of pipeline hops for `tokens` activations passing through all `pp - 1` boundaries.
