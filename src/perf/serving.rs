@@ -77,17 +77,21 @@ impl Spread {
     }
 
     /// The prompt at percentile `p` of prompts of mean `mean`: measured ones interpolated
-    /// linearly between [`PROMPT_PERCENTILES`] (held at the ends), else gamma.
+    /// linearly between [`PROMPT_PERCENTILES`] (held at the ends, exact at each), else gamma
+    /// (at a percentile of [`PERCENTILES`], exactly [`Spread::prompt_percentile`]'s).
     pub fn prompt_quantile(&self, mean: f64, p: f64) -> f64 {
         let Some(q) = self.prompt_quantiles else {
-            return gamma_quantile(mean, self.prompt_cv2, p);
+            return match PERCENTILES.iter().position(|&v| v == p) {
+                Some(i) => gamma_percentile(mean, self.prompt_cv2, i),
+                None => gamma_quantile(mean, self.prompt_cv2, p),
+            };
         };
         let x = &PROMPT_PERCENTILES;
         let i = x.partition_point(|&v| v < p);
-        let at = if i == 0 {
-            q[0]
-        } else if i == x.len() {
+        let at = if i == x.len() {
             q[x.len() - 1]
+        } else if i == 0 || x[i] == p {
+            q[i]
         } else {
             q[i - 1] + (q[i] - q[i - 1]) * (p - x[i - 1]) / (x[i] - x[i - 1])
         };
@@ -804,17 +808,6 @@ pub fn tail_of_sum(parts: &[(f64, f64)]) -> f64 {
     (means + excess).min(added)
 }
 
-/// The steady state at `rate_per_s` with the instance's speeds and the lengths' spread, or
-/// `None` if the instance cannot keep up.
-pub fn at_rate_with(
-    inst: &Instance,
-    speeds: &Speeds,
-    rate_per_s: f64,
-    spread: Spread,
-) -> Option<Serving> {
-    Serving::new(inst, speeds, occupancy(speeds, rate_per_s)?, spread)
-}
-
 /// The highest arrival rate whose latencies at `percentile(rate)` meet `limits` (bisection;
 /// latencies grow with load), or `None` when even a trickle of requests misses them. The
 /// limits are stated on 99th percentiles; a harness may ask them to hold further out (MLPerf's
@@ -833,16 +826,11 @@ pub fn max_rate(
     for _ in 0..40 {
         let mid = 0.5 * (lo + hi);
         let p = percentile(mid).max(PERCENTILES[P99]);
-        let met = if p == PERCENTILES[P99] {
-            at_rate_with(inst, &speeds, mid, spread)
-                .filter(|s| limits.met_by(s.ttft_p99_s, s.tpot_p99_s))
-        } else {
-            occupancy_and_running_at(&speeds, mid, p).and_then(|(occ, running)| {
-                let s = Serving::new(inst, &speeds, occ, spread)?;
-                let (ttft, tpot) = s.latencies_at(inst, &speeds, p, running);
-                limits.met_by(ttft, tpot).then_some(s)
-            })
-        };
+        let met = occupancy_and_running_at(&speeds, mid, p).and_then(|(occ, running)| {
+            let s = Serving::new(inst, &speeds, occ, spread)?;
+            let (ttft, tpot) = s.latencies_at(inst, &speeds, p, running);
+            limits.met_by(ttft, tpot).then_some(s)
+        });
         match met {
             Some(s) => {
                 best = Some(s);

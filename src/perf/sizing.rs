@@ -49,8 +49,9 @@ pub struct Settings {
     /// Context cached per session between turns, tokens.
     pub cached_tokens: f64,
     pub slo: Slo,
-    /// Measured prompts at the TTFT percentiles over their mean (`Spread::prompt_quantiles`):
-    /// set by `validate` for datasets measured sample by sample; sweeps take gamma lengths.
+    /// Measured prompts at `serving::PROMPT_PERCENTILES` over their mean
+    /// (`Spread::prompt_quantiles`): set by `validate` for datasets measured sample by sample;
+    /// sweeps take gamma lengths.
     pub prompt_quantiles: Option<[f64; 5]>,
 }
 
