@@ -14,6 +14,8 @@
 //! (`submissions`); where the log was not read, the least a valid run issues
 //! ([`least_queries`]).
 
+use std::cell::Cell;
+
 use super::cases::{Case, Harness};
 use super::{lengths, submissions};
 
@@ -73,6 +75,31 @@ impl RunLength {
             "latency limits met at the {:.3}th percentile: loadgen's early stopping over {n} queries ({source})",
             100.0 * pass_percentile(n)
         )
+    }
+}
+
+/// [`pass_percentile`] of a run at a rate, remembering the last run length it counted: a
+/// bisection asks about the same length at every step, and each count sums the binomial.
+pub struct PassPercentile {
+    run: RunLength,
+    last: Cell<(u64, f64)>,
+}
+
+impl PassPercentile {
+    pub fn new(run: RunLength) -> PassPercentile {
+        PassPercentile {
+            run,
+            last: Cell::new((0, pass_percentile(0))),
+        }
+    }
+
+    /// The percentile the limits must hold at with the whole system serving `rate_per_s`.
+    pub fn at(&self, rate_per_s: f64) -> f64 {
+        let n = self.run.queries(rate_per_s);
+        if self.last.get().0 != n {
+            self.last.set((n, pass_percentile(n)));
+        }
+        self.last.get().1
     }
 }
 
@@ -158,6 +185,15 @@ mod tests {
         assert!((pass_percentile(8313) - 0.992_541_8).abs() < 1e-6);
         assert!((pass_percentile(196_608) - 0.990_524_3).abs() < 1e-6);
         assert_eq!(pass_percentile(100), 1.0);
+        // Remembered or not, the same percentile.
+        let least = PassPercentile::new(RunLength::Least { samples: 24_576 });
+        for rate in [75.0, 80.0, 0.0, 75.0] {
+            assert_eq!(least.at(rate), pass_percentile(least_queries(24_576, rate)));
+        }
+        assert_eq!(
+            PassPercentile::new(RunLength::Logged(8313)).at(1e9),
+            pass_percentile(8313)
+        );
         // Past ten million queries, the normal approximation: at the switch it agrees with
         // the exact count to within one query (scipy: 99,268 of 10,000,000; normal 99,267).
         let exact = overlatency_allowed(EXACT_BELOW).unwrap();

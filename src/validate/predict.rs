@@ -22,7 +22,7 @@ use crate::perf::{self, Context, Instance, Workload};
 use crate::vocab::Platform;
 
 use super::cases::{Case, Harness};
-use super::early_stopping::{self, RunLength};
+use super::early_stopping::{PassPercentile, RunLength};
 use super::{finite, lengths, submissions};
 
 /// Metrics `validate` predicts.
@@ -467,6 +467,7 @@ fn choose<'a>(
         tpot_p99_s: s.tpot_p99_limit_ms.map(|v| v / 1e3),
     };
     let target_tps_user = case.measured("tokens_per_s_per_user");
+    let pass = run.map(PassPercentile::new);
     // InferenceX benchmarks one serving deployment per point, a client holding `conc` requests in
     // flight, and divides its total token throughput by that deployment's GPUs (`tp` on one node,
     // prefill plus decode GPUs when disaggregated: InferenceX `utils/process_result.py`). The
@@ -541,9 +542,10 @@ fn choose<'a>(
                 // MLPerf passes a run only if loadgen's early stopping does: the limits hold
                 // beyond the 99th percentile, the further the shorter the run.
                 let percentile = |rate_per_instance: f64| {
-                    run.map_or(serving::PERCENTILES[serving::P99], |r| {
-                        early_stopping::pass_percentile(r.queries(rate_per_instance * instances))
-                    })
+                    pass.as_ref()
+                        .map_or(serving::PERCENTILES[serving::P99], |p| {
+                            p.at(rate_per_instance * instances)
+                        })
                 };
                 let Some(sv) = serving::max_rate(&inst, f64::from(p.batch), &limits, percentile)
                 else {
