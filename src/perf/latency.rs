@@ -20,7 +20,7 @@ use super::kernels::{GemmShape, Split, StepKernels};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
-use super::serving::{Spread, busiest_of_poisson, length_biased_half};
+use super::serving::{Spread, blom_largest_normal, busiest_of_poisson, length_biased_half};
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -559,8 +559,13 @@ impl DecodeShape {
             tokens: StepTokens {
                 decode: queries,
                 sequences: rank_sequences,
-                decode_context: input_tokens
-                    + length_biased_half(output_tokens, spread.answer_cv2()),
+                decode_context: busiest_rank_context(
+                    l,
+                    rank_sequences,
+                    input_tokens,
+                    output_tokens,
+                    spread,
+                ),
                 prefill,
                 busiest_prefill,
                 prefill_context: length_biased_half(input_tokens, spread.prompt_cv2),
@@ -594,6 +599,39 @@ fn busiest_rank_prefill(
     let chunk = input_tokens.min(budget);
     let busiest = chunk * busiest_of_poisson(prefill / chunk, l.attention_dp, budget / chunk);
     busiest.max(prefill)
+}
+
+/// Mean context of a running sequence on the attention rank with the most context to read,
+/// of `l.attention_dp` ranks holding `rank_sequences` running sequences each. A running
+/// sequence's context is its prompt plus its position in its answer; answers are length-biased
+/// and the position is uniform within one, so with gamma answer lengths of mean `OSL` and
+/// squared coefficient of variation `a` (the shape `Spread` takes for prompts) the position
+/// has mean `OSL (1 + a) / 2` ([`length_biased_half`]) and variance
+/// `E[L^3] / (3 E[L]) - mean^2 = OSL^2 (1 + a)(1 + 5a) / 12` (`E[L^3] = OSL^3 (1 + a)(1 + 2a)`
+/// for a gamma); prompts, independent of answers, add `ISL^2 cv_p^2`. A rank's total is the
+/// sum of its sequences' contexts, near normal, and the step waits for the largest of the
+/// ranks' totals: `n mean + z sqrt(n) sigma`, `z` Blom's expected largest of `attention_dp`
+/// standard normals ([`blom_largest_normal`]), so the busiest rank's sequences hold
+/// `mean + z sigma / sqrt(n)` each. Engines balance the ranks' request counts, not their
+/// contexts (TensorRT-LLM assigns a new request to the rank with the fewest active ones, "ADP
+/// Balance Strategy", tech blog 10). With every answer the same length the ranks stay in step
+/// ([`busiest_rank_prefill`]) and hold the mean, as does a single attention rank. The busiest
+/// rank in context is taken to be the busiest in prompts too: an upper bound on the step.
+fn busiest_rank_context(
+    l: &Layout,
+    rank_sequences: f64,
+    input_tokens: f64,
+    output_tokens: f64,
+    spread: Spread,
+) -> f64 {
+    let a = spread.answer_cv2();
+    let mean = input_tokens + length_biased_half(output_tokens, a);
+    if l.attention_dp <= 1 || a <= 0.0 || rank_sequences <= 0.0 {
+        return mean;
+    }
+    let variance = output_tokens * output_tokens * (1.0 + a) * (1.0 + 5.0 * a) / 12.0
+        + input_tokens * input_tokens * spread.prompt_cv2;
+    mean + blom_largest_normal(l.attention_dp) * (variance / rank_sequences).sqrt()
 }
 
 /// Times the decode step of `shape` ([`DecodeShape::new`]).
@@ -820,6 +858,47 @@ mod tests {
         assert_eq!(tp.busiest_prefill, tp.prefill);
         let pool = shape(&adp, 1.253, false);
         assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
+    }
+
+    /// The same case's contexts: a running sequence holds 804 + 4,043 x (1 + 1.253^2) / 2 =
+    /// 5,999.27 tokens on average, with standard deviation
+    /// sqrt(4043^2 x 2.570 x 8.850 / 12 + 804^2 x 0.505^2) = 5,580.92 (gamma answers). The
+    /// busiest of 8 ranks (Blom: z = 1.43420) holds 5,999.27 + 1.43420 x 5,580.92 / sqrt(512)
+    /// = 6,353.01 a sequence at 512 sequences a rank and 6,636.05 at 158. One attention rank,
+    /// or answers of one length, hold the mean.
+    #[test]
+    fn attention_dp_waits_for_the_rank_with_the_most_context() {
+        let spread = |cv: f64| Spread {
+            prompt_cv2: 0.505 * 0.505,
+            slot_variability: (1.0 + cv * cv) / 2.0,
+            prompt_quantiles: None,
+        };
+        let context = |l: &Layout, sequences: f64, cv: f64| {
+            DecodeShape::new(
+                l,
+                sequences,
+                804.0,
+                4043.0,
+                spread(cv),
+                &Speculation::OFF,
+                true,
+            )
+            .tokens
+            .decode_context
+        };
+        let adp = layout(1, 1, 8, 1);
+        let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+        assert!(
+            close(context(&adp, 4096.0, 1.253), 6353.01),
+            "{}",
+            context(&adp, 4096.0, 1.253)
+        );
+        assert!(close(context(&adp, 8.0 * 158.0, 1.253), 6636.05));
+        let mean = 804.0 + 4043.0 * (1.0 + 1.253 * 1.253) / 2.0;
+        assert!(close(context(&layout(8, 1, 8, 1), 4096.0, 1.253), mean));
+        assert_eq!(context(&adp, 4096.0, 0.0), 804.0 + 4043.0 / 2.0);
+        // More sequences a rank average the spread out.
+        assert!(context(&adp, 64.0 * 8.0, 1.253) > context(&adp, 4096.0, 1.253));
     }
 
     /// The busiest rank's budget is the engine's (`memory::prefill_budget`): never less than one

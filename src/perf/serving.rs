@@ -143,9 +143,17 @@ pub fn busiest_of_poisson(mean: f64, ranks: u32, cap: f64) -> f64 {
 }
 
 fn normal_max(mean: f64, ranks: u32, cap: f64) -> f64 {
-    let r = f64::from(ranks);
-    let z = standard_normal_quantile((r - 0.375) / (r + 0.25));
-    (mean + mean.sqrt() * z).min(cap)
+    (mean + mean.sqrt() * blom_largest_normal(ranks)).min(cap)
+}
+
+/// Expected largest of `n` independent standard normals by Blom's approximation,
+/// `Phi^-1((n - 0.375) / (n + 0.25))` (Blom 1958, "Statistical Estimates and Transformed
+/// Beta-Variables"): 0.8694 for 3 against the exact `3 / (2 sqrt(pi)) = 0.8463`, 1.4342 for 8
+/// against 1.4236 (David and Nagaraja, "Order Statistics", section 3.2; the integral
+/// `n x phi(x) Phi(x)^(n-1)`), within 3 %.
+pub fn blom_largest_normal(n: u32) -> f64 {
+    let n = f64::from(n);
+    standard_normal_quantile((n - 0.375) / (n + 0.25))
 }
 
 fn poisson_max(mean: f64, ranks: u32, cap: f64) -> f64 {
@@ -1143,6 +1151,18 @@ mod tests {
     /// Exponential prompts (cv = 1): the exact p99 is ln(100) = 4.605 means; Wilson-Hilferty
     /// gives 4.61. Fixed lengths (cv = 0) give the mean. Gamma with cv = 0.5 (shape 4): the
     /// exact p99 is 2.511 means (chi-square tables: chi2_0.99(8) / 8 = 20.09 / 8).
+    /// Blom's approximation against the exact expected largest of n standard normals
+    /// (`n x phi(x) Phi(x)^(n-1)` integrated: 0.56419 for 2, 0.84628 for 3, 1.42360 for 8).
+    #[test]
+    fn blom_approximates_the_largest_normal() {
+        assert_eq!(blom_largest_normal(1), 0.0);
+        for (n, exact) in [(2, 0.564_19), (3, 0.846_28), (8, 1.423_60)] {
+            let z = blom_largest_normal(n);
+            assert!(z > exact && z / exact < 1.05, "{n}: {z}");
+        }
+        assert!((blom_largest_normal(8) - 1.434_20).abs() < 1e-4);
+    }
+
     #[test]
     fn prompt_length_quantiles() {
         let e = gamma_quantile(1.0, 1.0, 0.99);
