@@ -448,6 +448,74 @@ fn check_prints_the_demand_slos_cost_and_estimates() {
     );
 }
 
+/// `[workload] eplb`: `check` says so, the manifest records the redundant experts per rank,
+/// and each GPU holds one more expert per MoE layer than the same grid without it: DeepSeek-V3
+/// in FP8 at ep 8, 58 layers x 3 x 7168 x 2048 parameters = 2.554 GB, and its steps run on the
+/// uniform-routing table, so no row is slower.
+#[test]
+fn eplb_is_shown_recorded_and_holds_a_redundant_expert_a_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, eplb: &str| {
+        let path = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[sweep]\nname = \"{name}\"\n[workload]\nmodel = \"deepseek-v3\"\n\
+                 input_tokens = 1024\noutput_tokens = 1024\n{eplb}[grid]\nhardware = [\"h200-sxm\"]\n\
+                 tp = [1]\nep = [8]\nweight_dtype = [\"fp8\"]\nkv_dtype = [\"fp8\"]\n\
+                 batch = [64, 512, 2048]\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let on = sweep("eplb-on", "eplb = true\n");
+    let off = sweep("eplb-off", "");
+    let o = run(&["check", on.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "; experts balanced by EPLB (one redundant expert per expert-parallel rank)\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    let out = tmp.path().join("runs");
+    for s in [&on, &off] {
+        let o = run(&[
+            "run",
+            s.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let m = manifest(&out.join("eplb-on"));
+    assert_eq!(m["workload"]["eplb_redundant_experts_per_rank"], 1.0);
+    assert!(
+        manifest(&out.join("eplb-off"))["workload"]
+            .get("eplb_redundant_experts_per_rank")
+            .is_none()
+    );
+    let (with, without) = (
+        read_configs(&out.join("eplb-on")),
+        read_configs(&out.join("eplb-off")),
+    );
+    let weights = |b: &[RecordBatch]| column_f64(b, "hbm_weights_gb_per_gpu");
+    let speed = |b: &[RecordBatch]| column_f64(b, "tokens_per_s_per_gpu");
+    let redundant_gb = 58.0 * 3.0 * 7168.0 * 2048.0 / 1e9;
+    for (w, wo) in weights(&with).into_iter().zip(weights(&without)) {
+        let added = w.unwrap() - wo.unwrap();
+        assert!((added - redundant_gb).abs() < 1e-9, "{added}");
+    }
+    for (s, so) in speed(&with).into_iter().zip(speed(&without)) {
+        if let (Some(s), Some(so)) = (s, so) {
+            assert!(s >= so, "{s} < {so}");
+        }
+    }
+}
+
 /// Without a terminal (nohup, Slurm, this test's pipe) `run` prints progress lines to stderr,
 /// the last one with the whole count; `--progress none` and `--quiet` print none.
 #[test]

@@ -335,6 +335,11 @@ fn inference_workload(w: Wild) -> BoxedStrategy<String> {
                     pick(&["\"lazy\""]),
                 ),
             ),
+            line(
+                "eplb",
+                0.1,
+                or_wild(w, pick(&["true", "false"]), pick(&["1", "\"yes\""])),
+            ),
         ],
     )
 }

@@ -990,8 +990,13 @@ fn workload_words(w: Workload, kv_admission: Option<&str>) -> String {
                 None => format!("; KV admission {words}"),
             },
         );
+    let eplb = if w(super::EPLB_KEY) > 0.0 {
+        format!("; {}", super::EPLB_WORDS)
+    } else {
+        String::new()
+    };
     format!(
-        "{} input tokens, {} output tokens per request{admission}",
+        "{} input tokens, {} output tokens per request{admission}{eplb}",
         number(w("input_tokens")),
         number(w("output_tokens"))
     )

@@ -13,6 +13,13 @@
 //! What a mode's documents say beyond its columns (workload sentences, the report's charts) is
 //! its schema's [`Review`]. This module does not render anything.
 
+/// The manifest's workload number that records `[workload] eplb`: redundant experts per
+/// expert-parallel rank (`perf::ModelFacts::expert_slots`), present only when on.
+pub const EPLB_KEY: &str = "eplb_redundant_experts_per_rank";
+/// `[workload] eplb` in words, as `check` and reports show it after the KV admission.
+pub const EPLB_WORDS: &str =
+    "experts balanced by EPLB (one redundant expert per expert-parallel rank)";
+
 mod inference;
 mod training;
 

@@ -57,19 +57,21 @@ fn render_inference(spec: &Spec) -> String {
     if let [w] = spec.workloads.as_slice() {
         let _ = writeln!(
             out,
-            "workload: {}, {} input / {} output tokens, KV admission {}",
+            "workload: {}, {} input / {} output tokens, KV admission {}{}",
             c.models[w.model].id,
             tokens(w.input_tokens),
             tokens(w.output_tokens),
-            spec.kv_admission_words()
+            spec.kv_admission_words(),
+            eplb_words(spec)
         );
     } else {
         // Every combination, by workload_id: each has its own frontier.
         let _ = writeln!(
             out,
-            "workloads: {} combinations, one frontier each; KV admission {}",
+            "workloads: {} combinations, one frontier each; KV admission {}{}",
             spec.workloads.len(),
-            spec.kv_admission_words()
+            spec.kv_admission_words(),
+            eplb_words(spec)
         );
         for (i, w) in spec.workloads.iter().enumerate() {
             let _ = writeln!(out, "  {i}: {}", w.label);
@@ -184,4 +186,13 @@ pub fn run(args: CheckArgs) -> Result<String> {
 /// Whether every value equals the first.
 fn same<T: PartialEq>(v: &[T]) -> bool {
     v.iter().all(|x| *x == v[0])
+}
+
+/// `[workload] eplb` in words, after the KV admission; empty when off.
+fn eplb_words(spec: &Spec) -> String {
+    if spec.eplb {
+        format!("; {}", crate::columns::EPLB_WORDS)
+    } else {
+        String::new()
+    }
 }

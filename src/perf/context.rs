@@ -49,6 +49,9 @@ pub struct Workload {
     pub spec_draft_layers: f64,
     /// The sweep's KV admission; `None`: each engine's own ([`memory::KvAdmission::of_engine`]).
     pub kv_admission: Option<memory::KvAdmission>,
+    /// Whether an MoE model is served with an expert-parallel load balancer (`[workload] eplb`,
+    /// [`ModelFacts::eplb`]).
+    pub eplb: bool,
 }
 
 /// What an inference row's workload columns show (`columns::Row::workload`): the values of the workload axes (or of `[workload]`)
@@ -109,6 +112,7 @@ impl Workload {
             spec_acceptance: DEFAULT_SPEC_ACCEPTANCE,
             spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
             kv_admission: None,
+            eplb: false,
         }
     }
 }
@@ -218,7 +222,8 @@ impl Context {
                 _ => w,
             }
         };
-        let model = ModelFacts::new(model)?;
+        let mut model = ModelFacts::new(model)?;
+        model.eplb = workload.eplb && model.experts > 0;
         // The grid's platforms, then the prefill pools' GPUs (`prefill_hardware`), each once.
         let mut prefill_platform = Vec::with_capacity(grid.prefill_hardware.len());
         let mut facts_of = grid.platform.clone();

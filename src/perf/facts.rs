@@ -64,6 +64,10 @@ pub struct ModelFacts {
     /// Fraction of layers with sliding-window attention and their window (tokens).
     pub sliding_fraction: f64,
     pub sliding_window: f64,
+    /// Served with an expert-parallel load balancer (`[workload] eplb`): one redundant expert
+    /// replica per expert-parallel rank in every MoE layer, and expert loads balanced over the
+    /// ranks (docs/model.md §8, "Routed experts").
+    pub eplb: bool,
     /// `ln(1 - experts_per_token / experts)`, for the expected share of experts a step touches.
     ln_expert_miss: f64,
     pub(super) layout_model: LayoutModel,
@@ -132,6 +136,7 @@ impl ModelFacts {
             embedding_params: counts.embedding,
             head_params: counts.embedding,
             tied_embeddings: model.tied_embeddings,
+            eplb: false,
             has_shared_experts: model.is_moe() && model.shared_experts.unwrap_or(0) > 0,
             routing_groups: model.routing_groups(),
             norm_io_per_token_layer: 12.0 * hidden,
@@ -181,6 +186,23 @@ impl ModelFacts {
         let ep = f64::from(ep);
         let mean = tokens * f64::from(self.experts_per_token) / ep;
         1.0 + (2.0 * ep.ln() * (1.0 - 1.0 / ep) / mean).sqrt()
+    }
+
+    /// Routed experts held per MoE layer over an expert-parallel group of `ep` ranks: the
+    /// model's experts, plus one redundant replica per rank under EPLB (DeepSeek-V3 report,
+    /// arXiv:2412.19437, section 3.4: each GPU of the 32-way prefill deployment hosts its 8
+    /// experts and one redundant one, 288 slots for 256 experts, as TensorRT-LLM's wide-EP
+    /// examples configure; SGLang and vLLM take the count as `--ep-num-redundant-experts`,
+    /// `--num-redundant-experts`). Without expert parallelism there is nothing to balance.
+    pub fn expert_slots(&self, ep: u32) -> f64 {
+        let redundant = if self.balances_experts(ep) { ep } else { 0 };
+        f64::from(self.experts + redundant)
+    }
+
+    /// Whether expert loads are balanced over `ep` expert-parallel ranks (EPLB served and
+    /// `ep > 1`).
+    pub fn balances_experts(&self, ep: u32) -> bool {
+        self.eplb && ep > 1
     }
 
     /// Expected share of a GPU's routed experts that at least one of `tokens` tokens selects, with

@@ -217,6 +217,10 @@ pub struct StepKernels {
     /// The experts' table was measured with skewed (power-law) routing: it times the busiest
     /// expert-parallel rank, so no further imbalance applies.
     pub experts_skewed: bool,
+    /// The experts' table under uniform (`balanced`) routing, which a deployment with an
+    /// expert-parallel load balancer approaches ([`super::ModelFacts::balances_experts`]);
+    /// `None` where none was measured in the experts' format.
+    pub experts_balanced: Option<MoeParams>,
     pub prefill_attention: Option<ContextAttentionParams>,
     pub decode_attention: Option<&'static GenerationAttentionParams>,
     pub prefill_mla: Option<ContextMlaParams>,
@@ -419,11 +423,19 @@ impl StepKernels {
                 })
             })
             .or_else(|| pick_key(&f.moe, expert_ids, |m| m.dtype.as_str(), |m| m.default));
+        let experts_balanced = expert_ids.iter().find_map(|id| {
+            pick(
+                &f.moe,
+                |m| m.distribution == "balanced" && m.dtype == *id,
+                |m| m.default,
+            )
+        });
         Some(StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
             experts: experts.map(|m| m.params),
             experts_skewed: experts.is_some_and(|m| m.distribution.starts_with("power_law")),
+            experts_balanced: experts_balanced.map(|m| m.params),
             prefill_attention,
             decode_attention,
             prefill_mla,

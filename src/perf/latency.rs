@@ -21,6 +21,7 @@ use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
 use super::network::SpineTiers;
 use super::serving::{Spread, blom_largest_normal, busiest_of_poisson, length_biased_half};
+use crate::catalog::kernels::MoeParams;
 
 /// Hardware rates a step runs at, for one GPU of one platform and weight format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -296,13 +297,13 @@ fn measured_kernels_s(
     let experts_s = if s.moe_layers == 0.0 {
         Some(0.0)
     } else {
-        k.experts.map(|e| {
-            let ep = f64::from(l.ep);
-            let imbalance = if k.experts_skewed { 1.0 } else { imbalance };
+        let ep = f64::from(l.ep);
+        let time = |e: &MoeParams, skewed: bool| {
+            let imbalance = if skewed { 1.0 } else { imbalance };
             s.moe_layers
                 * imbalance
                 * StepKernels::experts_s(
-                    &e,
+                    e,
                     t.moe_tokens,
                     m.hidden,
                     m.moe_ffn_hidden,
@@ -312,7 +313,21 @@ fn measured_kernels_s(
                     f64::from(l.stage_gpus) / ep,
                     ep,
                 )
-        })
+        };
+        let routed = k.experts.map(|e| time(&e, k.experts_skewed));
+        // A load balancer places the experts so the ranks' loads even out; the routing stays
+        // as skewed. It is taken at the faster of the model's routing and uniform routing
+        // (with the multinomial spread that remains, [`ModelFacts::expert_imbalance`]): never
+        // slower than no balancer, whose placement it could keep, and at most the uniform time
+        // where the busiest rank's load decides (many tokens). At few tokens the skewed table
+        // is the faster one, its popular experts touching fewer weights than uniform routing.
+        match (
+            routed,
+            k.experts_balanced.filter(|_| m.balances_experts(l.ep)),
+        ) {
+            (Some(skewed), Some(b)) => Some(skewed.min(time(&b, false))),
+            (routed, _) => routed,
+        }
     };
     let heads = m.heads / tp;
     let kv_heads = (f64::from(m.kv_heads) / tp).max(1.0);

@@ -200,7 +200,8 @@ pub struct StageParams {
     pub moe_layers: f64,
     /// Attention, dense MLP, shared experts and router weights on this GPU (already divided by tp).
     pub replicated_params: f64,
-    /// Routed-expert parameters this GPU holds in one MoE layer (`experts x expert / stage_gpus`).
+    /// Routed-expert parameters this GPU holds in one MoE layer (`slots x expert / stage_gpus`,
+    /// [`ModelFacts::expert_slots`]).
     pub expert_params_per_layer: f64,
     /// Input-embedding parameters on this GPU (first stage only, vocab-parallel over tp).
     pub embedding_params: f64,
@@ -227,7 +228,7 @@ impl StageParams {
             + f64::from(moe) * m.moe_shared_params_per_layer)
             / tp;
         let expert_params_per_layer =
-            m.expert_params * f64::from(m.experts) / f64::from(l.stage_gpus);
+            m.expert_params * m.expert_slots(l.ep) / f64::from(l.stage_gpus);
         StageParams {
             layers: f64::from(layers),
             dense_layers: f64::from(dense),

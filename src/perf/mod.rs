@@ -190,6 +190,59 @@ pub(crate) mod tests {
         assert_eq!(evaluate(&exponential, &p).reason, Some(Reason::DoesNotFit));
     }
 
+    /// DeepSeek-V3 in FP8 on an HGX H200 at attention DP 8 and ep 8 (batch 256 a rank, 1k in /
+    /// 1k out), with and without `[workload] eplb`. The load balancer adds one redundant expert
+    /// per rank in each of the 58 MoE layers: 58 x 3 x 7168 x 2048 parameters = 2.554 GB per
+    /// GPU at one byte each (8 of 264 slots, where 256 experts held 32 a GPU). The experts are
+    /// timed on the uniform-routing table instead of power-law 1.01's (1.61x at ep 8,
+    /// docs/model.md §8), so the step is faster. At ep 1 (tp 8) there is nothing to balance:
+    /// every column is identical.
+    #[test]
+    fn eplb_balances_the_experts_at_one_redundant_expert_a_rank() {
+        let c = Catalog::builtin().unwrap();
+        let g = c.gpu_index("h200-sxm").unwrap();
+        let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
+        let fp8 = vec![c.dtype_index("fp8").unwrap()];
+        let grid = |tp: u32, ep: u32, batch: u32| Grid {
+            tp: vec![tp],
+            ep: vec![ep],
+            batch: vec![batch],
+            weight_dtype: fp8.clone(),
+            kv_dtype: fp8.clone(),
+            ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
+        };
+        let model = c.model("deepseek-v3").unwrap();
+        let run = |grid: &Grid, eplb: bool| {
+            let workload = Workload {
+                eplb,
+                ..Workload::new(1024.0, 1024.0)
+            };
+            let ctx = Context::new(&c, model, grid, workload).unwrap();
+            evaluate(&ctx, &grid.point(0))
+        };
+        let wide = grid(1, 8, 2048);
+        let (off, on) = (run(&wide, false), run(&wide, true));
+        assert!(off.feasible() && on.feasible(), "{off:?} {on:?}");
+        let redundant_gb = 58.0 * 3.0 * 7168.0 * 2048.0 / 1e9;
+        let added = on.hbm_weights_gb_per_gpu - off.hbm_weights_gb_per_gpu;
+        assert!(
+            (added - redundant_gb).abs() < 1e-9,
+            "{added} {redundant_gb}"
+        );
+        assert!(
+            on.tokens_per_s_per_gpu > 1.05 * off.tokens_per_s_per_gpu,
+            "{} {}",
+            on.tokens_per_s_per_gpu,
+            off.tokens_per_s_per_gpu
+        );
+        let narrow = grid(8, 1, 256);
+        // Debug text compares the NaN columns alike.
+        assert_eq!(
+            format!("{:?}", run(&narrow, false)),
+            format!("{:?}", run(&narrow, true))
+        );
+    }
+
     /// llama-3.1-70b, bf16, tp = 8 on a DGX H100 rack, batch 1, 1k in / 1k out, by hand, on the
     /// roofline model (the one GPUs without measured kernel surfaces use; here the H100's
     /// surfaces are removed). Decode is HBM-bound: each GPU reads its eighth of the weights and

@@ -84,6 +84,9 @@ pub struct Spec {
     /// `[workload] kv_admission`; `None`: each engine's own
     /// (`perf::memory::KvAdmission::of_engine`).
     pub kv_admission: Option<crate::perf::memory::KvAdmission>,
+    /// `[workload] eplb`: MoE models served with an expert-parallel load balancer
+    /// (`perf::ModelFacts::eplb`).
+    pub eplb: bool,
     pub grid: Grid,
 }
 
@@ -129,6 +132,7 @@ impl Spec {
             spec_acceptance: self.spec_acceptance,
             spec_draft_layers: self.spec_draft_layers,
             kv_admission: self.kv_admission,
+            eplb: self.eplb,
         };
         let mut ctx = crate::perf::Context::new(&h.catalog, model, &self.grid, workload)
             .expect("spec validation guarantees the model has a vocabulary");
@@ -316,7 +320,11 @@ impl Sweep {
                 ("output_tokens", s.workloads[0].output_tokens),
                 ("spec_acceptance", s.spec_acceptance),
                 ("spec_draft_layers", s.spec_draft_layers),
-            ],
+            ]
+            .into_iter()
+            // One redundant expert per expert-parallel rank (`perf::ModelFacts::expert_slots`).
+            .chain(s.eplb.then_some((crate::columns::EPLB_KEY, 1.0)))
+            .collect(),
             Sweep::Training(s) => vec![
                 ("seq_len", f64::from(s.job.seq_len)),
                 ("global_batch_seqs", f64::from(s.job.global_batch_seqs)),
@@ -664,6 +672,23 @@ impl Loader<'_> {
         let axes = self.workload_axes(&mut grid)?;
         let workloads = self.workloads(&mut catalog, &workload, &axes, slo, &cost)?;
         let model = workloads[0].model;
+        let eplb = match &workload.eplb {
+            Some(v) if *v.get_ref() => {
+                if !workloads.iter().any(|w| catalog.models[w.model].is_moe()) {
+                    return Err(self
+                        .at(
+                            v.span(),
+                            format!(
+                                "workload.eplb: {} has no routed experts to balance",
+                                catalog.models[model].id
+                            ),
+                        )
+                        .with_hint("an expert-parallel load balancer applies to MoE models; remove the key"));
+                }
+                true
+            }
+            _ => false,
+        };
         self.quotes(&mut catalog, price, &cost)?;
 
         // Pass 5: the [grid] axes.
@@ -684,6 +709,7 @@ impl Loader<'_> {
             spec_acceptance,
             spec_draft_layers,
             kv_admission,
+            eplb,
             grid,
         })
     }

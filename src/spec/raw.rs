@@ -74,6 +74,8 @@ pub struct RawWorkload {
     pub input_tokens_cv: Option<Spanned<f64>>,
     pub output_tokens_cv: Option<Spanned<f64>>,
     pub kv_admission: Option<Spanned<String>>,
+    /// Serve MoE models with an expert-parallel load balancer (EPLB).
+    pub eplb: Option<Spanned<bool>>,
     pub demand: Option<Spanned<RawDemand>>,
     #[serde(default)]
     pub phase: Vec<Spanned<RawPhase>>,
