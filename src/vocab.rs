@@ -132,6 +132,17 @@ crate::names::names! {
     }
 }
 
+impl ServingEngine {
+    /// Whether the engine can overlap two micro-batches' compute with their MoE dispatch and
+    /// combine under data-parallel attention and expert parallelism: SGLang
+    /// (`--enable-two-batch-overlap`, PR 4068) and vLLM (`--enable-dbo`, "Dual Batch Overlap",
+    /// docs.vllm.ai design docs: "currently only targets DP+EP deployments"). TensorRT-LLM's
+    /// `trtllm-serve` options name no such mode.
+    pub fn overlaps_two_batches(self) -> bool {
+        matches!(self, ServingEngine::Vllm | ServingEngine::Sglang)
+    }
+}
+
 impl Engine {
     /// The engine this word runs on a GPU that runs `engines` (its default first); `None` when
     /// the GPU does not run it.

@@ -448,7 +448,8 @@ fn check_prints_the_demand_slos_cost_and_estimates() {
     );
 }
 
-/// `[workload] eplb`: `check` says so, the manifest records the redundant experts per rank,
+/// `[workload] eplb` (and `two_batch_overlap`): `check` says so, the manifest records the
+/// redundant experts per rank,
 /// and each GPU holds one more expert per MoE layer than the same grid without it: DeepSeek-V3
 /// in FP8 at ep 8, 58 layers x 3 x 7168 x 2048 parameters = 2.554 GB, and its steps run on the
 /// uniform-routing table, so no row is slower.
@@ -469,13 +470,14 @@ fn eplb_is_shown_recorded_and_holds_a_redundant_expert_a_rank() {
         .unwrap();
         path
     };
-    let on = sweep("eplb-on", "eplb = true\n");
+    // Two-batch overlap too, which TensorRT-LLM (the H200's default engine) does not do.
+    let on = sweep("eplb-on", "eplb = true\ntwo_batch_overlap = true\n");
     let off = sweep("eplb-off", "");
     let o = run(&["check", on.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).contains(
-            "; experts balanced by EPLB (one redundant expert per expert-parallel rank)\n"
+            "; experts balanced by EPLB (one redundant expert per expert-parallel rank); two micro-batches overlap the MoE dispatch and combine where the engine does (SGLang, vLLM)\n"
         ),
         "{}",
         stdout(&o)
@@ -493,6 +495,7 @@ fn eplb_is_shown_recorded_and_holds_a_redundant_expert_a_rank() {
     }
     let m = manifest(&out.join("eplb-on"));
     assert_eq!(m["workload"]["eplb_redundant_experts_per_rank"], 1.0);
+    assert_eq!(m["workload"]["two_batch_overlap"], 1.0);
     assert!(
         manifest(&out.join("eplb-off"))["workload"]
             .get("eplb_redundant_experts_per_rank")

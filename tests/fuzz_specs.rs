@@ -340,6 +340,11 @@ fn inference_workload(w: Wild) -> BoxedStrategy<String> {
                 0.1,
                 or_wild(w, pick(&["true", "false"]), pick(&["1", "\"yes\""])),
             ),
+            line(
+                "two_batch_overlap",
+                0.1,
+                or_wild(w, pick(&["true", "false"]), pick(&["0", "\"on\""])),
+            ),
         ],
     )
 }

@@ -990,13 +990,9 @@ fn workload_words(w: Workload, kv_admission: Option<&str>) -> String {
                 None => format!("; KV admission {words}"),
             },
         );
-    let eplb = if w(super::EPLB_KEY) > 0.0 {
-        format!("; {}", super::EPLB_WORDS)
-    } else {
-        String::new()
-    };
+    let switches = super::switch_words(w);
     format!(
-        "{} input tokens, {} output tokens per request{admission}{eplb}",
+        "{} input tokens, {} output tokens per request{admission}{switches}",
         number(w("input_tokens")),
         number(w("output_tokens"))
     )

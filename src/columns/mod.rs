@@ -16,9 +16,32 @@
 /// The manifest's workload number that records `[workload] eplb`: redundant experts per
 /// expert-parallel rank (`perf::ModelFacts::expert_slots`), present only when on.
 pub const EPLB_KEY: &str = "eplb_redundant_experts_per_rank";
-/// `[workload] eplb` in words, as `check` and reports show it after the KV admission.
-pub const EPLB_WORDS: &str =
-    "experts balanced by EPLB (one redundant expert per expert-parallel rank)";
+/// The manifest's workload number that records `[workload] two_batch_overlap` (1), present only
+/// when on.
+pub const TWO_BATCH_OVERLAP_KEY: &str = "two_batch_overlap";
+
+/// The serving switches of `[workload]` the manifest records among its workload numbers, each
+/// with its words, as `check` and reports show them after the KV admission.
+const SWITCHES: [(&str, &str); 2] = [
+    (
+        EPLB_KEY,
+        "experts balanced by EPLB (one redundant expert per expert-parallel rank)",
+    ),
+    (
+        TWO_BATCH_OVERLAP_KEY,
+        "two micro-batches overlap the MoE dispatch and combine where the engine does (SGLang, vLLM)",
+    ),
+];
+
+/// The switches that are on among the workload numbers `value` gives, in words, each after
+/// "; ".
+pub fn switch_words(value: &dyn Fn(&str) -> f64) -> String {
+    SWITCHES
+        .iter()
+        .filter(|(key, _)| value(key) > 0.0)
+        .map(|(_, words)| format!("; {words}"))
+        .collect()
+}
 
 mod inference;
 mod training;

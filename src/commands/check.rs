@@ -62,7 +62,7 @@ fn render_inference(spec: &Spec) -> String {
             tokens(w.input_tokens),
             tokens(w.output_tokens),
             spec.kv_admission_words(),
-            eplb_words(spec)
+            switch_words(spec)
         );
     } else {
         // Every combination, by workload_id: each has its own frontier.
@@ -71,7 +71,7 @@ fn render_inference(spec: &Spec) -> String {
             "workloads: {} combinations, one frontier each; KV admission {}{}",
             spec.workloads.len(),
             spec.kv_admission_words(),
-            eplb_words(spec)
+            switch_words(spec)
         );
         for (i, w) in spec.workloads.iter().enumerate() {
             let _ = writeln!(out, "  {i}: {}", w.label);
@@ -188,11 +188,8 @@ fn same<T: PartialEq>(v: &[T]) -> bool {
     v.iter().all(|x| *x == v[0])
 }
 
-/// `[workload] eplb` in words, after the KV admission; empty when off.
-fn eplb_words(spec: &Spec) -> String {
-    if spec.eplb {
-        format!("; {}", crate::columns::EPLB_WORDS)
-    } else {
-        String::new()
-    }
+/// The `[workload]` serving switches that are on, in words, after the KV admission.
+fn switch_words(spec: &Spec) -> String {
+    let on = spec.switches();
+    crate::columns::switch_words(&|key| on.iter().find(|(k, _)| *k == key).map_or(0.0, |(_, v)| *v))
 }

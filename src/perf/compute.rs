@@ -108,6 +108,20 @@ impl StepTokens {
     pub fn rank_tokens(&self) -> f64 {
         self.decode + self.prefill
     }
+
+    /// One of two equal micro-batches of this step (two-batch overlap): half of every count,
+    /// the same contexts.
+    pub fn halved(&self) -> StepTokens {
+        StepTokens {
+            decode: self.decode / 2.0,
+            sequences: self.sequences / 2.0,
+            prefill: self.prefill / 2.0,
+            busiest_prefill: self.busiest_prefill / 2.0,
+            moe_tokens: self.moe_tokens / 2.0,
+            logit_rows: self.logit_rows / 2.0,
+            ..*self
+        }
+    }
 }
 
 /// FLOPs one GPU performs in one step of one stage, split by the kernels that run them.

@@ -52,6 +52,9 @@ pub struct Workload {
     /// Whether an MoE model is served with an expert-parallel load balancer (`[workload] eplb`,
     /// [`ModelFacts::eplb`]).
     pub eplb: bool,
+    /// `[workload] two_batch_overlap`: engines that can ([`crate::vocab::ServingEngine::overlaps_two_batches`])
+    /// overlap two micro-batches under data-parallel attention and expert parallelism.
+    pub two_batch_overlap: bool,
 }
 
 /// What an inference row's workload columns show (`columns::Row::workload`): the values of the workload axes (or of `[workload]`)
@@ -113,6 +116,7 @@ impl Workload {
             spec_draft_layers: DEFAULT_SPEC_DRAFT_LAYERS,
             kv_admission: None,
             eplb: false,
+            two_batch_overlap: false,
         }
     }
 }
@@ -133,6 +137,8 @@ pub struct Context {
     /// (TensorRT-LLM's `gemm_allreduce_plugin`, a build option off by default; `validate` sets
     /// it for the submissions built with it; docs/model.md §7).
     pub gemm_all_reduce_fusion: bool,
+    /// `[workload] two_batch_overlap` ([`Workload::two_batch_overlap`]).
+    pub two_batch_overlap: bool,
     pub calibration: Calibration,
     /// Facts of the grid's platforms (indexed by `Point::platform`), then of the prefill pools'
     /// other platforms.
@@ -342,6 +348,7 @@ impl Context {
             spec_draft_layers: workload.spec_draft_layers,
             kv_admission: workload.kv_admission,
             gemm_all_reduce_fusion: false,
+            two_batch_overlap: workload.two_batch_overlap,
             calibration: catalog.calibration,
             platforms,
             prefill_platform,

@@ -366,6 +366,10 @@ pub(super) fn instance_in<'a>(
         ),
         one_shot_all_reduce: true,
         gemm_all_reduce_fusion: ctx.gemm_all_reduce_fusion,
+        two_batch_overlap: ctx.two_batch_overlap
+            && engine.overlaps_two_batches()
+            && l.attention_dp > 1
+            && l.ep > 1,
         domain_gpus: platform.rack.scaleup_domain_gpus,
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,

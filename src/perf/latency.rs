@@ -57,6 +57,9 @@ pub struct Rates {
     /// Whether each row-parallel GEMM runs fused with its tensor-parallel all-reduce
     /// ([`fused_all_reduce_s`]).
     pub gemm_all_reduce_fusion: bool,
+    /// Whether the engine may overlap two micro-batches' kernels with their MoE dispatch and
+    /// combine ([`two_batch_overlap`]).
+    pub two_batch_overlap: bool,
     /// GPUs per scale-up domain: a tensor-parallel group wider than one spans whole domains and
     /// all-reduces over both tiers.
     pub domain_gpus: u32,
@@ -93,7 +96,8 @@ impl StageTime {
     }
 }
 
-/// Time one GPU of stage `s` takes for a step carrying `t`.
+/// Time one GPU of stage `s` takes for a step carrying `t`: the step as one batch, or, where
+/// the engine overlaps two micro-batches and that is faster, as two ([`two_batch_overlap`]).
 pub fn stage_time(
     m: &ModelFacts,
     l: &Layout,
@@ -101,6 +105,59 @@ pub fn stage_time(
     r: &Rates,
     t: &StepTokens,
 ) -> StageTime {
+    let one = serial_stage_time(m, l, s, r, t);
+    if !r.two_batch_overlap {
+        return one.time;
+    }
+    let two = two_batch_overlap(s, &serial_stage_time(m, l, s, r, &t.halved()));
+    if two.total_s() < one.time.total_s() {
+        two
+    } else {
+        one.time
+    }
+}
+
+/// A stage's step as one batch, with its MoE dispatch and combine apart from the rest of its
+/// communication.
+struct SerialStage {
+    time: StageTime,
+    /// Seconds of `time.comm_s` that are the expert dispatch and combine.
+    exchange_s: f64,
+}
+
+/// Two-batch overlap (DeepSeek's decode micro-batching; SGLang `--enable-two-batch-overlap`,
+/// vLLM `--enable-dbo`, "Dual Batch Overlap" in its design docs, for data-parallel attention
+/// with expert parallelism): the step's tokens split into two micro-batches, and while one
+/// runs its kernels the other's MoE dispatch or combine is in flight. With `c` the seconds of
+/// one micro-batch's kernels and other communication per layer and `x` its dispatch and combine,
+/// the two alternate, one layer taking `2 max(c, x)` once the pipeline is full, plus
+/// `min(c, x)` to fill it (two jobs through two alternating resources; Johnson 1954, "Optimal
+/// two- and three-stage production schedules with setup times included"): over the stage,
+/// `2 max(C, X) + min(C, X) / layers` with `C`, `X` the half-batch's whole-stage times
+/// (`half`, timed on the same surfaces at half the tokens, so each micro-batch reads the
+/// weights again and runs its GEMMs at half the rows: why overlap loses at small batches,
+/// DeepEP PR 390: "a positive throughput gain is only observed at larger batch sizes").
+fn two_batch_overlap(s: &StageParams, half: &SerialStage) -> StageTime {
+    let compute = half.time.kernels_s + half.time.comm_s - half.exchange_s;
+    let exchange = half.exchange_s;
+    let total = 2.0 * compute.max(exchange) + compute.min(exchange) / s.layers.max(1.0);
+    let kernels_s = 2.0 * half.time.kernels_s;
+    StageTime {
+        compute_s: 2.0 * half.time.compute_s,
+        memory_s: 2.0 * half.time.memory_s,
+        kernels_s,
+        comm_s: total - kernels_s,
+    }
+}
+
+/// [`stage_time`] of the step as one batch.
+fn serial_stage_time(
+    m: &ModelFacts,
+    l: &Layout,
+    s: &StageParams,
+    r: &Rates,
+    t: &StepTokens,
+) -> SerialStage {
     // Every part but the routed experts runs on each attention rank over its own tokens, and
     // the busiest rank sets the pace; the experts see all ranks' tokens (`moe_tokens`).
     let paced = StepTokens {
@@ -164,11 +221,15 @@ pub fn stage_time(
         }
     };
 
-    StageTime {
-        compute_s: dense_compute_s + routed_compute_s + attention_compute_s,
-        memory_s: dense_memory_s + expert_memory_s + attention_memory_s + activation_s,
-        kernels_s,
-        comm_s: layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0),
+    let comm = layer_comm_s(m, l, s, r, t.rank_tokens(), t.decode > 0.0);
+    SerialStage {
+        time: StageTime {
+            compute_s: dense_compute_s + routed_compute_s + attention_compute_s,
+            memory_s: dense_memory_s + expert_memory_s + attention_memory_s + activation_s,
+            kernels_s,
+            comm_s: comm.total_s(),
+        },
+        exchange_s: comm.exchange_s,
     }
 }
 
@@ -383,7 +444,7 @@ fn layer_comm_s(
     r: &Rates,
     rank_tokens: f64,
     decoding: bool,
-) -> f64 {
+) -> StageComm {
     let message = rank_tokens * m.hidden * ACTIVATION_BYTES;
     let measured = r.kernels.as_ref().and_then(|k| {
         let table = if decoding {
@@ -414,10 +475,12 @@ fn layer_comm_s(
     } else {
         0.0
     };
-    let moe = if s.moe_layers == 0.0 {
-        0.0
+    // The MoE layers' all-reduce (tokens replicated over the tensor-parallel group) or their
+    // shared experts' all-reduce, and the expert dispatch and combine.
+    let (moe_all_reduce, exchange) = if s.moe_layers == 0.0 {
+        (0.0, 0.0)
     } else if l.attention_dp == 1 {
-        s.moe_layers * tp_all_reduce
+        (s.moe_layers * tp_all_reduce, 0.0)
     } else if let Some(x) = r
         .kernels
         .as_ref()
@@ -426,7 +489,10 @@ fn layer_comm_s(
     {
         // The engine's measured dispatch and combine (SPEC.md 3.9), inside the NVLink domain.
         let copies = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token);
-        s.moe_layers * (x.time_s(decoding, copies, m.hidden) + shared)
+        (
+            s.moe_layers * shared,
+            s.moe_layers * x.time_s(decoding, copies, m.hidden),
+        )
     } else {
         let a2a = |bytes_per_element: f64| {
             r.expert_exchange.time_s(
@@ -435,11 +501,32 @@ fn layer_comm_s(
                 [r.scaleup, r.scaleup, r.spine.all_to_all],
             )
         };
-        s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES) + shared)
+        (
+            s.moe_layers * shared,
+            s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES)),
+        )
     };
     // What GEMMs fused with their all-reduce hide of it (a measured group only).
     let fused = measured.map_or(0.0, |ar| fused_all_reduce_s(m, l, s, r, rank_tokens, ar));
-    attention + dense + moe - fused
+    StageComm {
+        all_reduce_s: attention + dense + moe_all_reduce - fused,
+        exchange_s: exchange,
+    }
+}
+
+/// A stage step's communication on its critical path, by kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct StageComm {
+    /// Tensor-parallel all-reduces (less what fused GEMMs hide).
+    all_reduce_s: f64,
+    /// MoE dispatch and combine between expert-parallel ranks.
+    exchange_s: f64,
+}
+
+impl StageComm {
+    fn total_s(&self) -> f64 {
+        self.all_reduce_s + self.exchange_s
+    }
 }
 
 /// Seconds of pipeline hops for `tokens` activations passing through all `pp - 1` boundaries.
@@ -873,6 +960,38 @@ mod tests {
         assert_eq!(tp.busiest_prefill, tp.prefill);
         let pool = shape(&adp, 1.253, false);
         assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
+    }
+
+    /// Two-batch overlap by hand: a half-batch stage of 10 layers whose kernels take 10 ms and
+    /// whose communication takes 6 ms, 4 of them dispatch and combine. The two micro-batches
+    /// alternate compute (10 + 2 = 12 ms each) with their exchange (4 ms each), so the stage
+    /// takes 2 x max(12, 4) plus min(12, 4) / 10, 24.4 ms, of which 20 ms are kernels, against
+    /// 2 x 16 = 32 ms one after the other. With the exchange longer than the rest (12 ms
+    /// against 4 + 2) it sets the pace: 2 x 12 plus 6 / 10, 24.6 ms.
+    #[test]
+    fn two_batch_overlap_by_hand() {
+        let stage = StageParams::bounding_stages(
+            &crate::perf::tests::facts("deepseek-v3"),
+            &layout(1, 1, 8, 1),
+        )[0];
+        let stage = StageParams {
+            layers: 10.0,
+            ..stage
+        };
+        let half = |kernels_s: f64, comm_s: f64, exchange_s: f64| SerialStage {
+            time: StageTime {
+                compute_s: 0.0,
+                memory_s: 0.0,
+                kernels_s,
+                comm_s,
+            },
+            exchange_s,
+        };
+        let t = two_batch_overlap(&stage, &half(10e-3, 6e-3, 4e-3));
+        assert!((t.total_s() - 24.4e-3).abs() < 1e-12, "{t:?}");
+        assert!((t.kernels_s - 20e-3).abs() < 1e-12);
+        let t = two_batch_overlap(&stage, &half(4e-3, 14e-3, 12e-3));
+        assert!((t.total_s() - 24.6e-3).abs() < 1e-12, "{t:?}");
     }
 
     /// The same case's contexts: a running sequence holds 804 + 4,043 x (1 + 1.253^2) / 2 =

@@ -87,10 +87,29 @@ pub struct Spec {
     /// `[workload] eplb`: MoE models served with an expert-parallel load balancer
     /// (`perf::ModelFacts::eplb`).
     pub eplb: bool,
+    /// `[workload] two_batch_overlap` (`perf::Workload::two_batch_overlap`).
+    pub two_batch_overlap: bool,
     pub grid: Grid,
 }
 
 impl Spec {
+    /// The `[workload]` serving switches that are on, as the manifest's workload numbers: one
+    /// redundant expert per expert-parallel rank under EPLB (`perf::ModelFacts::expert_slots`),
+    /// 1 for two-batch overlap.
+    pub fn switches(&self) -> Vec<(&'static str, f64)> {
+        [
+            (crate::columns::EPLB_KEY, self.eplb),
+            (
+                crate::columns::TWO_BATCH_OVERLAP_KEY,
+                self.two_batch_overlap,
+            ),
+        ]
+        .into_iter()
+        .filter(|&(_, on)| on)
+        .map(|(key, _)| (key, 1.0))
+        .collect()
+    }
+
     /// The KV admission in words, as `check` and the manifest show it: the sweep's policy, or
     /// `engine default (trtllm: whole-request, vllm: on-demand)` over the serving engines the
     /// grid's GPUs run (all three when they run none of the grid's engines).
@@ -133,6 +152,7 @@ impl Spec {
             spec_draft_layers: self.spec_draft_layers,
             kv_admission: self.kv_admission,
             eplb: self.eplb,
+            two_batch_overlap: self.two_batch_overlap,
         };
         let mut ctx = crate::perf::Context::new(&h.catalog, model, &self.grid, workload)
             .expect("spec validation guarantees the model has a vocabulary");
@@ -322,8 +342,7 @@ impl Sweep {
                 ("spec_draft_layers", s.spec_draft_layers),
             ]
             .into_iter()
-            // One redundant expert per expert-parallel rank (`perf::ModelFacts::expert_slots`).
-            .chain(s.eplb.then_some((crate::columns::EPLB_KEY, 1.0)))
+            .chain(s.switches())
             .collect(),
             Sweep::Training(s) => vec![
                 ("seq_len", f64::from(s.job.seq_len)),
@@ -672,23 +691,31 @@ impl Loader<'_> {
         let axes = self.workload_axes(&mut grid)?;
         let workloads = self.workloads(&mut catalog, &workload, &axes, slo, &cost)?;
         let model = workloads[0].model;
-        let eplb = match &workload.eplb {
+        // Serving switches of MoE models: on a sweep of dense models they would change nothing.
+        let moe_switch = |key: &Option<Spanned<bool>>, name: &str, what: &str| match key {
             Some(v) if *v.get_ref() => {
-                if !workloads.iter().any(|w| catalog.models[w.model].is_moe()) {
-                    return Err(self
+                if workloads.iter().any(|w| catalog.models[w.model].is_moe()) {
+                    Ok(true)
+                } else {
+                    Err(self
                         .at(
                             v.span(),
                             format!(
-                                "workload.eplb: {} has no routed experts to balance",
+                                "workload.{name}: {} has no routed experts {what}",
                                 catalog.models[model].id
                             ),
                         )
-                        .with_hint("an expert-parallel load balancer applies to MoE models; remove the key"));
+                        .with_hint(format!("{name} applies to MoE models; remove the key")))
                 }
-                true
             }
-            _ => false,
+            _ => Ok(false),
         };
+        let eplb = moe_switch(&workload.eplb, "eplb", "to balance")?;
+        let two_batch_overlap = moe_switch(
+            &workload.two_batch_overlap,
+            "two_batch_overlap",
+            "whose dispatch and combine to overlap",
+        )?;
         self.quotes(&mut catalog, price, &cost)?;
 
         // Pass 5: the [grid] axes.
@@ -710,6 +737,7 @@ impl Loader<'_> {
             spec_draft_layers,
             kv_admission,
             eplb,
+            two_batch_overlap,
             grid,
         })
     }

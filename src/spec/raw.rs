@@ -76,6 +76,8 @@ pub struct RawWorkload {
     pub kv_admission: Option<Spanned<String>>,
     /// Serve MoE models with an expert-parallel load balancer (EPLB).
     pub eplb: Option<Spanned<bool>>,
+    /// Overlap two micro-batches with the MoE dispatch and combine (SGLang, vLLM).
+    pub two_batch_overlap: Option<Spanned<bool>>,
     pub demand: Option<Spanned<RawDemand>>,
     #[serde(default)]
     pub phase: Vec<Spanned<RawPhase>>,
