@@ -919,6 +919,18 @@ mod tests {
     use super::*;
     use crate::perf::tests::{layout, point_in};
 
+    /// The step tokens of `sequences` running sequences of the MLPerf DeepSeek-R1 dataset's
+    /// lengths (804 in, prompt cv 0.505, 4,043 out at answer cv `cv`) on layout `l`, prompts
+    /// folded in when `fold`.
+    fn dsr1_step(l: &Layout, sequences: f64, cv: f64, fold: bool) -> StepTokens {
+        let spread = Spread {
+            prompt_cv2: 0.505 * 0.505,
+            slot_variability: (1.0 + cv * cv) / 2.0,
+            prompt_quantiles: None,
+        };
+        DecodeShape::new(l, sequences, 804.0, 4043.0, spread, &Speculation::OFF, fold).tokens
+    }
+
     /// The MLPerf DeepSeek-R1 B200 offline case: attention DP 8 (tp 1, ep 8), 4,096 sequences,
     /// 804 in, 4,043 out, answer cv 1.253. Each rank folds `512 x 804 / 4043 = 101.8` prompt
     /// tokens per step on average; the busiest of the eight starts 0.69693 prompts
@@ -927,23 +939,7 @@ mod tests {
     /// parallelism (one attention rank) and a disaggregated decode pool have no imbalance.
     #[test]
     fn attention_dp_waits_for_the_busiest_rank() {
-        let spread = |cv: f64| Spread {
-            prompt_cv2: 0.505 * 0.505,
-            slot_variability: (1.0 + cv * cv) / 2.0,
-            prompt_quantiles: None,
-        };
-        let shape = |l: &Layout, cv: f64, fold: bool| {
-            DecodeShape::new(
-                l,
-                4096.0,
-                804.0,
-                4043.0,
-                spread(cv),
-                &Speculation::OFF,
-                fold,
-            )
-            .tokens
-        };
+        let shape = |l: &Layout, cv: f64, fold: bool| dsr1_step(l, 4096.0, cv, fold);
         let adp = layout(1, 1, 8, 1);
         let t = shape(&adp, 1.253, true);
         let mean = 512.0 * 804.0 / 4043.0;
@@ -994,32 +990,16 @@ mod tests {
         assert!((t.total_s() - 24.6e-3).abs() < 1e-12, "{t:?}");
     }
 
-    /// The same case's contexts: a running sequence holds 804 + 4,043 x (1 + 1.253^2) / 2 =
-    /// 5,999.27 tokens on average, with standard deviation
-    /// sqrt(4043^2 x 2.570 x 8.850 / 12 + 804^2 x 0.505^2) = 5,580.92 (gamma answers). The
-    /// busiest of 8 ranks (Blom: z = 1.43420) holds 5,999.27 + 1.43420 x 5,580.92 / sqrt(512)
-    /// = 6,353.01 a sequence at 512 sequences a rank and 6,636.05 at 158. One attention rank,
-    /// or answers of one length, hold the mean.
+    /// The MLPerf DeepSeek-R1 case's contexts: a running sequence holds 804 + 4,043 x (1 +
+    /// 1.253^2) / 2 = 5,999.27 tokens on average, with standard deviation sqrt(4043^2 x 2.570 x
+    /// 8.850 / 12 + 804^2 x 0.505^2) = 5,580.92 (gamma answers). The busiest of 8 ranks (Blom:
+    /// z = 1.43420) holds 5,999.27 + 1.43420 x 5,580.92 / sqrt(512), 6,353.01 a sequence, at
+    /// 512 sequences a rank, and 6,636.05 at 158. One attention rank, or answers of one length,
+    /// hold the mean.
     #[test]
     fn attention_dp_waits_for_the_rank_with_the_most_context() {
-        let spread = |cv: f64| Spread {
-            prompt_cv2: 0.505 * 0.505,
-            slot_variability: (1.0 + cv * cv) / 2.0,
-            prompt_quantiles: None,
-        };
-        let context = |l: &Layout, sequences: f64, cv: f64| {
-            DecodeShape::new(
-                l,
-                sequences,
-                804.0,
-                4043.0,
-                spread(cv),
-                &Speculation::OFF,
-                true,
-            )
-            .tokens
-            .decode_context
-        };
+        let context =
+            |l: &Layout, sequences: f64, cv: f64| dsr1_step(l, sequences, cv, true).decode_context;
         let adp = layout(1, 1, 8, 1);
         let close = |a: f64, b: f64| (a - b).abs() < 0.01;
         assert!(

@@ -190,38 +190,44 @@ pub(crate) mod tests {
         assert_eq!(evaluate(&exponential, &p).reason, Some(Reason::DoesNotFit));
     }
 
-    /// DeepSeek-V3 in FP8 on an HGX H200 at attention DP 8 and ep 8 (batch 256 a rank, 1k in /
-    /// 1k out), with and without `[workload] eplb`. The load balancer adds one redundant expert
-    /// per rank in each of the 58 MoE layers: 58 x 3 x 7168 x 2048 parameters = 2.554 GB per
-    /// GPU at one byte each (8 of 264 slots, where 256 experts held 32 a GPU). The experts are
-    /// timed on the uniform-routing table instead of power-law 1.01's (1.61x at ep 8,
-    /// docs/model.md §8), so the step is faster. At ep 1 (tp 8) there is nothing to balance:
-    /// every column is identical.
-    #[test]
-    fn eplb_balances_the_experts_at_one_redundant_expert_a_rank() {
+    /// DeepSeek-V3 in FP8 (weights and KV cache) at 1k in / 1k out on an HGX H200 rack under
+    /// `engine` at `tp`, `ep` and `batch`, with `[workload]` switches set by `switch`.
+    fn dsv3_h200_fp8(
+        engine: crate::vocab::Engine,
+        [tp, ep, batch]: [u32; 3],
+        switch: impl FnOnce(&mut Workload),
+    ) -> Estimate {
         let c = Catalog::builtin().unwrap();
         let g = c.gpu_index("h200-sxm").unwrap();
         let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
         let fp8 = vec![c.dtype_index("fp8").unwrap()];
-        let grid = |tp: u32, ep: u32, batch: u32| Grid {
+        let grid = Grid {
             tp: vec![tp],
             ep: vec![ep],
             batch: vec![batch],
+            engine: vec![engine],
             weight_dtype: fp8.clone(),
-            kv_dtype: fp8.clone(),
+            kv_dtype: fp8,
             ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
         };
-        let model = c.model("deepseek-v3").unwrap();
-        let run = |grid: &Grid, eplb: bool| {
-            let workload = Workload {
-                eplb,
-                ..Workload::new(1024.0, 1024.0)
-            };
-            let ctx = Context::new(&c, model, grid, workload).unwrap();
-            evaluate(&ctx, &grid.point(0))
-        };
-        let wide = grid(1, 8, 2048);
-        let (off, on) = (run(&wide, false), run(&wide, true));
+        let mut workload = Workload::new(1024.0, 1024.0);
+        switch(&mut workload);
+        let ctx = Context::new(&c, c.model("deepseek-v3").unwrap(), &grid, workload).unwrap();
+        evaluate(&ctx, &grid.point(0))
+    }
+
+    /// DeepSeek-V3 on an HGX H200 at attention DP 8 and ep 8 (batch 256 a rank), with and
+    /// without `[workload] eplb`. The load balancer adds one redundant expert per rank in each
+    /// of the 58 MoE layers: 58 x 3 x 7168 x 2048 parameters = 2.554 GB per GPU at one byte
+    /// each (8 of 264 slots, where 256 experts held 32 a GPU). The experts are timed at the
+    /// faster of the power-law 1.01 table (1.61x the uniform one at ep 8, docs/model.md §8) and
+    /// the uniform one, so the step is faster. At ep 1 (tp 8) there is nothing to balance:
+    /// every column is identical (compared as Debug text, so that NaN columns compare alike).
+    #[test]
+    fn eplb_balances_the_experts_at_one_redundant_expert_a_rank() {
+        use crate::vocab::Engine::Auto;
+        let run = |shape: [u32; 3], eplb: bool| dsv3_h200_fp8(Auto, shape, |w| w.eplb = eplb);
+        let (off, on) = (run([1, 8, 2048], false), run([1, 8, 2048], true));
         assert!(off.feasible() && on.feasible(), "{off:?} {on:?}");
         let redundant_gb = 58.0 * 3.0 * 7168.0 * 2048.0 / 1e9;
         let added = on.hbm_weights_gb_per_gpu - off.hbm_weights_gb_per_gpu;
@@ -235,59 +241,32 @@ pub(crate) mod tests {
             on.tokens_per_s_per_gpu,
             off.tokens_per_s_per_gpu
         );
-        let narrow = grid(8, 1, 256);
-        // Debug text compares the NaN columns alike.
         assert_eq!(
-            format!("{:?}", run(&narrow, false)),
-            format!("{:?}", run(&narrow, true))
+            format!("{:?}", run([8, 1, 256], false)),
+            format!("{:?}", run([8, 1, 256], true))
         );
     }
 
-    /// `[workload] two_batch_overlap` on DeepSeek-V3 in FP8 on an HGX H200 at attention DP 8 and
-    /// ep 8, 1k in / 1k out: SGLang, which overlaps, runs 2,048 sequences faster, and never
-    /// slower than one batch at a time (8 sequences: the two halves read the weights twice and
-    /// the engine is taken to keep one batch, as vLLM's token threshold does); TensorRT-LLM,
-    /// and a layout without attention data parallelism, are unchanged.
+    /// `[workload] two_batch_overlap` on the same DeepSeek-V3 at attention DP 8 and ep 8:
+    /// SGLang, which overlaps, runs 2,048 sequences faster, and never slower than one batch at
+    /// a time (8 sequences: the two halves read the weights twice and the engine is taken to
+    /// keep one batch, as vLLM's token threshold does); TensorRT-LLM, and a layout without
+    /// attention data parallelism, are unchanged.
     #[test]
     fn two_batch_overlap_hides_the_exchange_where_the_engine_does() {
-        let c = Catalog::builtin().unwrap();
-        let g = c.gpu_index("h200-sxm").unwrap();
-        let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
-        let fp8 = vec![c.dtype_index("fp8").unwrap()];
-        let grid = |engine: crate::vocab::Engine, tp: u32, batch: u32| Grid {
-            tp: vec![tp],
-            ep: vec![8],
-            batch: vec![batch],
-            engine: vec![engine],
-            weight_dtype: fp8.clone(),
-            kv_dtype: fp8.clone(),
-            ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
+        use crate::vocab::Engine::{self, Sglang, Trtllm};
+        let run = |engine: Engine, shape: [u32; 3], overlap: bool| {
+            dsv3_h200_fp8(engine, shape, |w| w.two_batch_overlap = overlap)
         };
-        let model = c.model("deepseek-v3").unwrap();
-        let run = |grid: &Grid, overlap: bool| {
-            let workload = Workload {
-                two_batch_overlap: overlap,
-                ..Workload::new(1024.0, 1024.0)
-            };
-            let ctx = Context::new(&c, model, grid, workload).unwrap();
-            format!("{:?}", evaluate(&ctx, &grid.point(0)))
-        };
-        let speed = |grid: &Grid, overlap: bool| {
-            let workload = Workload {
-                two_batch_overlap: overlap,
-                ..Workload::new(1024.0, 1024.0)
-            };
-            let ctx = Context::new(&c, model, grid, workload).unwrap();
-            evaluate(&ctx, &grid.point(0)).tokens_per_s_per_gpu
-        };
-        use crate::vocab::Engine;
-        let large = grid(Engine::Sglang, 1, 2048);
-        let (off, on) = (speed(&large, false), speed(&large, true));
+        let speed = |shape, overlap| run(Sglang, shape, overlap).tokens_per_s_per_gpu;
+        let (off, on) = (speed([1, 8, 2048], false), speed([1, 8, 2048], true));
         assert!(on > 1.02 * off, "{on} {off}");
-        let small = grid(Engine::Sglang, 1, 8);
-        assert!(speed(&small, true) >= speed(&small, false));
-        for unchanged in [grid(Engine::Trtllm, 1, 2048), grid(Engine::Sglang, 8, 256)] {
-            assert_eq!(run(&unchanged, false), run(&unchanged, true));
+        assert!(speed([1, 8, 8], true) >= speed([1, 8, 8], false));
+        for (engine, shape) in [(Trtllm, [1, 8, 2048]), (Sglang, [8, 8, 256])] {
+            assert_eq!(
+                format!("{:?}", run(engine, shape, false)),
+                format!("{:?}", run(engine, shape, true))
+            );
         }
     }
 
