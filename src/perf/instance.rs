@@ -53,6 +53,11 @@ pub struct Instance<'a> {
     /// context the engine's KV admission holds for it. Batch-independent, so resolved once per
     /// placement.
     pub stage_bytes: [(f64, f64); 2],
+    /// How much more KV cache the attention rank holding the most context holds than the
+    /// mean, times the square root of its sequences: `z sigma / mu` of the held context (the
+    /// rank's `n` sequences hold `n mu (1 + excess / sqrt(n))`; [`Instance::memory`]); 0 with
+    /// one attention rank or answers of one length.
+    pub kv_rank_excess: f64,
     /// Activation workspace sizes of this layout.
     pub workspace: memory::Workspace,
     /// `(prompt tokens, seconds)`: the prefill of a prompt alone on an idle instance, for the
@@ -230,7 +235,8 @@ impl Instance<'_> {
 
     /// Memory per GPU with `sequences` sequences: the heavier bounding stage's weights and KV
     /// cache plus the step's activations. Each sequence holds KV for the context its admission
-    /// policy reserves ([`memory::KvAdmission`]: the sweep's, else the engine's own).
+    /// policy reserves ([`memory::KvAdmission`]: the sweep's, else the engine's own), on the
+    /// attention rank that holds the most ([`Instance::kv_rank_excess`]).
     pub fn memory(&self, sequences: f64) -> Memory {
         self.memory_with(sequences, &self.decode_shape(sequences))
     }
@@ -239,9 +245,14 @@ impl Instance<'_> {
     pub(crate) fn memory_with(&self, sequences: f64, step: &latency::DecodeShape) -> Memory {
         let l = &self.layout;
         let rank_sequences = (sequences / f64::from(l.attention_dp)).ceil();
+        let busiest = if rank_sequences > 0.0 {
+            1.0 + self.kv_rank_excess / rank_sequences.sqrt()
+        } else {
+            1.0
+        };
         let (mut weights_bytes, mut kv_bytes) = (0.0_f64, 0.0_f64);
         for &(w, kv_per_sequence) in &self.stage_bytes {
-            let kv = rank_sequences * kv_per_sequence;
+            let kv = rank_sequences * kv_per_sequence * busiest;
             if w + kv > weights_bytes + kv_bytes {
                 (weights_bytes, kv_bytes) = (w, kv);
             }
@@ -405,6 +416,7 @@ pub(super) fn instance_in<'a>(
         ttft_idle_s: f64::NAN,
         prefill_pool_requests_per_s: f64::NAN,
         stage_bytes: [(0.0, 0.0); 2],
+        kv_rank_excess: 0.0,
         workspace: memory::Workspace::new(m, &l),
         prompts_alone: [(f64::NAN, f64::NAN); PROMPTS],
         memo: scope.map(|s| memo::intern(s, p, &l)),
@@ -425,6 +437,14 @@ pub(super) fn instance_in<'a>(
         .kv_admission
         .unwrap_or(memory::KvAdmission::of_engine(engine));
     let context = admission.held_context(input_tokens, output_tokens, spread);
+    // Each attention rank holds its own sequences' KV, and the rank whose sequences hold the
+    // most context must fit, as the step waits for it (`latency::DecodeShape::new`).
+    if l.attention_dp > 1 && spread.answer_cv2() > 0.0 {
+        let sigma = admission
+            .held_context_variance(input_tokens, output_tokens, spread)
+            .sqrt();
+        inst.kv_rank_excess = super::serving::blom_largest_normal(l.attention_dp) * sigma / context;
+    }
     for (bytes, s) in inst.stage_bytes.iter_mut().zip(&inst.stages) {
         *bytes = (
             s.weight_bytes(rates.weight_bytes_per_param, rates.expert_bytes_per_param),

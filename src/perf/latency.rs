@@ -705,12 +705,10 @@ fn busiest_rank_prefill(
 
 /// Mean context of a running sequence on the attention rank with the most context to read,
 /// of `l.attention_dp` ranks holding `rank_sequences` running sequences each. A running
-/// sequence's context is its prompt plus its position in its answer; answers are length-biased
-/// and the position is uniform within one, so with gamma answer lengths of mean `OSL` and
-/// squared coefficient of variation `a` (the shape `Spread` takes for prompts) the position
-/// has mean `OSL (1 + a) / 2` ([`length_biased_half`]) and variance
-/// `E[L^3] / (3 E[L]) - mean^2 = OSL^2 (1 + a)(1 + 5a) / 12` (`E[L^3] = OSL^3 (1 + a)(1 + 2a)`
-/// for a gamma); prompts, independent of answers, add `ISL^2 cv_p^2`. A rank's total is the
+/// sequence's context, its prompt plus its position in its answer, has mean `ISL + OSL (1 +
+/// a) / 2` ([`length_biased_half`]) and variance `sigma^2`
+/// ([`super::memory::running_context_variance`], gamma answers, the shape `Spread` takes for
+/// prompts). A rank's total is the
 /// sum of its sequences' contexts, near normal, and the step waits for the largest of the
 /// ranks' totals: `n mean + z sqrt(n) sigma`, `z` Blom's expected largest of `attention_dp`
 /// standard normals ([`blom_largest_normal`]), so the busiest rank's sequences hold
@@ -731,8 +729,7 @@ fn busiest_rank_context(
     if l.attention_dp <= 1 || a <= 0.0 || rank_sequences <= 0.0 {
         return mean;
     }
-    let variance = output_tokens * output_tokens * (1.0 + a) * (1.0 + 5.0 * a) / 12.0
-        + input_tokens * input_tokens * spread.prompt_cv2;
+    let variance = super::memory::running_context_variance(input_tokens, output_tokens, spread);
     mean + blom_largest_normal(l.attention_dp) * (variance / rank_sequences).sqrt()
 }
 

@@ -187,6 +187,40 @@ impl KvAdmission {
             KvAdmission::OnDemand => input_tokens + answer,
         }
     }
+
+    /// Variance of the context one running sequence holds ([`KvAdmission::held_context`]),
+    /// answers gamma-distributed with squared coefficient of variation `a`, prompts
+    /// independent of them (`ISL^2 cv_p^2`). On demand a sequence holds its prompt and its
+    /// position in its answer ([`running_context_variance`]); reserved whole, its prompt and
+    /// its whole length-biased answer, of variance `E[L^3] / E[L] - (E[L^2] / E[L])^2 =
+    /// OSL^2 (1 + a) a` (`E[L^3] = OSL^3 (1 + a)(1 + 2a)` for a gamma).
+    pub fn held_context_variance(
+        self,
+        input_tokens: f64,
+        output_tokens: f64,
+        spread: Spread,
+    ) -> f64 {
+        match self {
+            KvAdmission::WholeRequest => {
+                let a = spread.answer_cv2();
+                output_tokens * output_tokens * (1.0 + a) * a
+                    + input_tokens * input_tokens * spread.prompt_cv2
+            }
+            KvAdmission::OnDemand => running_context_variance(input_tokens, output_tokens, spread),
+        }
+    }
+}
+
+/// Variance of a running sequence's context, its prompt plus its position in its answer:
+/// answers are length-biased and the position uniform within one, so with gamma answer
+/// lengths of mean `OSL` and squared coefficient of variation `a` the position has variance
+/// `E[L^3] / (3 E[L]) - (OSL (1 + a) / 2)^2 = OSL^2 (1 + a)(1 + 5a) / 12` (`E[L^3] = OSL^3
+/// (1 + a)(1 + 2a)` for a gamma; `OSL^2 / 12` for answers of one length); prompts,
+/// independent of answers, add `ISL^2 cv_p^2`.
+pub fn running_context_variance(input_tokens: f64, output_tokens: f64, spread: Spread) -> f64 {
+    let a = spread.answer_cv2();
+    output_tokens * output_tokens * (1.0 + a) * (1.0 + 5.0 * a) / 12.0
+        + input_tokens * input_tokens * spread.prompt_cv2
 }
 
 /// Parameters one GPU of a pipeline stage holds, by kind.

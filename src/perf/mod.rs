@@ -247,6 +247,29 @@ pub(crate) mod tests {
         );
     }
 
+    /// Each attention rank holds its own sequences' KV cache, and the rank holding the most
+    /// must fit. DeepSeek-V3 (MLA latent in FP8: 61 x 576 = 35,136 bytes a token) at 1k in /
+    /// 1k out, exponential lengths (cv 1), reserved whole by TensorRT-LLM: a sequence holds
+    /// 1024 + 2 x 1024 = 3,072 tokens on average with standard deviation sqrt(1024^2 x 2 x 1 +
+    /// 1024^2) = 1,773.6, so 256 sequences a rank hold 27.632 GB at the mean and, on the
+    /// busiest of 8 ranks (Blom's z = 1.43420), 1 + 1.43420 x 1773.6 / 3072 / sqrt(256) =
+    /// 1.05175 times that: 29.062 GB. One attention rank (tp 8) holds the mean.
+    #[test]
+    fn the_attention_rank_holding_the_most_context_must_fit() {
+        use crate::vocab::Engine::Auto;
+        let kv = |shape| dsv3_h200_fp8(Auto, shape, |_| ()).hbm_kv_gb_per_gpu;
+        let mean = 256.0 * 3072.0 * 35_136.0 / 1e9;
+        assert!((kv([8, 8, 256]) - mean).abs() < 1e-9, "{}", kv([8, 8, 256]));
+        let z = crate::perf::serving::blom_largest_normal(8);
+        let busiest = mean * (1.0 + z * (3.0f64).sqrt() * 1024.0 / 3072.0 / 16.0);
+        assert!(
+            (kv([1, 8, 2048]) - busiest).abs() < 1e-9,
+            "{} {busiest}",
+            kv([1, 8, 2048])
+        );
+        assert!((busiest - 29.062).abs() < 1e-3, "{busiest}");
+    }
+
     /// `[workload] two_batch_overlap` on the same DeepSeek-V3 at attention DP 8 and ep 8:
     /// SGLang, which overlaps, runs 2,048 sequences faster, and never slower than one batch at
     /// a time (8 sequences: the two halves read the weights twice and the engine is taken to
