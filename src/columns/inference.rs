@@ -570,7 +570,7 @@ pub static COLUMNS: &[Column<Row>] = &[
     metric!(
         "hbm_kv_gb_per_gpu",
         "GB",
-        "KV cache per GPU: batch sequences at the context their admission holds (whole-request, input + output (1 + cv^2); on-demand, input + output (1 + cv^2) / 2; cv = output_tokens_cv, the running sequences being length-biased)",
+        "KV cache per GPU: batch sequences at the context their admission holds (whole-request, input + output (1 + cv^2); on-demand, input + output (1 + cv^2) / 2; cv = output_tokens_cv, the running sequences being length-biased; under attention data parallelism, on the rank whose sequences hold the most context)",
         hbm_kv_gb_per_gpu
     ),
     metric!(
