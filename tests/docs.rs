@@ -1,6 +1,7 @@
 //! Documentation that must not drift from the code: the README's column table is generated from
-//! the schema (`RACKSWEEP_BLESS=1` rewrites it), every command in --help is documented, and
-//! docs/model.md lists every infeasibility reason.
+//! the schema (`RACKSWEEP_BLESS=1` rewrites it), every command in --help is documented,
+//! docs/model.md lists every infeasibility reason, and docs/sweep-format.md's worked examples
+//! evaluate as their text says.
 
 mod common;
 
@@ -170,4 +171,71 @@ fn model_doc_lists_every_training_reason() {
     let mut names = Infeasible::ALL.map(Infeasible::as_str);
     names.sort_unstable();
     assert_eq!(documented, names, "docs/model.md, \"Infeasible layouts\"");
+}
+
+/// docs/sweep-format.md's worked examples state what `racksweep run` makes of them ("evaluates
+/// it: 1,548 feasible, ... 180 `does_not_fit`"): each example is run, and its manifest must
+/// give the feasible count, every infeasibility count and the frontier size the sentence
+/// names (they had drifted by up to 18 rows before this test).
+#[test]
+fn sweep_format_examples_evaluate_as_stated() {
+    let text = std::fs::read_to_string(root().join("docs/sweep-format.md")).unwrap();
+    let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    let runs = text
+        .match_indices("evaluates it")
+        .map(|(at, _)| at)
+        .filter(|&at| text[..at].trim_end().ends_with("`racksweep run`"));
+    for at in runs {
+        let claim = &text[at..text[at..].find("\n\n").map_or(text.len(), |e| at + e)];
+        let words: Vec<&str> = claim
+            .split(|c: char| c.is_whitespace() || "():".contains(c))
+            .map(|w| w.trim_end_matches([',', '.']))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let feasible = words
+            .windows(2)
+            .find(|w| w[1] == "feasible")
+            .map(|w| number(w[0]))
+            .expect("the sentence states the feasible count");
+        let infeasible: Vec<(String, u64)> = words
+            .windows(2)
+            .filter(|w| {
+                w[1].starts_with('`') && w[0].chars().all(|c| c.is_ascii_digit() || c == ',')
+            })
+            .map(|w| (w[1].trim_matches('`').to_string(), number(w[0])))
+            .collect();
+        let block = at + text[at..].find("```toml\n").unwrap() + "```toml\n".len();
+        let sweep = &text[block..block + text[block..].find("```").unwrap()];
+        let file = tmp.path().join(format!("example-{checked}.toml"));
+        std::fs::write(&file, sweep).unwrap();
+        let out = tmp.path().join(format!("runs-{checked}"));
+        let o = run(&[
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        // The run directory, beside its lock file.
+        let dir = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+            .unwrap();
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(m["feasible"], feasible, "{claim}");
+        for (reason, count) in infeasible {
+            assert_eq!(m["infeasible"][&reason], count, "{reason}: {claim}");
+        }
+        if let Some(w) = words.windows(3).find(|w| w[..2] == ["frontier", "of"]) {
+            assert_eq!(m["frontier_size"], number(w[2]), "{claim}");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 3, "three worked examples state their counts");
 }
