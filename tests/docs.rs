@@ -183,8 +183,10 @@ fn sweep_format_examples_evaluate_as_stated() {
     let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
+    // "evaluates it" introduces the sweep that follows; "evaluates them" and "evaluates the"
+    // speak of the one just shown.
     let runs = text
-        .match_indices("evaluates it")
+        .match_indices("evaluates ")
         .map(|(at, _)| at)
         .filter(|&at| text[..at].trim_end().ends_with("`racksweep run`"));
     for at in runs {
@@ -206,7 +208,11 @@ fn sweep_format_examples_evaluate_as_stated() {
             })
             .map(|w| (w[1].trim_matches('`').to_string(), number(w[0])))
             .collect();
-        let block = at + text[at..].find("```toml\n").unwrap() + "```toml\n".len();
+        let block = if text[at..].starts_with("evaluates it") {
+            at + text[at..].find("```toml\n").unwrap()
+        } else {
+            text[..at].rfind("```toml\n").unwrap()
+        } + "```toml\n".len();
         let sweep = &text[block..block + text[block..].find("```").unwrap()];
         let file = tmp.path().join(format!("example-{checked}.toml"));
         std::fs::write(&file, sweep).unwrap();
@@ -237,5 +243,5 @@ fn sweep_format_examples_evaluate_as_stated() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 3, "three worked examples state their counts");
+    assert_eq!(checked, 5, "five worked examples state their counts");
 }
