@@ -23,8 +23,9 @@ import csv
 import io
 import math
 import pathlib
-import sys
 import urllib.request
+
+from write_or_check import write_or_check
 
 COMMIT = "71007029fb5bced1d79808e7e64dc4c2af82ea55"
 URL = (
@@ -115,14 +116,7 @@ def main():
     ap.add_argument("--from", dest="local", help="directory holding the summary CSVs")
     ap.add_argument("--check", action="store_true", help="compare with the committed file")
     a = ap.parse_args()
-    text = render(a.local)
-    if a.check:
-        if OUT.read_text() != text:
-            sys.exit(f"{OUT} differs from what the summaries give; rerun without --check")
-        print(f"{OUT}: up to date")
-        return
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
+    write_or_check(OUT, render(a.local), a.check, "the summaries")
 
 
 if __name__ == "__main__":

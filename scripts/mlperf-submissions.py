@@ -31,7 +31,8 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
+
+from write_or_check import write_or_check
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "reference" / "measurements-calibration.csv"
@@ -157,14 +158,7 @@ def main():
     ap.add_argument("--mirrors", default="/work/.mirror", help="directory of results clones")
     ap.add_argument("--check", action="store_true", help="compare with the committed file")
     a = ap.parse_args()
-    text = render(a.mirrors)
-    if a.check:
-        if OUT.read_text() != text:
-            sys.exit(f"{OUT} differs from what the submissions give; rerun without --check")
-        print(f"{OUT}: up to date")
-        return
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
+    write_or_check(OUT, render(a.mirrors), a.check, "the submissions")
 
 
 if __name__ == "__main__":
