@@ -299,6 +299,12 @@ impl Speeds {
         self.interpolate(&self.tpot_s, k)
     }
 
+    /// TPOT at a percentile (module docs): the step with `running`, the running sequences of
+    /// that percentile, never below the mean TPOT `mean_s`.
+    pub fn tpot_quantile_s(&self, running: f64, mean_s: f64) -> f64 {
+        self.tpot_s(running).max(mean_s)
+    }
+
     /// One engine iteration with `k` sequences running.
     pub fn iteration_s(&self, k: f64) -> f64 {
         self.interpolate(&self.iteration_s, k)
@@ -658,7 +664,7 @@ impl Serving {
             rate_per_s,
             concurrency,
             tpot_s,
-            tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_s),
+            tpot_p99_s: speeds.tpot_quantile_s(occ.running[P99], tpot_s),
             ttft_p99_s: f64::NAN,
             output_tokens_per_s: rate_per_s * osl,
             occupancy: occ,
@@ -736,7 +742,7 @@ impl Serving {
         let prompt = self.spread.prompt_quantile(inst.input_tokens, p);
         let iteration = speeds.iteration_s(running);
         let ttft = self.ttft_at(inst, p, prompt, running, iteration, self.spread);
-        (ttft, speeds.tpot_s(running).max(self.tpot_s))
+        (ttft, speeds.tpot_quantile_s(running, self.tpot_s))
     }
 
     fn ttft_at(

@@ -151,7 +151,7 @@ pub fn steady(
         ttft_mean_s,
         ttft_p99_exponential_s,
         tpot_mean_s,
-        tpot_p99_s: speeds.tpot_s(occ.running[P99]).max(tpot_mean_s),
+        tpot_p99_s: speeds.tpot_quantile_s(occ.running[P99], tpot_mean_s),
         held_per_instance: occ.mean_held,
         response_s: batched.ttft_idle_s + prefill.wait_mean_s() + occ.mean_held / occ.rate_per_s,
         e2e_s: e2e(&ttft_s, &occ, speeds, osl, spread, first),

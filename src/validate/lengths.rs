@@ -60,6 +60,19 @@ pub struct Dataset {
     pub output_tokens_cv: f64,
 }
 
+impl Dataset {
+    /// The prompts, in tokens, at `perf::serving::PROMPT_PERCENTILES`.
+    pub fn prompt_tokens(&self) -> [f64; 5] {
+        [
+            self.input_tokens_p50,
+            self.input_tokens_p95,
+            self.input_tokens_p99,
+            self.input_tokens_p99_25,
+            self.input_tokens_p99_5,
+        ]
+    }
+}
+
 /// The built-in dataset table, parsed once: every MLPerf case of every model run reads it.
 pub fn datasets() -> &'static [Dataset] {
     static PARSED: LazyLock<Vec<Dataset>> = LazyLock::new(|| {
@@ -103,18 +116,11 @@ pub fn of_case(case: &Case) -> Result<Spread, String> {
                         "the length spread of MLPerf's {model} dataset is not in src/validate/datasets.toml"
                     )
                 })?;
-            let quantiles = [
-                d.input_tokens_p50,
-                d.input_tokens_p95,
-                d.input_tokens_p99,
-                d.input_tokens_p99_25,
-                d.input_tokens_p99_5,
-            ];
             Ok(Spread {
                 mean_ratio: 1.0,
                 input_cv: d.input_tokens_cv,
                 output_cv: d.output_tokens_cv,
-                input_quantiles: Some(quantiles.map(|q| q / d.input_tokens_mean)),
+                input_quantiles: Some(d.prompt_tokens().map(|q| q / d.input_tokens_mean)),
                 note: format!(
                     "lengths spread as MLPerf's {} dataset: cv {} (prompts), {} (answers); prompts of {}, {} and {} tokens at p50, p95 and p99",
                     d.benchmark,
@@ -186,10 +192,7 @@ mod tests {
         );
         assert!(d.iter().all(|d| d.input_tokens_cv > 0.0
             && d.output_tokens_cv > 0.0
-            && d.input_tokens_p50 <= d.input_tokens_p95
-            && d.input_tokens_p95 <= d.input_tokens_p99
-            && d.input_tokens_p99 <= d.input_tokens_p99_25
-            && d.input_tokens_p99_25 <= d.input_tokens_p99_5));
+            && d.prompt_tokens().windows(2).all(|w| w[0] <= w[1])));
     }
 
     /// Llama-3.1-405B's prompts are capped (the longest is 19,988 tokens): the measured 99th
@@ -202,14 +205,7 @@ mod tests {
             .iter()
             .find(|d| d.benchmark == "llama3.1-405b")
             .unwrap();
-        let q = [
-            d.input_tokens_p50,
-            d.input_tokens_p95,
-            d.input_tokens_p99,
-            d.input_tokens_p99_25,
-            d.input_tokens_p99_5,
-        ]
-        .map(|q| q / d.input_tokens_mean);
+        let q = d.prompt_tokens().map(|q| q / d.input_tokens_mean);
         let spread = crate::perf::serving::Spread {
             prompt_cv2: d.input_tokens_cv * d.input_tokens_cv,
             slot_variability: 1.0,
