@@ -9,8 +9,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{Array, RecordBatch};
 use common::{
-    assert_snapshot, column_u64, configurations, part_files, read_configs, read_parquet, root, run,
-    stderr, stdout,
+    assert_snapshot, column_u64, configurations, finished, part_files, read_configs, read_parquet,
+    root, run, stderr, stdout,
 };
 
 fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
@@ -482,29 +482,17 @@ fn eplb_is_shown_recorded_and_holds_a_redundant_expert_a_rank() {
         "{}",
         stdout(&o)
     );
-    let out = tmp.path().join("runs");
-    for s in [&on, &off] {
-        let o = run(&[
-            "run",
-            s.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    let m = manifest(&out.join("eplb-on"));
+    let (_on_runs, on_dir) = finished(on.to_str().unwrap(), "eplb-on");
+    let (_off_runs, off_dir) = finished(off.to_str().unwrap(), "eplb-off");
+    let m = manifest(&on_dir);
     assert_eq!(m["workload"]["eplb_redundant_experts_per_rank"], 1.0);
     assert_eq!(m["workload"]["two_batch_overlap"], 1.0);
     assert!(
-        manifest(&out.join("eplb-off"))["workload"]
+        manifest(&off_dir)["workload"]
             .get("eplb_redundant_experts_per_rank")
             .is_none()
     );
-    let (with, without) = (
-        read_configs(&out.join("eplb-on")),
-        read_configs(&out.join("eplb-off")),
-    );
+    let (with, without) = (read_configs(&on_dir), read_configs(&off_dir));
     let weights = |b: &[RecordBatch]| column_f64(b, "hbm_weights_gb_per_gpu");
     let speed = |b: &[RecordBatch]| column_f64(b, "tokens_per_s_per_gpu");
     let redundant_gb = 58.0 * 3.0 * 7168.0 * 2048.0 / 1e9;

@@ -216,21 +216,9 @@ fn sweep_format_examples_evaluate_as_stated() {
         let sweep = &text[block..block + text[block..].find("```").unwrap()];
         let file = tmp.path().join(format!("example-{checked}.toml"));
         std::fs::write(&file, sweep).unwrap();
-        let out = tmp.path().join(format!("runs-{checked}"));
-        let o = run(&[
-            "run",
-            file.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", common::stderr(&o));
-        // The run directory, beside its lock file.
-        let dir = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.is_dir())
-            .unwrap();
+        let parsed: toml::Value = toml::from_str(sweep).unwrap();
+        let name = parsed["sweep"]["name"].as_str().unwrap();
+        let (_runs, dir) = common::finished(file.to_str().unwrap(), name);
         let m: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
                 .unwrap();

@@ -267,16 +267,7 @@ fn a_run_writes_one_frontier_per_workload() {
     let sweep = tmp.path().join("w.toml");
     let m = multi();
     std::fs::write(&sweep, &m.header.text).unwrap();
-    let out = tmp.path().join("out");
-    let o = common::run(&[
-        "run",
-        sweep.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    let run = out.join("w");
+    let (_runs, run) = common::finished(sweep.to_str().unwrap(), "w");
     let (batches, _) = common::read_parquet(&run.join("pareto.parquet"));
     let ids = common::column_u64(&batches, "config_id");
     let (_, frontier) = evaluate(&m);
