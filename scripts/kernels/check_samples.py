@@ -114,6 +114,14 @@ def moe(s, q):
     ], ramp=T * k / E)
 
 
+def eplb(s, q):
+    """The skewed time times the balance factor; knots in (log2 ep - 1, log2(T k / E) + 5), 8 x 15
+    (SPEC.md 3.6a)."""
+    T, k, E, ep = (q[c] for c in ("num_tokens", "topk", "num_experts", "moe_ep_size"))
+    x, y = math.log2(max(ep, 1.0)) - 1.0, math.log2(max(T * k / E, 1e-9)) + 5.0
+    return q["skewed_ms"] * 1e-3 * knots_at(s["balance_factor"], x, y, 8, 15)
+
+
 def bytes_two_line(s, q):
     return two_line(s, q["bytes"])
 
@@ -129,6 +137,7 @@ EVAL = {
     "context_mla": context_mla,
     "generation_mla": generation_mla,
     "moe": moe,
+    "eplb": eplb,
     "custom_allreduce": bytes_two_line,
     "nccl": bytes_two_line,
     "moe_a2a": elements_two_line,

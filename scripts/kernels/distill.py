@@ -73,6 +73,7 @@ OP_FILES = [
     "moe_a2a_perf.parquet",
     "wideep_deepep_normal_perf.parquet",
     "wideep_deepep_ll_perf.parquet",
+    "wideep_moe_perf.parquet",
 ]
 
 
@@ -371,10 +372,10 @@ SIZE_KNOTS = 7  # and in log2(n k) / 2: n k = 2^20, 2^22, .. 2^32 (1M to 4G weig
 SIZE_LOG2_MIN = 20.0
 
 
-def knot_factor(x, y, nx, ny, pred, t):
+def knot_factor(x, y, nx, ny, pred, t, min_rows=5):
     """Median measured/predicted per knot of (x, y), knots at integers 0..nx-1 and 0..ny-1,
-    row-major in x. Rows within half a knot step belong to a knot (at least 5); a knot without
-    rows takes the nearest knot's factor (SPEC.md 3.1)."""
+    row-major in x. Rows within half a knot step belong to a knot (at least `min_rows`); a knot
+    without rows takes the nearest knot's factor (SPEC.md 3.1)."""
     import numpy as np
 
     r = np.log(t / pred)
@@ -383,7 +384,7 @@ def knot_factor(x, y, nx, ny, pred, t):
         near_x = np.abs(x - i) <= 0.5
         for j in range(ny):
             sel = near_x & (np.abs(y - j) <= 0.5)
-            if sel.sum() >= 5:
+            if sel.sum() >= min_rows:
                 grid[i, j] = np.median(r[sel])
     known = np.argwhere(~np.isnan(grid))
     if len(known) == 0:
@@ -679,6 +680,60 @@ def fit_moe(rec):
     return out
 
 
+BALANCE_EP_KNOTS = 8  # expert balance: log2(ep) - 1 = 0..7, ep 2 to 256
+BALANCE_LOAD_KNOTS = 15  # and log2(T k / E) + 5 = 0..14: 1/32 to 512 routed tokens per expert
+
+
+def balance_knots(T, k, E, ep):
+    """Expert-balance knot coordinates: log2(ep) - 1 and log2 of the mean routed tokens per expert
+    plus 5 (SPEC.md 3.6a)."""
+    import numpy as np
+
+    return np.log2(np.maximum(ep, 1.0)) - 1.0, np.log2(np.maximum(T * k / E, 1e-9)) + 5.0
+
+
+def fit_eplb(rec):
+    """What an expert-parallel load balancer does to the busiest rank's routed experts: TensorRT-LLM's
+    wide-EP MoE table times one layer's grouped GEMMs on rank 0 at AIC's power-law routing with the
+    experts placed in order ('power_law_<alpha>') and placed by the balancer ('<...>_eplb'), same
+    shapes. The factor is the median eplb/skewed ratio per knot of (log2 ep, log2 tokens per
+    expert) over the table's shapes (DeepSeek-V3/R1 7168 x 2048, 256 experts; 6144 x 2048 and
+    3072 x 1536; 384 experts), from the rows that place the model's experts only (num_slots =
+    num_experts: every ep measured); the rows with redundant slots (288 for 256 experts, ep <= 32)
+    are left out (SPEC.md 3.6a)."""
+    import pandas as pd
+
+    df = load(rec["path"])
+    df = df.assign(alpha=df.distribution.str.replace("_eplb", "", regex=False))
+    shape = ["alpha", "hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size", "num_tokens"]
+    skewed = df[df.op_name == "wideep_moe"][shape + ["latency_ms"]].rename(columns={"latency_ms": "skewed_ms"})
+    balanced = df[(df.op_name == "wideep_moe_eplb") & (df.num_slots == df.num_experts)]
+    pairs = balanced.merge(skewed, on=shape)
+    out = []
+    for alpha, g in pairs.groupby("alpha"):
+        if len(g) < MIN_ROWS:
+            continue
+        g = g.reset_index(drop=True)
+        T, k, E, ep = (g[c].to_numpy(float) for c in ("num_tokens", "topk", "num_experts", "moe_ep_size"))
+        x, y = balance_knots(T, k, E, ep)
+        base = g["skewed_ms"].to_numpy() * 1e-3
+        t = g["latency_ms"].to_numpy() * 1e-3
+        factor = knot_factor(x, y, BALANCE_EP_KNOTS, BALANCE_LOAD_KNOTS, base, t, min_rows=3)
+        pred = base * knot_eval(factor, x, y, BALANCE_EP_KNOTS, BALANCE_LOAD_KNOTS)
+        kernels = ",".join(sorted(g.kernel_source.unique()))
+        dtypes = ",".join(sorted(g.moe_dtype.unique()))
+        out.append(
+            surface_record(
+                "eplb",
+                {"distribution": alpha, "kernel": kernels, "measured_dtype": dtypes},
+                {"balance_factor": factor}, g, pred,
+                ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size", "skewed_ms"],
+                package_rel(rec["path"]), rec["version"],
+            )
+        )
+    return out
+
+
 def fit_comm_table(df, x, keycols, kind, source, version, extra_key=None, inputs=None):
     out = []
     df = df.assign(x=x)
@@ -812,8 +867,9 @@ def write_toml(path: Path, header: dict, surfaces: list):
         for k in PARAM_ORDER:
             if k in s["params"]:
                 lines.append(f"{k} = {toml_value(float(s['params'][k]))}")
-        if "shape_factor" in s["params"]:
-            lines.append(f"shape_factor = {toml_value([float(x) for x in s['params']['shape_factor']])}")
+        for knots in ("shape_factor", "balance_factor"):
+            if knots in s["params"]:
+                lines.append(f"{knots} = {toml_value([float(x) for x in s['params'][knots]])}")
         lines.append(f"range = {toml_value(s['range'])}")
     path.write_text("\n".join(lines) + "\n")
 
@@ -884,6 +940,8 @@ def distill_one(system: str, engine: str):
     run("context_mla_perf.parquet", fit_context_mla)
     run("generation_mla_perf.parquet", fit_generation_mla)
     run("moe_perf.parquet", fit_moe)
+    if engine == "trtllm":
+        run("wideep_moe_perf.parquet", fit_eplb)
     run("custom_allreduce_perf.parquet", fit_custom_allreduce)
     if engine == "sglang":
         n, l = recs.get("wideep_deepep_normal_perf.parquet"), recs.get("wideep_deepep_ll_perf.parquet")

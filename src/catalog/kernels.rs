@@ -22,7 +22,7 @@ use serde::Deserialize;
 use crate::vocab::ServingEngine;
 
 /// Quality of a surface's fit against its own source table, `|pred / meas - 1|` over all rows.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Fit {
     pub points: u64,
     pub err_median: f64,
@@ -412,6 +412,44 @@ impl MoeParams {
     }
 }
 
+/// What an expert-parallel load balancer does to the routed experts of the busiest rank
+/// (SPEC.md 3.6a): TensorRT-LLM's wide-EP table times one MoE layer on rank 0 at the same
+/// power-law routing with the experts placed in order and placed by the balancer; the factor is
+/// their measured ratio at knots of `log2 ep` and of the mean routed tokens per expert. It
+/// multiplies a skewed [`Moe`] surface of the same routing.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ExpertBalance {
+    /// The routing both were measured at, `power_law_<alpha>`.
+    pub distribution: String,
+    pub kernel: String,
+    /// Format of the measured grouped GEMMs (the ratio is taken to carry to the others).
+    pub measured_dtype: String,
+    /// Balanced over skewed time at knots of `log2(ep) - 1` (`ep = 2 .. 256`,
+    /// [`BALANCE_EP_KNOTS`]) and `log2(T k / E) + 5` (`1/32 .. 512` routed tokens per expert,
+    /// [`BALANCE_LOAD_KNOTS`]), row-major in `ep`.
+    pub balance_factor: Vec<f64>,
+    #[serde(flatten)]
+    pub fit: Fit,
+}
+
+/// Knots of [`ExpertBalance::balance_factor`] in expert-parallel ranks: `ep = 2, 4, …, 256`.
+pub const BALANCE_EP_KNOTS: usize = 8;
+/// Knots in mean routed tokens per expert: `2^-5, 2^-4, …, 2^9`.
+pub const BALANCE_LOAD_KNOTS: usize = 15;
+
+impl ExpertBalance {
+    /// Balanced over skewed time of one layer's routed experts with `tokens` tokens over an
+    /// expert-parallel group of `ep` ranks, `topk` of `experts` experts per token.
+    pub fn factor(&self, tokens: f64, topk: f64, experts: f64, ep: f64) -> f64 {
+        knot_factor(
+            &self.balance_factor,
+            [BALANCE_EP_KNOTS, BALANCE_LOAD_KNOTS],
+            ep.max(1.0).log2() - 1.0,
+            (tokens * topk / experts).max(1e-9).log2() + 5.0,
+        )
+    }
+}
+
 /// `min(alpha1 + x / beta1, alpha2 + x / beta2)`.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
 pub struct TwoLine {
@@ -517,6 +555,10 @@ pub struct KernelFile {
     pub generation_mla: Vec<GenerationMla>,
     #[serde(default)]
     pub moe: Vec<Moe>,
+    /// TensorRT-LLM files only: the balancer's effect is taken from its wide-EP table and
+    /// applies to every engine on the GPU.
+    #[serde(default)]
+    pub eplb: Vec<ExpertBalance>,
     #[serde(default)]
     pub custom_allreduce: Vec<CustomAllReduce>,
     #[serde(default)]
@@ -762,6 +804,17 @@ mod tests {
                         ep: get(s, "moe_ep_size"),
                     };
                     check(&name, &k.fit, s, k.params.time_s(&q));
+                }
+            }
+            for (i, k) in f.eplb.iter().enumerate() {
+                for s in &samples.of("eplb", i) {
+                    let factor = k.factor(
+                        get(s, "num_tokens"),
+                        get(s, "topk"),
+                        get(s, "num_experts"),
+                        get(s, "moe_ep_size"),
+                    );
+                    check(&name, &k.fit, s, get(s, "skewed_ms") * 1e-3 * factor);
                 }
             }
             for (i, k) in f.custom_allreduce.iter().enumerate() {

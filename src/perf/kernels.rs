@@ -14,8 +14,8 @@
 //! head in bf16 (engines leave it unquantized).
 
 use crate::catalog::kernels::{
-    self, ContextAttentionParams, ContextMlaParams, GemmParams, GenerationAttentionParams,
-    GenerationMlaParams, KernelFile, MoeParams, MoeShape, TwoLine,
+    self, ContextAttentionParams, ContextMlaParams, ExpertBalance, GemmParams,
+    GenerationAttentionParams, GenerationMlaParams, KernelFile, MoeParams, MoeShape, TwoLine,
 };
 use crate::catalog::{ComputeClass, Model, model::ExpertRouting, model::Mlp};
 use crate::vocab::ServingEngine;
@@ -221,6 +221,11 @@ pub struct StepKernels {
     /// expert-parallel load balancer approaches ([`super::ModelFacts::balances_experts`]);
     /// `None` where none was measured in the experts' format.
     pub experts_balanced: Option<MoeParams>,
+    /// What a load balancer does to the skewed experts' table, measured at its routing
+    /// (TensorRT-LLM's wide-EP table of the GPU, for every engine); `None` where the experts'
+    /// table is not skewed or no such table was measured (then [`Self::experts_balanced`]
+    /// bounds it).
+    pub expert_balance: Option<&'static ExpertBalance>,
     pub prefill_attention: Option<ContextAttentionParams>,
     pub decode_attention: Option<&'static GenerationAttentionParams>,
     pub prefill_mla: Option<ContextMlaParams>,
@@ -430,12 +435,22 @@ impl StepKernels {
                 |m| m.default,
             )
         });
+        let expert_balance = experts
+            .filter(|m| m.distribution.starts_with("power_law"))
+            .and_then(|m| {
+                let trtllm = kernels::file(gpu, ServingEngine::Trtllm.as_str())?;
+                trtllm
+                    .eplb
+                    .iter()
+                    .find(|b| b.distribution == m.distribution)
+            });
         Some(StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
             experts: experts.map(|m| m.params),
             experts_skewed: experts.is_some_and(|m| m.distribution.starts_with("power_law")),
             experts_balanced: experts_balanced.map(|m| m.params),
+            expert_balance,
             prefill_attention,
             decode_attention,
             prefill_mla,

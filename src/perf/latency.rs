@@ -377,17 +377,30 @@ fn measured_kernels_s(
         };
         let routed = k.experts.map(|e| time(&e, k.experts_skewed));
         // A load balancer places the experts so the ranks' loads even out; the routing stays
-        // as skewed. It is taken at the faster of the model's routing and uniform routing
-        // (with the multinomial spread that remains, [`ModelFacts::expert_imbalance`]): never
-        // slower than no balancer, whose placement it could keep, and at most the uniform time
-        // where the busiest rank's load decides (many tokens). At few tokens the skewed table
-        // is the faster one, its popular experts touching fewer weights than uniform routing.
-        match (
-            routed,
-            k.experts_balanced.filter(|_| m.balances_experts(l.ep)),
-        ) {
-            (Some(skewed), Some(b)) => Some(skewed.min(time(&b, false))),
-            (routed, _) => routed,
+        // as skewed. Where its effect was measured at the model's routing, the skewed time
+        // takes the measured balanced/skewed ratio (SPEC.md 3.6a). Elsewhere it is bounded:
+        // the faster of the model's routing and uniform routing with the multinomial spread
+        // that remains ([`ModelFacts::expert_imbalance`]), never slower than no balancer, whose
+        // placement it could keep, and at most the uniform time where the busiest rank's load
+        // decides (many tokens). At few tokens the skewed table is the faster one, its popular
+        // experts touching fewer weights than uniform routing.
+        if !m.balances_experts(l.ep) {
+            routed
+        } else if let Some(balance) = k.expert_balance {
+            routed.map(|skewed| {
+                skewed
+                    * balance.factor(
+                        t.moe_tokens,
+                        f64::from(m.experts_per_token),
+                        f64::from(m.experts),
+                        f64::from(l.ep),
+                    )
+            })
+        } else {
+            match (routed, k.experts_balanced) {
+                (Some(skewed), Some(b)) => Some(skewed.min(time(&b, false))),
+                (routed, _) => routed,
+            }
         }
     };
     let heads = m.heads / tp;
@@ -953,6 +966,38 @@ mod tests {
         assert_eq!(tp.busiest_prefill, tp.prefill);
         let pool = shape(&adp, 1.253, false);
         assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
+    }
+
+    /// DeepSeek-V3 in FP8 on an HGX H200 at attention DP 8 and ep 8, one step of 4,096 tokens
+    /// through the routed experts: 4,096 x 8 / 256 = 128 routed tokens per expert, a knot of the
+    /// H200's expert-balance table (ep 8: 2 x 15, 2^7: + 12) at DeepSeek's power-law 1.01
+    /// routing, where the wide-EP table measured the balanced experts at 0.76992 of the skewed
+    /// ones (src/catalog/data/kernels/h200-sxm-trtllm.toml, `[[eplb]]`, knot 42). Under
+    /// `[workload] eplb` the experts take that factor; at 6,144 tokens (2^7.585) the factor lies
+    /// between knots 42 and 43 (0.71937), bilinear in the log: 0.76992 + 0.58496 x (0.71937 -
+    /// 0.76992) = 0.74035.
+    #[test]
+    fn eplb_takes_the_measured_balance_factor() {
+        use crate::vocab::Engine::Trtllm;
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let experts_s = |eplb: bool, tokens: f64| {
+            let (ctx, p) =
+                crate::perf::tests::dsv3_h200_fp8_point(&c, Trtllm, [1, 8, 512], |w| w.eplb = eplb);
+            let inst = crate::perf::instance(&ctx, &p).unwrap();
+            let mut t = inst.decode_shape(4096.0).tokens;
+            t.moe_tokens = tokens;
+            let k = inst.rates.kernels.expect("H200 has TensorRT-LLM tables");
+            assert!(k.experts_skewed && k.expert_balance.is_some());
+            let s = &inst.stages[0];
+            measured_kernels_s(&inst.ctx.model, &inst.layout, s, &inst.rates, &k, &t, 1.0)
+                .experts_s
+                .unwrap()
+        };
+        let ratio = |tokens: f64| experts_s(true, tokens) / experts_s(false, tokens);
+        assert!((ratio(4096.0) - 0.76992).abs() < 1e-9, "{}", ratio(4096.0));
+        let between = 0.76992 + (1.5f64.log2()) * (0.71937 - 0.76992);
+        assert!((between - 0.74035).abs() < 1e-5);
+        assert!((ratio(6144.0) - between).abs() < 1e-9, "{}", ratio(6144.0));
     }
 
     /// Two-batch overlap by hand: a half-batch stage of 10 layers whose kernels take 10 ms and

@@ -194,10 +194,21 @@ pub(crate) mod tests {
     /// `engine` at `tp`, `ep` and `batch`, with `[workload]` switches set by `switch`.
     fn dsv3_h200_fp8(
         engine: crate::vocab::Engine,
-        [tp, ep, batch]: [u32; 3],
+        shape: [u32; 3],
         switch: impl FnOnce(&mut Workload),
     ) -> Estimate {
         let c = Catalog::builtin().unwrap();
+        let (ctx, p) = dsv3_h200_fp8_point(&c, engine, shape, switch);
+        evaluate(&ctx, &p)
+    }
+
+    /// The context and point of [`dsv3_h200_fp8`].
+    pub fn dsv3_h200_fp8_point(
+        c: &Catalog,
+        engine: crate::vocab::Engine,
+        [tp, ep, batch]: [u32; 3],
+        switch: impl FnOnce(&mut Workload),
+    ) -> (Context, Point) {
         let g = c.gpu_index("h200-sxm").unwrap();
         let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
         let fp8 = vec![c.dtype_index("fp8").unwrap()];
@@ -208,20 +219,19 @@ pub(crate) mod tests {
             engine: vec![engine],
             weight_dtype: fp8.clone(),
             kv_dtype: fp8,
-            ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
+            ..Grid::single(c, crate::vocab::Platform { gpu: g, rack })
         };
         let mut workload = Workload::new(1024.0, 1024.0);
         switch(&mut workload);
-        let ctx = Context::new(&c, c.model("deepseek-v3").unwrap(), &grid, workload).unwrap();
-        evaluate(&ctx, &grid.point(0))
+        let ctx = Context::new(c, c.model("deepseek-v3").unwrap(), &grid, workload).unwrap();
+        (ctx, grid.point(0))
     }
 
     /// DeepSeek-V3 on an HGX H200 at attention DP 8 and ep 8 (batch 256 a rank), with and
     /// without `[workload] eplb`. The load balancer adds one redundant expert per rank in each
     /// of the 58 MoE layers: 58 x 3 x 7168 x 2048 parameters = 2.554 GB per GPU at one byte
-    /// each (8 of 264 slots, where 256 experts held 32 a GPU). The experts are timed at the
-    /// faster of the power-law 1.01 table (1.61x the uniform one at ep 8, docs/model.md §8) and
-    /// the uniform one, so the step is faster. At ep 1 (tp 8) there is nothing to balance:
+    /// each (8 of 264 slots, where 256 experts held 32 a GPU). The experts take the H200's
+    /// measured balance factor (docs/model.md §8), so the step is faster. At ep 1 (tp 8) there is nothing to balance:
     /// every column is identical (compared as Debug text, so that NaN columns compare alike).
     #[test]
     fn eplb_balances_the_experts_at_one_redundant_expert_a_rank() {
