@@ -107,7 +107,12 @@ pub fn model<'a>(case: &Case, catalog: &'a Catalog) -> Result<&'a crate::catalog
 
 /// Predicts an inference case, or says why it cannot be modelled.
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
-    let s = &case.setup;
+    // Blank configuration columns the submission's own config states (`submissions`).
+    let (setup, from_config) = match submissions::of(&case.id) {
+        Some(sub) => sub.fill(&case.setup),
+        None => (case.setup.clone(), None),
+    };
+    let s = &setup;
     let model = model(case, catalog)?;
     let gpu_index = catalog
         .gpu_index(&s.hardware)
@@ -125,7 +130,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     if s.cp.is_some_and(|cp| cp > 1) {
         return Err("context parallelism (cp > 1) is not modelled for inference".into());
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = from_config.into_iter().collect();
 
     // The measured system as one rack of exactly its GPUs.
     let gpu = &catalog.gpus[gpu_index];

@@ -3,11 +3,15 @@
 //! (`mlperf-submissions.toml`): how many queries a server or interactive run issued (loadgen's
 //! early stopping depends on it, `early_stopping`), and whether its TensorRT-LLM engine fused
 //! each row-parallel GEMM with its tensor-parallel all-reduce (`gemm_allreduce_plugin`,
-//! docs/model.md §7). A case the table does not list ran the rules' least and no fusion.
+//! docs/model.md §7), and the configuration of a case whose row leaves it blank where the
+//! submission's config states it (`scripts/mlperf-configs.toml`). A case the table does not
+//! list ran the rules' least and no fusion, and its blank columns are swept.
 
 use std::sync::LazyLock;
 
 use serde::Deserialize;
+
+use super::cases::Setup;
 
 const SUBMISSIONS_TOML: &str = include_str!("mlperf-submissions.toml");
 
@@ -28,6 +32,54 @@ pub struct Submission {
     /// Whether the engine was built with `gemm_allreduce_plugin`, and the config that says so.
     pub gemm_allreduce_fusion: Option<bool>,
     pub config: Option<String>,
+    /// The configuration the config states, for a row that leaves it blank; the config entry it
+    /// was read from and what ties that entry to the run.
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub weight_dtype: Option<String>,
+    pub kv_dtype: Option<String>,
+    pub batch: Option<u32>,
+    pub config_entry: Option<String>,
+    pub matched_by: Option<String>,
+}
+
+impl Submission {
+    /// `setup` with its blank configuration columns taken from the submission's config, and a
+    /// note naming what was filled; columns the file gives are kept.
+    pub fn fill(&self, setup: &Setup) -> (Setup, Option<String>) {
+        fn take<T: Clone + std::fmt::Display>(
+            name: &str,
+            given: &mut Option<T>,
+            stated: &Option<T>,
+            filled: &mut Vec<String>,
+        ) {
+            if let (None, Some(v)) = (&given, stated) {
+                filled.push(format!("{name} {v}"));
+                *given = Some(v.clone());
+            }
+        }
+        let mut s = setup.clone();
+        let mut filled = Vec::new();
+        take("tp", &mut s.tp, &self.tp, &mut filled);
+        take("pp", &mut s.pp, &self.pp, &mut filled);
+        take(
+            "weight_dtype",
+            &mut s.weight_dtype,
+            &self.weight_dtype,
+            &mut filled,
+        );
+        take("kv_dtype", &mut s.kv_dtype, &self.kv_dtype, &mut filled);
+        take("batch", &mut s.batch, &self.batch, &mut filled);
+        let note = (!filled.is_empty()).then(|| {
+            format!(
+                "{} blank: from the submission's config ({}: {})",
+                filled.join(", "),
+                self.config_entry.as_deref().unwrap_or("its entry"),
+                self.matched_by.as_deref().unwrap_or("")
+            )
+        });
+        (s, note)
+    }
 }
 
 /// The built-in table, parsed once.
@@ -94,6 +146,60 @@ mod tests {
             assert_eq!(case.harness(), crate::validate::cases::Harness::MlPerf);
             let latency_bound = matches!(case.setup.scenario.as_str(), "server" | "interactive");
             assert!(s.queries.is_none() || latency_bound, "{}", s.case_id);
+            // A stated configuration fills only columns the row leaves blank, and says where
+            // it was read and what ties it to the run.
+            let (filled, note) = s.fill(&case.setup);
+            let stated = [s.tp.is_some(), s.pp.is_some(), s.batch.is_some()];
+            if stated.contains(&true) || s.weight_dtype.is_some() || s.kv_dtype.is_some() {
+                assert!(s.config.is_some() && s.config_entry.is_some() && s.matched_by.is_some());
+                assert!(note.is_some(), "{}: fills nothing", s.case_id);
+            }
+            for (given, now) in [
+                (case.setup.tp, filled.tp),
+                (case.setup.pp, filled.pp),
+                (case.setup.batch, filled.batch),
+            ] {
+                assert!(given.is_none() || given == now, "{}", s.case_id);
+            }
         }
+    }
+
+    /// NVIDIA's v5.0 B200 Llama-3.1-405B server run, blank in the measurements file: its
+    /// config entry (B200_SXM_180GB_TP2PP2x2, two instances of tp 2 x pp 2, FP4 weights, FP8
+    /// KV cache, 128 sequences, no fused all-reduce) fills every configuration column, and a
+    /// column the row gives is kept.
+    #[test]
+    fn a_stated_configuration_fills_blank_columns_only() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("reference/measurements-calibration.csv");
+        let cases = crate::validate::cases::read(&path).unwrap();
+        let id = "mlperf-5p0-nvidia-b200-sxm-180gbx8-llama3-1-405b-server";
+        let case = cases.iter().find(|c| c.id == id).unwrap();
+        let sub = of(id).unwrap();
+        assert_eq!(sub.gemm_allreduce_fusion, Some(false));
+        let (s, note) = sub.fill(&case.setup);
+        assert_eq!((s.tp, s.pp, s.batch), (Some(2), Some(2), Some(128)));
+        assert_eq!(
+            (s.weight_dtype.as_deref(), s.kv_dtype.as_deref()),
+            (Some("fp4"), Some("fp8"))
+        );
+        assert_eq!(
+            note.as_deref(),
+            Some(
+                "tp 2, pp 2, weight_dtype fp4, kv_dtype fp8, batch 128 blank: from the \
+                 submission's config (B200_SXM_180GB_TP2PP2x2: server_target_qps = 0.65 x 2; \
+                 NVIDIA's run: target_qps : 1.3)"
+            )
+        );
+        let given = Setup {
+            tp: Some(4),
+            weight_dtype: Some("fp8".into()),
+            ..case.setup.clone()
+        };
+        let (s, _) = sub.fill(&given);
+        assert_eq!(
+            (s.tp, s.pp, s.weight_dtype.as_deref()),
+            (Some(4), Some(2), Some("fp8"))
+        );
     }
 }
