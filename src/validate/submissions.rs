@@ -164,6 +164,32 @@ mod tests {
         }
     }
 
+    /// The configurations read by hand (`scripts/mlperf-configs.toml`) are in the built-in
+    /// table as written: every key of every entry, for that case (the generator merges them;
+    /// this catches an edit of one without regenerating the other).
+    #[test]
+    fn configurations_read_by_hand_are_in_the_table() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mlperf-configs.toml");
+        let by_hand: toml::Table = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let entries = by_hand["config"].as_array().unwrap();
+        assert!(!entries.is_empty());
+        for entry in entries {
+            let entry = entry.as_table().unwrap();
+            let id = entry["case_id"].as_str().unwrap();
+            let sub = of(id).unwrap_or_else(|| panic!("{id} is not in the table"));
+            let table: toml::Table = toml::from_str(SUBMISSIONS_TOML).unwrap();
+            let row = table["submission"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["case_id"].as_str() == Some(id))
+                .unwrap();
+            assert_eq!(row.as_table().unwrap(), entry, "{id}");
+            assert!(sub.config.is_some() && sub.matched_by.is_some(), "{id}");
+        }
+    }
+
     /// NVIDIA's v5.0 B200 Llama-3.1-405B server run, blank in the measurements file: its
     /// config entry (B200_SXM_180GB_TP2PP2x2, two instances of tp 2 x pp 2, FP4 weights, FP8
     /// KV cache, 128 sequences, no fused all-reduce) fills every configuration column, and a
