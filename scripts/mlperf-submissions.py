@@ -33,11 +33,11 @@ Standard library and git only.
 import argparse
 import ast
 import csv
-import tomllib
 import json
 import pathlib
 import re
 import subprocess
+import tomllib
 
 from write_or_check import write_or_check
 
