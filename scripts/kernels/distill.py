@@ -701,8 +701,6 @@ def fit_eplb(rec):
     3072 x 1536; 384 experts), from the rows that place the model's experts only (num_slots =
     num_experts: every ep measured); the rows with redundant slots (288 for 256 experts, ep <= 32)
     are left out (SPEC.md 3.6a)."""
-    import pandas as pd
-
     df = load(rec["path"])
     df = df.assign(alpha=df.distribution.str.replace("_eplb", "", regex=False))
     shape = ["alpha", "hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size", "num_tokens"]

@@ -435,20 +435,21 @@ impl StepKernels {
                 |m| m.default,
             )
         });
-        let expert_balance = experts
-            .filter(|m| m.distribution.starts_with("power_law"))
-            .and_then(|m| {
-                let trtllm = kernels::file(gpu, ServingEngine::Trtllm.as_str())?;
-                trtllm
-                    .eplb
-                    .iter()
-                    .find(|b| b.distribution == m.distribution)
-            });
+        // A power-law table times the busiest rank already; a balancer's measured effect
+        // applies to it at its own routing.
+        let skewed = experts.filter(|m| m.distribution.starts_with("power_law"));
+        let expert_balance = skewed.and_then(|m| {
+            let trtllm = kernels::file(gpu, ServingEngine::Trtllm.as_str())?;
+            trtllm
+                .eplb
+                .iter()
+                .find(|b| b.distribution == m.distribution)
+        });
         Some(StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
             experts: experts.map(|m| m.params),
-            experts_skewed: experts.is_some_and(|m| m.distribution.starts_with("power_law")),
+            experts_skewed: skewed.is_some(),
             experts_balanced: experts_balanced.map(|m| m.params),
             expert_balance,
             prefill_attention,

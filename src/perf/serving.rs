@@ -1154,9 +1154,6 @@ mod tests {
         assert_eq!(below.rate_per_s, at_99.rate_per_s);
     }
 
-    /// Exponential prompts (cv = 1): the exact p99 is ln(100) = 4.605 means; Wilson-Hilferty
-    /// gives 4.61. Fixed lengths (cv = 0) give the mean. Gamma with cv = 0.5 (shape 4): the
-    /// exact p99 is 2.511 means (chi-square tables: chi2_0.99(8) / 8 = 20.09 / 8).
     /// Blom's approximation against the exact expected largest of n standard normals
     /// (`n x phi(x) Phi(x)^(n-1)` integrated: 0.56419 for 2, 0.84628 for 3, 1.42360 for 8).
     #[test]
@@ -1169,6 +1166,9 @@ mod tests {
         assert!((blom_largest_normal(8) - 1.434_20).abs() < 1e-4);
     }
 
+    /// Exponential prompts (cv = 1): the exact p99 is ln(100) = 4.605 means; Wilson-Hilferty
+    /// gives 4.61. Fixed lengths (cv = 0) give the mean. Gamma with cv = 0.5 (shape 4): the
+    /// exact p99 is 2.511 means (chi-square tables: chi2_0.99(8) / 8 = 20.09 / 8).
     #[test]
     fn prompt_length_quantiles() {
         let e = gamma_quantile(1.0, 1.0, 0.99);
