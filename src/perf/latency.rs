@@ -418,16 +418,23 @@ fn measured_kernels_s(
     // prompt's earlier tokens, so the work per prompt is the same); sliding-window layers attend
     // to at most their window.
     let prompt = 2.0 * t.prefill_context;
+    // The surfaces time whole prompts run together. A step that folds a fraction of a prompt
+    // (fewer prompt tokens than one prompt) carries that share of one prompt's time: the
+    // kernel's launch and its serial pass along the prompt (`t0_s`, `serial_per_s`) belong to
+    // the prompt, not to every step its tokens are spread over.
     let prefill = if t.prefill <= 0.0 || prompt <= 0.0 {
         Some(0.0)
     } else {
         let prompts = t.prefill / prompt;
+        let batch = prompts.max(1.0);
+        let share = prompts / batch;
         let window = m.attended_tokens(t.prefill_context) / t.prefill_context;
         if m.mla {
-            k.prefill_mla.map(|a| a.time_s(prompts, prompt, heads))
+            k.prefill_mla
+                .map(|a| share * a.time_s(batch, prompt, heads))
         } else {
             k.prefill_attention
-                .map(|a| a.time_s(prompts, prompt, heads, kv_heads, m.head_dim) * window)
+                .map(|a| share * a.time_s(batch, prompt, heads, kv_heads, m.head_dim) * window)
         }
     };
     MeasuredKernels {
@@ -1202,6 +1209,46 @@ mod tests {
             stage_time(m1, l1, s1, &one.rates, &t),
             stage_time(m1, l1, s1, &fused_one, &t)
         );
+    }
+
+    /// A step that folds a fraction of a prompt carries that share of the whole prompt's
+    /// attention. llama-3.1-70b in FP8 on one H200, 8 sequences of 20,000-token prompts and
+    /// 2,000-token answers (fixed lengths): each step folds `8 x 20,000 / 2,000 = 80` prompt
+    /// tokens, 10,000 tokens into their prompt on average, so its attention is its decode
+    /// attention plus 80 / 20,000 of the 80 layers' context-attention surface at one
+    /// 20,000-token prompt (674.5 ms): 2.70 ms. The surface read at 0.004 prompts charged the
+    /// prompt's launch and serial pass to every step, 13.32 ms. Two prompts run together read
+    /// the surface at a batch of two.
+    #[test]
+    fn a_fraction_of_a_prompt_carries_its_share_of_the_prompt() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (mut ctx, p) = point_in(&c, "h200-sxm", 1, 8, ["fp8", "fp8"], [20000.0, 2000.0]);
+        ctx.plan.settings.prefill_variability = crate::perf::sizing::variability(0.0);
+        let inst = crate::perf::instance(&ctx, &p).unwrap();
+        let folded = inst.decode_shape(8.0).tokens;
+        assert_eq!((folded.prefill, folded.prefill_context), (80.0, 10000.0));
+        let k = inst.rates.kernels.expect("H200 has TensorRT-LLM tables");
+        let (m, l, s) = (&inst.ctx.model, &inst.layout, &inst.stages[0]);
+        let attention_s = |prefill: f64| {
+            let t = StepTokens {
+                prefill,
+                busiest_prefill: prefill,
+                ..folded
+            };
+            measured_kernels_s(m, l, s, &inst.rates, &k, &t, 1.0)
+                .attention_s
+                .unwrap()
+        };
+        let decode = attention_s(0.0);
+        let surface = k.prefill_attention.expect("measured");
+        let prompt_s = |prompts: f64| 80.0 * surface.time_s(prompts, 20000.0, 64.0, 8.0, 128.0);
+        let share = attention_s(80.0) - decode;
+        assert!((share - 0.004 * prompt_s(1.0)).abs() < 1e-12, "{share}");
+        assert!((prompt_s(1.0) * 1e3 - 674.54).abs() < 0.01);
+        assert!((share * 1e3 - 2.698).abs() < 1e-3, "{} ms", share * 1e3);
+        assert!((prompt_s(0.004) * 1e3 - 13.32).abs() < 0.01);
+        let two = attention_s(40000.0) - decode;
+        assert!((two - prompt_s(2.0)).abs() < 1e-12 && two < 2.0 * prompt_s(1.0));
     }
 
     /// The decode step on the measured surfaces against AIConfigurator 0.12.0 on the same
