@@ -317,6 +317,11 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     if let (Some(run), Some(sv)) = (run, best.serving) {
         notes.push(run.note(sv.rate_per_s * f64::from(best.instance.layout.instances)));
     }
+    if let (Some(sv), Some(log)) = (best.serving, submissions::of(&case.id))
+        && let Some(note) = log.means_note(sv.tpot_s, sv.ttft_mean_s(&best.instance))
+    {
+        notes.push(note);
+    }
     if let Some((tps_user, per_gpu)) = best.toward {
         notes.push(format!(
             "read on the frontier between the chosen configuration and the knot at {tps_user:.1} tokens/s/user ({per_gpu:.0} output tokens/s/GPU), as InferenceX interpolates"
@@ -767,6 +772,8 @@ mod tests {
             "99.254th percentile: loadgen's early stopping over 8313 queries (the least"
         ));
         assert!(has(&nebius, "gemm_allreduce_plugin") && !has(&other, "gemm_allreduce_plugin"));
+        // The run's logged means beside the model's (loadgen's summary: 56.2 ms, 1,826 ms).
+        assert!(has(&nebius, "the run's log: 56.2 ms, 1826 ms") && !has(&other, "the run's log"));
         let throughput = |p: &Prediction| p.values[0].2;
         assert!(throughput(&nebius) > throughput(&other));
         assert_eq!(nebius.values[0].0, "output_tokens_per_s");

@@ -4,8 +4,9 @@
 //! early stopping depends on it, `early_stopping`), and whether its TensorRT-LLM engine fused
 //! each row-parallel GEMM with its tensor-parallel all-reduce (`gemm_allreduce_plugin`,
 //! docs/model.md §7), and the configuration of a case whose row leaves it blank where the
-//! submission's config states it (`scripts/mlperf-configs.toml`). A case the table does not
-//! list ran the rules' least and no fusion, and its blank columns are swept.
+//! submission's config states it (`scripts/mlperf-configs.toml`), and a server or interactive
+//! run's logged mean TPOT and TTFT (noted beside the model's, not scored). A case the table does
+//! not list ran the rules' least and no fusion, and its blank columns are swept.
 
 use std::sync::LazyLock;
 
@@ -41,9 +42,24 @@ pub struct Submission {
     pub batch: Option<u32>,
     pub config_entry: Option<String>,
     pub matched_by: Option<String>,
+    /// A server or interactive run's logged mean TPOT and TTFT (loadgen's summary), ms.
+    pub tpot_mean_ms: Option<f64>,
+    pub ttft_mean_ms: Option<f64>,
 }
 
 impl Submission {
+    /// The model's mean TPOT and TTFT at its operating point beside the run's logged means,
+    /// where the log gives them: a diagnostic, not scored (the measurements file states 99th
+    /// percentiles, and a p99 can be right for the wrong reason, docs/validation.md).
+    pub fn means_note(&self, tpot_s: f64, ttft_s: f64) -> Option<String> {
+        let (tpot_ms, ttft_ms) = (self.tpot_mean_ms?, self.ttft_mean_ms?);
+        Some(format!(
+            "means at the operating point (not scored): TPOT {:.1} ms, TTFT {:.0} ms; the run's log: {tpot_ms:.1} ms, {ttft_ms:.0} ms",
+            tpot_s * 1e3,
+            ttft_s * 1e3
+        ))
+    }
+
     /// `setup` with its blank configuration columns taken from the submission's config, and a
     /// note naming what was filled; columns the file gives are kept.
     pub fn fill(&self, setup: &Setup) -> (Setup, Option<String>) {
@@ -146,6 +162,24 @@ mod tests {
             assert_eq!(case.harness(), crate::validate::cases::Harness::MlPerf);
             let latency_bound = matches!(case.setup.scenario.as_str(), "server" | "interactive");
             assert!(s.queries.is_none() || latency_bound, "{}", s.case_id);
+            // Logged means come from a server or interactive run's log, and a mean first-token
+            // latency lies below the 99th percentile the file states for the same run.
+            for mean in [s.tpot_mean_ms, s.ttft_mean_ms].into_iter().flatten() {
+                assert!(
+                    latency_bound && s.log.is_some() && mean > 0.0,
+                    "{}",
+                    s.case_id
+                );
+            }
+            let p99 = case.measurements.iter().find(|m| m.metric == "ttft_p99_ms");
+            if let (Some(mean), Some(p99)) = (s.ttft_mean_ms, p99) {
+                assert!(
+                    mean < p99.value,
+                    "{}: {mean} against {}",
+                    s.case_id,
+                    p99.value
+                );
+            }
             // A stated configuration fills only columns the row leaves blank, and says where
             // it was read and what ties it to the run.
             let (filled, note) = s.fill(&case.setup);
