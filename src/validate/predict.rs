@@ -107,8 +107,10 @@ pub fn model<'a>(case: &Case, catalog: &'a Catalog) -> Result<&'a crate::catalog
 
 /// Predicts an inference case, or says why it cannot be modelled.
 pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
-    // Blank configuration columns the submission's own config states (`submissions`).
-    let (setup, from_config) = match submissions::of(&case.id) {
+    // What the submission's own logs and config say the file does not (`submissions`): first
+    // the blank configuration columns its config states.
+    let submission = submissions::of(&case.id);
+    let (setup, from_config) = match submission {
         Some(sub) => sub.fill(&case.setup),
         None => (case.setup.clone(), None),
     };
@@ -295,8 +297,8 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     ctx.plan.settings.prefill_variability = variability(spread.input_cv);
     ctx.plan.settings.decode_variability = variability(spread.output_cv);
     ctx.plan.settings.prompt_quantiles = spread.input_quantiles;
-    // What the submission's own config says the file does not (`submissions`).
-    if let Some(fusion) = submissions::of(&case.id).and_then(|s| s.gemm_allreduce_fusion) {
+    // Whether the submission's engine fused each row-parallel GEMM with its all-reduce.
+    if let Some(fusion) = submission.and_then(|s| s.gemm_allreduce_fusion) {
         ctx.gemm_all_reduce_fusion = fusion;
         if fusion {
             notes.push(
@@ -317,7 +319,7 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
     if let (Some(run), Some(sv)) = (run, best.serving) {
         notes.push(run.note(sv.rate_per_s * f64::from(best.instance.layout.instances)));
     }
-    if let (Some(sv), Some(log)) = (best.serving, submissions::of(&case.id))
+    if let (Some(sv), Some(log)) = (best.serving, submission)
         && let Some(note) = log.means_note(sv.tpot_s, sv.ttft_mean_s(&best.instance))
     {
         notes.push(note);

@@ -208,14 +208,13 @@ mod tests {
         let by_hand: toml::Table = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let entries = by_hand["config"].as_array().unwrap();
         assert!(!entries.is_empty());
+        let table: toml::Table = toml::from_str(SUBMISSIONS_TOML).unwrap();
+        let rows = table["submission"].as_array().unwrap();
         for entry in entries {
             let entry = entry.as_table().unwrap();
             let id = entry["case_id"].as_str().unwrap();
             let sub = of(id).unwrap_or_else(|| panic!("{id} is not in the table"));
-            let table: toml::Table = toml::from_str(SUBMISSIONS_TOML).unwrap();
-            let row = table["submission"]
-                .as_array()
-                .unwrap()
+            let row = rows
                 .iter()
                 .find(|r| r["case_id"].as_str() == Some(id))
                 .unwrap();
