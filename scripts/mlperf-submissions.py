@@ -12,6 +12,11 @@ measurements file ran that the file has no column for, read from the submission 
   all-reduce (`trtllm_build_flags` of the submission's config,
   `closed/<submitter>/configs/<system>/<scenario>/<benchmark>.py`, the entry for the case's
   accuracy target at MaxP).
+- `adp_balance_batching_wait_iters`, `adp_balance_timeout_iters`: TensorRT-LLM's attention-DP
+  balance, where the engine runs attention data parallel (`enable_attention_dp` in
+  `trtllm_build_flags`) and `trtllm_runtime_flags` enable it (`adp_balancing_enable`): prompts
+  are held until every rank has one, then the first count of iterations more, or at most the
+  second (src/perf/adp_balance.rs).
 
 - `tpot_mean_ms`, `ttft_mean_ms`: a server or interactive run's mean time per output token and
   mean time to first token, loadgen's "Mean Time to Output Token" and "Mean First Token
@@ -78,8 +83,9 @@ def summary_mean_ms(summary, name):
     return round(int(m.group(1)) / 1e6, 3) if m else None
 
 
-def build_flags(source, accuracy):
-    """`trtllm_build_flags` of the EXPORTS entry for `accuracy` at MaxP, or None."""
+def flags(source, accuracy, field):
+    """The `field` dict (`trtllm_build_flags`, `trtllm_runtime_flags`) of the EXPORTS entry for
+    `accuracy` at MaxP, or None."""
     tree = ast.parse(source)
     # Entries may name a dict assigned at module level, or unpack one into theirs.
     named = {
@@ -98,7 +104,7 @@ def build_flags(source, accuracy):
         for k, v in zip(value.keys, value.values):
             if k is None:
                 found = flags_in(v) if found is None else found
-            elif ast.unparse(k).endswith("trtllm_build_flags") and isinstance(v, ast.Dict):
+            elif ast.unparse(k).endswith(field) and isinstance(v, ast.Dict):
                 found = {}
                 for fk, fv in zip(v.keys, v.values):
                     try:
@@ -126,9 +132,9 @@ def config_of(git, commit, submitter, system, benchmark, scenario):
         path = f"{submitter}/configs/{sys_dir}/{scenario}/{name}.py"
         source = show(git, commit, path)
         if source is not None:
-            flags = build_flags(source, accuracy)
-            if flags is not None:
-                return path, flags
+            build = flags(source, accuracy, "trtllm_build_flags")
+            if build is not None:
+                return path, build, flags(source, accuracy, "trtllm_runtime_flags") or {}
     return None
 
 
@@ -147,7 +153,8 @@ def render(mirrors):
         "# own logs and configs: `queries` is loadgen's result_query_count (server and interactive",
         "# runs), `tpot_mean_ms` and `ttft_mean_ms` its logged mean latencies (not scored),",
         "# `gemm_allreduce_fusion` whether the engine was built with TensorRT-LLM's",
-        "# gemm_allreduce_plugin, `tp` .. `batch` the configuration of a case whose row leaves it blank",
+        "# gemm_allreduce_plugin, `adp_balance_*` TensorRT-LLM's attention-DP balance where the runtime",
+        "# flags enable it, `tp` .. `batch` the configuration of a case whose row leaves it blank",
         "# (read by hand: scripts/mlperf-configs.toml). A case absent here ran the rules' least and no",
         "# fusion.",
     ]
@@ -187,12 +194,15 @@ def render(mirrors):
                     entry.append(f"{key} = {value}")
         config = config_of(git, commit, submitter, system, benchmark, scenario)
         if config is not None:
-            path, flags = config
-            fused = flags.get("gemm_allreduce_plugin") not in (None, "disable")
-            entry += [
-                f"gemm_allreduce_fusion = {'true' if fused else 'false'}",
-                f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"',
-            ]
+            path, build, runtime = config
+            fused = build.get("gemm_allreduce_plugin") not in (None, "disable")
+            entry.append(f"gemm_allreduce_fusion = {'true' if fused else 'false'}")
+            if runtime.get("adp_balancing_enable") is True and build.get("enable_attention_dp") is True:
+                entry += [
+                    f"adp_balance_batching_wait_iters = {runtime['adp_balancing_batching_wait_iters']}",
+                    f"adp_balance_timeout_iters = {runtime['adp_balancing_timeout_iters']}",
+                ]
+            entry.append(f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"')
         if entry:
             out += ["", "[[submission]]", f'case_id = "{case}"', *entry]
         else:

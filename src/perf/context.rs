@@ -191,6 +191,7 @@ impl Plan {
                 cached_tokens: 0.0,
                 slo: sizing::Slo::default(),
                 prompt_quantiles: None,
+                adp_balance: None,
             },
             economics,
             ownership: vec![crate::vocab::Payment::DEFAULT],

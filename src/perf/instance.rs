@@ -106,7 +106,11 @@ impl Instance<'_> {
             self.output_tokens,
             self.ctx.plan.settings.spread(),
             &self.speculation,
-            self.disagg_prefill_pct == 0,
+            if self.disagg_prefill_pct == 0 {
+                latency::Prompts::Folded(self.ctx.plan.settings.adp_balance)
+            } else {
+                latency::Prompts::Elsewhere
+            },
         )
     }
 

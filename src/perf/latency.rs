@@ -13,6 +13,7 @@
 //! kernel launches outside CUDA graphs).
 
 use super::ModelFacts;
+use super::adp_balance::AdpBalance;
 use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::iteration::{GpuIteration, IterationCost, launches};
@@ -636,6 +637,29 @@ pub struct Decode {
     pub logit_rows: f64,
 }
 
+/// How a decode step receives the prompts that keep its batch full.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Prompts {
+    /// Not at all: a disaggregated decode pool.
+    Elsewhere,
+    /// Folded into every step (aggregated serving), each attention rank refilling its own
+    /// finished sequences; under TensorRT-LLM's attention-DP balance
+    /// ([`super::adp_balance`]) gathered over its release cycles.
+    Folded(Option<AdpBalance>),
+}
+
+impl Prompts {
+    /// Folded when `fold`, without the balance (tests).
+    #[cfg(test)]
+    pub(crate) fn folded_if(fold: bool) -> Prompts {
+        if fold {
+            Prompts::Folded(None)
+        } else {
+            Prompts::Elsewhere
+        }
+    }
+}
+
 /// The tokens of one decode step, before any timing: what activation sizing needs, so that a
 /// batch that cannot fit is rejected without timing its step (see [`decode`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -648,7 +672,7 @@ impl DecodeShape {
     /// Decode with `sequences` running sequences (fractional for a mean concurrency) split into
     /// `min(pp, ceil(sequences))` micro-batches that flow through the pipeline. Attention ranks
     /// hold `ceil(micro_batch / attention_dp)` sequences each (the busiest rank sets the pace:
-    /// ranks meet at every MoE all-to-all). With `fold_prefill`, each step also prefills the
+    /// ranks meet at every MoE all-to-all). With `Prompts::Folded`, each step also prefills the
     /// prompt tokens that keep the batch full (aggregated serving); a disaggregated decode pool
     /// runs without them. Lengths spread as `spread` says: a running sequence's attention reads
     /// the length-biased mean context `input + output * (1 + cv^2) / 2`, and a folded prompt
@@ -661,7 +685,7 @@ impl DecodeShape {
         output_tokens: f64,
         spread: Spread,
         spec: &Speculation,
-        fold_prefill: bool,
+        prompts: Prompts,
     ) -> DecodeShape {
         let micro_batches = f64::from(l.pp).min(sequences.ceil()).max(1.0);
         let micro_batch = sequences / micro_batches;
@@ -670,12 +694,13 @@ impl DecodeShape {
         let queries = rank_sequences * (1.0 + f64::from(spec.tokens));
         // A sequence gains `gained` tokens per step, so it needs input/output x gained prompt
         // tokens per step to be replaced when it finishes.
-        let prefill = if fold_prefill {
+        let prefill = if let Prompts::Folded(_) = prompts {
             rank_sequences * gained * input_tokens / output_tokens
         } else {
             0.0
         };
-        let busiest_prefill = busiest_rank_prefill(l, prefill, input_tokens, queries, spread);
+        let busiest_prefill =
+            busiest_rank_prefill(l, prefill, input_tokens, queries, spread, prompts);
         DecodeShape {
             micro_batch,
             tokens: StepTokens {
@@ -706,21 +731,32 @@ impl DecodeShape {
 /// refill at random only when output lengths spread: with every answer the same length, each
 /// rank's sequences finish in the pattern the engine admitted them in, evenly over the ranks
 /// (TensorRT-LLM sorts and deals prompts round-robin, "ADP Balance Strategy"), and stay in
-/// step. Without attention data parallelism the one rank carries the mean.
+/// step. Without attention data parallelism the one rank carries the mean. With TensorRT-LLM's
+/// attention-DP balance (`balance`) the ranks gather prompts over a release cycle of `E[C]`
+/// iterations and prefill them together ([`super::adp_balance`]): the busiest of `E[C]` times
+/// the chunks, once a cycle.
 fn busiest_rank_prefill(
     l: &Layout,
     prefill: f64,
     input_tokens: f64,
     queries: f64,
     spread: Spread,
+    prompts: Prompts,
 ) -> f64 {
     if l.attention_dp <= 1 || prefill <= 0.0 || spread.answer_cv2() <= 0.0 {
         return prefill;
     }
+    let balance = match prompts {
+        Prompts::Folded(balance) => balance,
+        Prompts::Elsewhere => None,
+    };
     let budget = super::memory::prefill_budget(queries, input_tokens).max(prefill);
     let chunk = input_tokens.min(budget);
-    let busiest = chunk * busiest_of_poisson(prefill / chunk, l.attention_dp, budget / chunk);
-    busiest.max(prefill)
+    let cycle = balance.map_or(1.0, |b| {
+        b.mean_cycle(prefill / input_tokens, l.attention_dp)
+    });
+    let gathered = busiest_of_poisson(prefill / chunk * cycle, l.attention_dp, budget / chunk);
+    (chunk * gathered / cycle).max(prefill)
 }
 
 /// Mean context of a running sequence on the attention rank with the most context to read,
@@ -945,7 +981,16 @@ mod tests {
             slot_variability: (1.0 + cv * cv) / 2.0,
             prompt_quantiles: None,
         };
-        DecodeShape::new(l, sequences, 804.0, 4043.0, spread, &Speculation::OFF, fold).tokens
+        DecodeShape::new(
+            l,
+            sequences,
+            804.0,
+            4043.0,
+            spread,
+            &Speculation::OFF,
+            Prompts::folded_if(fold),
+        )
+        .tokens
     }
 
     /// The MLPerf DeepSeek-R1 B200 offline case: attention DP 8 (tp 1, ep 8), 4,096 sequences,
@@ -973,6 +1018,41 @@ mod tests {
         assert_eq!(tp.busiest_prefill, tp.prefill);
         let pool = shape(&adp, 1.253, false);
         assert_eq!((pool.prefill, pool.busiest_prefill), (0.0, 0.0));
+    }
+
+    /// The same case under the attention-DP balance of NVIDIA's submission (10 iterations'
+    /// batching wait, timeout 500; [`super::super::adp_balance`]). Each rank receives `a =
+    /// 0.126639` prompts per step; every rank holds one after `J` steps with `P(J <= j) = (1 -
+    /// e^{-a j})^8`, so cycles last `J + 10` steps, 31.9615 on average (summed independently of
+    /// the module). A release finds each rank with Poisson(4.0475) prompts; the busiest of the
+    /// eight, capped at the 9.5522 whole prompts that fit beside 512 decode tokens in 8,192, has
+    /// 7.03440, so the busiest rank's prefill per step is `804 x 7.03440 / 31.9615 = 176.95`
+    /// tokens, against 560.3 unbalanced and the mean 101.8.
+    #[test]
+    fn the_balance_gathers_prompts_over_a_cycle() {
+        let spread = Spread {
+            prompt_cv2: 0.505 * 0.505,
+            slot_variability: (1.0 + 1.253 * 1.253) / 2.0,
+            prompt_quantiles: None,
+        };
+        let balance = AdpBalance {
+            batching_wait_iters: 10.0,
+            timeout_iters: 500.0,
+        };
+        let adp = layout(1, 1, 8, 1);
+        let step =
+            |b| DecodeShape::new(&adp, 4096.0, 804.0, 4043.0, spread, &Speculation::OFF, b).tokens;
+        let t = step(Prompts::Folded(Some(balance)));
+        let a = 512.0 / 4043.0;
+        assert!((balance.mean_cycle(a, 8) - 31.961_516).abs() < 1e-5);
+        assert!(
+            (t.busiest_prefill - 176.952).abs() < 1e-2,
+            "{}",
+            t.busiest_prefill
+        );
+        let unbalanced = step(Prompts::Folded(None));
+        assert!((t.prefill - unbalanced.prefill).abs() < 1e-12);
+        assert!(t.busiest_prefill < unbalanced.busiest_prefill);
     }
 
     /// DeepSeek-V3 in FP8 on an HGX H200 at attention DP 8 and ep 8, one step of 4,096 tokens
@@ -1084,7 +1164,7 @@ mod tests {
             4000.0,
             spread,
             &Speculation::OFF,
-            true,
+            Prompts::Folded(None),
         )
         .tokens;
         assert!((t.prefill - 2048.0).abs() < 1e-9, "{}", t.prefill);

@@ -16,6 +16,7 @@
     reason = "an infeasible `Estimate` is the ordinary answer for most grid points, returned through `Result::Err`; boxing it would allocate in the hot loop"
 )]
 
+pub mod adp_balance;
 pub mod batched;
 pub mod closed;
 pub mod cluster;

@@ -26,7 +26,8 @@
 //! - **TTFT** with chunked prefill (Agrawal et al. 2024, Sarathi-Serve): a new prompt waits for
 //!   the iteration in progress (`p` of one at the `p`-th percentile), for admission, and for
 //!   the prompts ahead of it in its rank's prefill token budget (M/G/1, Pollaczek-Khinchine,
-//!   service proportional to prompt length), then rides in `ceil(len / budget)` iterations,
+//!   service proportional to prompt length) and, under TensorRT-LLM's attention-DP balance, for
+//!   its release ([`super::adp_balance`]), then rides in `ceil(len / budget)` iterations,
 //!   each the decode step at the running occupancy plus its chunk. The `p`-th percentile uses
 //!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation, or the
 //!   measured prompts where `validate` knows them) at the `p`-th occupancy.
@@ -714,7 +715,8 @@ impl Serving {
     }
 
     /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
-    /// for the iteration in progress, for the rank's prompt budget and for a slot, then the
+    /// for the iteration in progress, for the rank's prompt budget, for a slot and for the
+    /// attention-DP balance's release, then the
     /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
     pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
         let prompt = spread.prompt_percentile(inst.input_tokens, i);
@@ -764,6 +766,7 @@ impl Serving {
             (p * iteration, 0.5 * iteration),
             budget,
             slot,
+            self.balance_hold_s(inst, p, iteration),
             (
                 prefill_under_load_s(inst, running, prompt),
                 prefill_under_load_s(inst, running, inst.input_tokens),
@@ -771,13 +774,31 @@ impl Serving {
         ])
     }
 
+    /// The time a prompt is held by TensorRT-LLM's attention-DP balance
+    /// ([`super::adp_balance`]) at percentile `p`, in iterations of `iteration` seconds, with
+    /// its mean in mean iterations ([`tail_of_sum`]'s parts); nothing without the balance or
+    /// without attention data parallelism. Each rank receives `rate / ranks` prompts a second,
+    /// `rate / ranks * iteration` an iteration at the mean occupancy.
+    fn balance_hold_s(&self, inst: &Instance, p: f64, iteration: f64) -> (f64, f64) {
+        let ranks = inst.layout.attention_dp;
+        let Some(b) = inst.ctx.plan.settings.adp_balance.filter(|_| ranks > 1) else {
+            return (0.0, 0.0);
+        };
+        let a = self.rate_per_s / f64::from(ranks) * self.mean_iteration_s;
+        (
+            b.wait_quantile_iterations(a, ranks, p) * iteration,
+            b.wait_mean_iterations(a, ranks) * self.mean_iteration_s,
+        )
+    }
+
     /// Mean time to first token of a mean-length prompt at the mean occupancy: half an
-    /// iteration, the mean waits for the prompt budget and for a slot, and the prompt under
-    /// that load.
+    /// iteration, the mean waits for the prompt budget, for a slot and for the attention-DP
+    /// balance's release, and the prompt under that load.
     pub fn ttft_mean_s(&self, inst: &Instance) -> f64 {
         0.5 * self.mean_iteration_s
             + self.prompt_queue(self.spread).wait_mean_s()
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
+            + self.balance_hold_s(inst, 0.5, self.mean_iteration_s).1
             + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
 }

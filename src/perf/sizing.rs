@@ -4,6 +4,7 @@
 //! meet the demand and the SLOs (a monotone search, not a scan). Formulas: docs/model.md,
 //! "Sizing and queueing".
 
+use super::adp_balance::AdpBalance;
 use super::batched::{BatchedInstance, Pools};
 use super::demand::Load;
 use super::kv_tiers::{Offload, TierFacts, offload};
@@ -53,6 +54,9 @@ pub struct Settings {
     /// (`Spread::prompt_quantiles`): set by `validate` for datasets measured sample by sample;
     /// sweeps take gamma lengths.
     pub prompt_quantiles: Option<[f64; 5]>,
+    /// TensorRT-LLM's attention-DP balance ([`super::adp_balance`]): set by `validate` for the
+    /// submissions whose config enables it; sweeps run without it (TensorRT-LLM's default).
+    pub adp_balance: Option<AdpBalance>,
 }
 
 impl Settings {

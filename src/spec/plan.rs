@@ -281,6 +281,7 @@ impl Loader<'_> {
             cached_tokens,
             slo,
             prompt_quantiles: None,
+            adp_balance: None,
         };
         let demand_or_default = demand.unwrap_or_default();
         let phases = self.phases(w, &demand_or_default)?;

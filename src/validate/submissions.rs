@@ -10,6 +10,8 @@
 
 use std::sync::LazyLock;
 
+use crate::perf::adp_balance::AdpBalance;
+
 use serde::Deserialize;
 
 use super::cases::Setup;
@@ -32,6 +34,10 @@ pub struct Submission {
     pub log: Option<String>,
     /// Whether the engine was built with `gemm_allreduce_plugin`, and the config that says so.
     pub gemm_allreduce_fusion: Option<bool>,
+    /// TensorRT-LLM's attention-DP balance where the config enables it: iterations prompts are
+    /// held once every rank has one, and at most (`perf::adp_balance`).
+    pub adp_balance_batching_wait_iters: Option<u32>,
+    pub adp_balance_timeout_iters: Option<u32>,
     pub config: Option<String>,
     /// The configuration the config states, for a row that leaves it blank; the config entry it
     /// was read from and what ties that entry to the run.
@@ -48,6 +54,14 @@ pub struct Submission {
 }
 
 impl Submission {
+    /// The attention-DP balance the submission's config enables, if any.
+    pub fn adp_balance(&self) -> Option<AdpBalance> {
+        Some(AdpBalance {
+            batching_wait_iters: f64::from(self.adp_balance_batching_wait_iters?),
+            timeout_iters: f64::from(self.adp_balance_timeout_iters?),
+        })
+    }
+
     /// The model's mean TPOT and TTFT at its operating point beside the run's logged means,
     /// where the log gives them: a diagnostic, not scored (the measurements file states 99th
     /// percentiles, and a p99 can be right for the wrong reason, docs/validation.md).
@@ -146,6 +160,17 @@ mod tests {
             of("mlperf-5p1-nvidia-gb200-nvl72-gb200-186gb-aarch64x72-llama3p1-405b-interactive")
                 .unwrap();
         assert_eq!(gb200.gemm_allreduce_fusion, Some(false));
+        // NVIDIA's DeepSeek-R1 server config enables the attention-DP balance; Nebius's 405B
+        // runs tensor parallel and states none.
+        let dsr1 = of("mlperf-5p1-nvidia-b200-sxm-180gbx8-deepseek-r1-server").unwrap();
+        assert_eq!(
+            dsr1.adp_balance(),
+            Some(crate::perf::adp_balance::AdpBalance {
+                batching_wait_iters: 3.0,
+                timeout_iters: 9.0
+            })
+        );
+        assert_eq!(nebius.adp_balance(), None);
         assert_eq!(of("no-such-case"), None);
     }
 
