@@ -1,7 +1,8 @@
 //! Leave one source family out (`racksweep validate --leave-one-out`): the global factors are
 //! fitted on all rows (in sample), then once per source family on every row but that family's,
-//! starting from the all-rows fit, and the family's rows are predicted with the factors fitted
-//! without them (out of sample). The families are data (`families.toml`, one ordered table of
+//! starting from the committed factors (a start fitted with the family's rows would carry them
+//! into its fold), and the family's rows are predicted with the factors fitted without them
+//! (out of sample). The families are data (`families.toml`, one ordered table of
 //! source patterns); the fit is `fit`. Nothing here writes the factor files.
 
 use std::collections::BTreeMap;
@@ -186,7 +187,9 @@ pub fn leave_one_out<'a>(
             ));
             continue;
         }
-        let refit = fit::descend(&eval, &|i| case_fold[i] != k, &all_rows.values, &grids);
+        // From the committed factors, not from the all-rows fit: a descent is local, and a start
+        // fitted with the family's rows would carry them into the fold.
+        let refit = fit::descend(&eval, &|i| case_fold[i] != k, &committed, &grids);
         progress(&format!("without {}", fold.family), &refit);
         let outcomes = eval.outcomes(&refit.values);
         for (i, o) in outcomes.into_iter().enumerate() {
@@ -250,7 +253,8 @@ struct FoldJson {
     cases: usize,
     /// The factors fitted without the family; `None` if it was not refitted.
     factors: Option<BTreeMap<&'static str, f64>>,
-    /// The objective on the other families' rows at the all-rows fit and at the refit.
+    /// The objective on the other families' rows at the committed factors (the refit's start)
+    /// and at the refit.
     train_objective_start: Option<f64>,
     train_objective: Option<f64>,
     metrics: BTreeMap<String, MetricErrors>,
@@ -578,8 +582,8 @@ impl LeaveOneOut<'_> {
         let _ = writeln!(
             out,
             "\nThe committed factors (each at its nearest candidate), the fit on all rows from \
-             them, and per family left out, the factors its refit moved away from the all-rows \
-             fit (blank: unchanged)."
+             them, and per family left out its refit, also from the committed factors, where \
+             it differs from the all-rows fit (blank: the same)."
         );
         let rows = FACTORS
             .iter()
