@@ -96,7 +96,7 @@ fn objective(errors: &[(String, f64)]) -> f64 {
 /// Each family's out-of-sample predictions are plain `validate`'s with the factors refitted
 /// without it, its in-sample ones plain `validate`'s with the all-rows fit; each fold's
 /// reported training objective is the objective of the other families' errors under its
-/// factors, and no higher than at the all-rows fit it starts from; the per-family statistics are
+/// factors, and no higher than at the committed factors it starts from; the per-family statistics are
 /// the median and p90 of those errors.
 #[test]
 fn out_of_sample_is_each_family_predicted_with_its_refit() {
