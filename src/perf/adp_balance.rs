@@ -126,7 +126,7 @@ mod tests {
     }
 
     /// A flood finds every rank holding a prompt at the first iteration: cycles of `1 + W = 4`
-    /// iterations, mean wait 2. One rank alone is the same as R ranks that always agree.
+    /// iterations, a uniform wait over them, mean and median 2.
     #[test]
     fn a_flood_is_released_after_the_batching_wait() {
         assert!((SERVER.mean_cycle(1e3, 8) - 4.0).abs() < 1e-9);

@@ -705,6 +705,18 @@ mod tests {
         cases::tests::parse_text(rows).unwrap().remove(0)
     }
 
+    /// The prediction of a case named `id` whose rows are `id`, `columns` (the measurements
+    /// file's columns up to `metric`), then each `(metric, value)`.
+    fn predict_named(id: &str, columns: &str, values: &[(&str, &str)]) -> Prediction {
+        let rows: Vec<String> = values
+            .iter()
+            .map(|(metric, value)| format!("{id},{columns},{metric},{value},x,"))
+            .collect();
+        let c = case(&rows.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(c.id, id);
+        predict(&c, &Catalog::builtin().unwrap()).unwrap()
+    }
+
     /// The frontier read at a target: linear between the best knot at or above it and the
     /// fastest-interactivity knot below it that beats it; knots it dominates do not count.
     #[test]
@@ -757,19 +769,12 @@ mod tests {
     /// same limits than the unfused one.
     #[test]
     fn submission_facts_set_the_pass_percentile_and_the_fusion() {
-        let catalog = Catalog::builtin().unwrap();
         let run = |id: &str| {
-            let row = |metric: &str, value: &str| {
-                format!(
-                    "{id},inference,MLPerf Inference v5.1 closed - Nebius H200-SXM-141GBx8_TRT llama3.1-405b Server,u,llama-3.1-405b,h200-sxm,8,8,1,,1,,fp8,fp8,512,9428.64,684.68,server,6000,175,,,{metric},{value},x,"
-                )
-            };
-            let c = case(&[
-                &row("output_tokens_per_s", "295.36"),
-                &row("ttft_p99_ms", "5642.7"),
-            ]);
-            assert_eq!(c.id, id);
-            predict(&c, &catalog).unwrap()
+            predict_named(
+                id,
+                "inference,MLPerf Inference v5.1 closed - Nebius H200-SXM-141GBx8_TRT llama3.1-405b Server,u,llama-3.1-405b,h200-sxm,8,8,1,,1,,fp8,fp8,512,9428.64,684.68,server,6000,175,,",
+                &[("output_tokens_per_s", "295.36"), ("ttft_p99_ms", "5642.7")],
+            )
         };
         let nebius = run("mlperf-5p1-nebius-h200-sxm-141gbx8-llama3p1-405b-server");
         let other = run("a-run-with-no-submission-facts");
@@ -805,18 +810,15 @@ mod tests {
     /// the balanced step is no slower.
     #[test]
     fn the_attention_dp_balance_holds_prompts() {
-        let catalog = Catalog::builtin().unwrap();
         let run = |id: &str| {
-            let row = |metric: &str, value: &str| {
-                format!(
-                    "{id},inference,MLPerf Inference v5.1 closed - NVIDIA B200-SXM-180GBx8_TRT deepseek-r1 Server,u,deepseek-v3,b200,8,1,1,8,8,,nvfp4,fp8,512,803.79,4043.45,server,2000,80,,,{metric},{value},x,"
-                )
-            };
-            let c = case(&[
-                &row("output_tokens_per_s", "18592.24"),
-                &row("ttft_p99_ms", "1695.9"),
-            ]);
-            predict(&c, &catalog).unwrap()
+            predict_named(
+                id,
+                "inference,MLPerf Inference v5.1 closed - NVIDIA B200-SXM-180GBx8_TRT deepseek-r1 Server,u,deepseek-v3,b200,8,1,1,8,8,,nvfp4,fp8,512,803.79,4043.45,server,2000,80,,",
+                &[
+                    ("output_tokens_per_s", "18592.24"),
+                    ("ttft_p99_ms", "1695.9"),
+                ],
+            )
         };
         let held = run("mlperf-5p1-nvidia-b200-sxm-180gbx8-deepseek-r1-server");
         let free = run("a-run-with-no-submission-facts");
