@@ -78,7 +78,7 @@ impl AdpBalance {
 
     /// The `q`-quantile of the iterations a prompt is held: the `x` at which
     /// `E[(C - x)^+] / E[C] = 1 - q`, by bisection (the left side falls from 1 at `x = 0` to 0
-    /// at the longest cycle).
+    /// at the longest cycle the sum reaches).
     pub fn wait_quantile_iterations(&self, prompts_per_iteration: f64, ranks: u32, q: f64) -> f64 {
         let (a, r) = (prompts_per_iteration, ranks);
         let mean = self.mean_cycle(a, r);
@@ -87,10 +87,8 @@ impl AdpBalance {
             self.cycles(a, r, |p, c| s += p * (c - x).max(0.0));
             s / mean
         };
-        let longest = self
-            .timeout_iters
-            .max(1.0)
-            .max(self.batching_wait_iters.max(0.0) + self.timeout_iters.max(1.0) - 1.0);
+        let mut longest = 0.0_f64;
+        self.cycles(a, r, |_, c| longest = longest.max(c));
         let (mut lo, mut hi) = (0.0, longest);
         let target = 1.0 - q.clamp(0.0, 1.0);
         for _ in 0..60 {

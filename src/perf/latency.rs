@@ -648,18 +648,6 @@ pub enum Prompts {
     Folded(Option<AdpBalance>),
 }
 
-impl Prompts {
-    /// Folded when `fold`, without the balance (tests).
-    #[cfg(test)]
-    pub(crate) fn folded_if(fold: bool) -> Prompts {
-        if fold {
-            Prompts::Folded(None)
-        } else {
-            Prompts::Elsewhere
-        }
-    }
-}
-
 /// The tokens of one decode step, before any timing: what activation sizing needs, so that a
 /// batch that cannot fit is rejected without timing its step (see [`decode`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -694,13 +682,15 @@ impl DecodeShape {
         let queries = rank_sequences * (1.0 + f64::from(spec.tokens));
         // A sequence gains `gained` tokens per step, so it needs input/output x gained prompt
         // tokens per step to be replaced when it finishes.
-        let prefill = if let Prompts::Folded(_) = prompts {
-            rank_sequences * gained * input_tokens / output_tokens
-        } else {
-            0.0
+        let (prefill, balance) = match prompts {
+            Prompts::Folded(balance) => (
+                rank_sequences * gained * input_tokens / output_tokens,
+                balance,
+            ),
+            Prompts::Elsewhere => (0.0, None),
         };
         let busiest_prefill =
-            busiest_rank_prefill(l, prefill, input_tokens, queries, spread, prompts);
+            busiest_rank_prefill(l, prefill, input_tokens, queries, spread, balance);
         DecodeShape {
             micro_batch,
             tokens: StepTokens {
@@ -741,15 +731,11 @@ fn busiest_rank_prefill(
     input_tokens: f64,
     queries: f64,
     spread: Spread,
-    prompts: Prompts,
+    balance: Option<AdpBalance>,
 ) -> f64 {
     if l.attention_dp <= 1 || prefill <= 0.0 || spread.answer_cv2() <= 0.0 {
         return prefill;
     }
-    let balance = match prompts {
-        Prompts::Folded(balance) => balance,
-        Prompts::Elsewhere => None,
-    };
     let budget = super::memory::prefill_budget(queries, input_tokens).max(prefill);
     let chunk = input_tokens.min(budget);
     let cycle = balance.map_or(1.0, |b| {
@@ -988,7 +974,11 @@ mod tests {
             4043.0,
             spread,
             &Speculation::OFF,
-            Prompts::folded_if(fold),
+            if fold {
+                Prompts::Folded(None)
+            } else {
+                Prompts::Elsewhere
+            },
         )
         .tokens
     }

@@ -33,6 +33,7 @@
 //!   measured prompts where `validate` knows them) at the `p`-th occupancy.
 
 use super::Instance;
+use super::adp_balance::AdpBalance;
 use super::latency;
 use super::memory::prefill_budget;
 use super::queue::{Queue, standard_normal_quantile};
@@ -780,15 +781,24 @@ impl Serving {
     /// without attention data parallelism. Each rank receives `rate / ranks` prompts a second,
     /// `rate / ranks * iteration` an iteration at the mean occupancy.
     fn balance_hold_s(&self, inst: &Instance, p: f64, iteration: f64) -> (f64, f64) {
+        self.balance(inst).map_or((0.0, 0.0), |(b, a, ranks)| {
+            (
+                b.wait_quantile_iterations(a, ranks, p) * iteration,
+                b.wait_mean_iterations(a, ranks) * self.mean_iteration_s,
+            )
+        })
+    }
+
+    /// The attention-DP balance holding `inst`'s prompts, if any, with the prompts each of its
+    /// ranks receives per mean iteration and the ranks.
+    fn balance(&self, inst: &Instance) -> Option<(AdpBalance, f64, u32)> {
         let ranks = inst.layout.attention_dp;
-        let Some(b) = inst.ctx.plan.settings.adp_balance.filter(|_| ranks > 1) else {
-            return (0.0, 0.0);
-        };
-        let a = self.rate_per_s / f64::from(ranks) * self.mean_iteration_s;
-        (
-            b.wait_quantile_iterations(a, ranks, p) * iteration,
-            b.wait_mean_iterations(a, ranks) * self.mean_iteration_s,
-        )
+        let b = inst.ctx.plan.settings.adp_balance.filter(|_| ranks > 1)?;
+        Some((
+            b,
+            self.rate_per_s / f64::from(ranks) * self.mean_iteration_s,
+            ranks,
+        ))
     }
 
     /// Mean time to first token of a mean-length prompt at the mean occupancy: half an
@@ -798,7 +808,9 @@ impl Serving {
         0.5 * self.mean_iteration_s
             + self.prompt_queue(self.spread).wait_mean_s()
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
-            + self.balance_hold_s(inst, 0.5, self.mean_iteration_s).1
+            + self.balance(inst).map_or(0.0, |(b, a, ranks)| {
+                b.wait_mean_iterations(a, ranks) * self.mean_iteration_s
+            })
             + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
 }
