@@ -17,6 +17,12 @@ measurements file ran that the file has no column for, read from the submission 
   `trtllm_build_flags`) and `trtllm_runtime_flags` enable it (`adp_balancing_enable`): prompts
   are held until every rank has one, then the first count of iterations more, or at most the
   second (src/perf/adp_balance.rs).
+- `scheduler_steps`: vLLM's multi-step scheduling, where a vLLM harness's config sets
+  `num_scheduler_steps` above 1 and runs vLLM's V0 engine (`VLLM_USE_V1` 0, the harness's
+  default; V1 has no multi-step scheduling): the scheduler runs once per round of that many
+  decode steps, so a new prompt waits for the round in progress (`vllm_engine_config` in
+  AMD's `closed/AMD/code/<benchmark>/harness_llm/models/<model>/<scenario>_<gpu>.yaml` over
+  the harness's `common/config.yaml`).
 
 - `tpot_mean_ms`, `ttft_mean_ms`: a server or interactive run's mean time per output token and
   mean time to first token, loadgen's "Mean Time to Output Token" and "Mean First Token
@@ -125,6 +131,43 @@ def flags(source, accuracy, field):
     return None
 
 
+def yaml_section(text, section):
+    """The scalar `key: value` lines of a top-level YAML mapping `section`, as strings (the
+    harness configs are flat two-level YAML; standard library only)."""
+    found, inside = {}, False
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            inside = line.split("#", 1)[0].strip() == f"{section}:"
+            continue
+        m = re.match(r"\s+([A-Za-z0-9_]+):\s*([^#]*)", line)
+        if inside and m:
+            found[m.group(1)] = m.group(2).strip().strip('"')
+    return found
+
+
+def vllm_steps(git, commit, submitter, system, benchmark, scenario):
+    """Decode steps per scheduler call of a vLLM harness's run (`num_scheduler_steps` under
+    the V0 engine), with the config it is read from, or None where the harness has no such
+    config for the system's GPU."""
+    gpu = re.search(r"MI[0-9]+X", system, re.IGNORECASE)
+    if gpu is None:
+        return None
+    model = re.sub(r"-99(\.9)?$", "", benchmark)
+    base = f"{submitter}/code/{benchmark}/harness_llm"
+    path = f"{base}/models/{model}/{scenario.lower()}_{gpu.group(0).lower()}.yaml"
+    source = show(git, commit, path)
+    if source is None:
+        return None
+    common = show(git, commit, f"{base}/common/config.yaml") or ""
+    env = yaml_section(common, "env_config") | yaml_section(common, "vllm_env_config")
+    env |= yaml_section(source, "env_config") | yaml_section(source, "vllm_env_config")
+    engine = yaml_section(common, "vllm_engine_config") | yaml_section(source, "vllm_engine_config")
+    v1 = env.get("VLLM_USE_V1", "0") not in ("0", "False", "false")
+    return path, 1 if v1 else int(engine.get("num_scheduler_steps", "1"))
+
+
 def config_of(git, commit, submitter, system, benchmark, scenario):
     accuracy = 0.999 if benchmark.endswith("-99.9") else 0.99
     name = re.sub(r"-99(\.9)?$", "", benchmark).replace("llama3.1", "llama3_1")
@@ -154,7 +197,8 @@ def render(mirrors):
         "# runs), `tpot_mean_ms` and `ttft_mean_ms` its logged mean latencies (not scored),",
         "# `gemm_allreduce_fusion` whether the engine was built with TensorRT-LLM's",
         "# gemm_allreduce_plugin, `adp_balance_*` TensorRT-LLM's attention-DP balance where the runtime",
-        "# flags enable it, `tp` .. `batch` the configuration of a case whose row leaves it blank",
+        "# flags enable it, `scheduler_steps` vLLM's multi-step scheduling (num_scheduler_steps of a",
+        "# V0 engine), `tp` .. `batch` the configuration of a case whose row leaves it blank",
         "# (read by hand: scripts/mlperf-configs.toml). A case absent here ran the rules' least and no",
         "# fusion.",
     ]
@@ -203,6 +247,12 @@ def render(mirrors):
                     f"adp_balance_timeout_iters = {runtime['adp_balancing_timeout_iters']}",
                 ]
             entry.append(f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"')
+        vllm = vllm_steps(git, commit, submitter, system, benchmark, scenario)
+        if vllm is not None:
+            path, steps = vllm
+            if steps > 1:
+                entry.append(f"scheduler_steps = {steps}")
+                entry.append(f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"')
         if entry:
             out += ["", "[[submission]]", f'case_id = "{case}"', *entry]
         else:

@@ -192,6 +192,7 @@ impl Plan {
                 slo: sizing::Slo::default(),
                 prompt_quantiles: None,
                 adp_balance: None,
+                scheduler_steps: 1,
             },
             economics,
             ownership: vec![crate::vocab::Payment::DEFAULT],

@@ -24,10 +24,12 @@
 //!   `1 - P(n >= B)` and otherwise exponential with rate `mu(B) - lambda` (as in M/M/c, Erlang
 //!   C; arrivals see the stationary distribution, PASTA, Wolff 1982).
 //! - **TTFT** with chunked prefill (Agrawal et al. 2024, Sarathi-Serve): a new prompt waits for
-//!   the iteration in progress (`p` of one at the `p`-th percentile), for admission, and for
-//!   the prompts ahead of it in its rank's prefill token budget (M/G/1, Pollaczek-Khinchine,
-//!   service proportional to prompt length) and, under TensorRT-LLM's attention-DP balance, for
-//!   its release ([`super::adp_balance`]), then rides in `ceil(len / budget)` iterations,
+//!   the iteration in progress (`p` of one at the `p`-th percentile; of a round of
+//!   `num_scheduler_steps` iterations under vLLM V0's multi-step scheduling), for admission,
+//!   and for the prompts ahead of it in its rank's prefill token budget (M/G/1,
+//!   Pollaczek-Khinchine, service proportional to prompt length) and, under TensorRT-LLM's
+//!   attention-DP balance, for its release ([`super::adp_balance`]), then rides in
+//!   `ceil(len / budget)` iterations,
 //!   each the decode step at the running occupancy plus its chunk. The `p`-th percentile uses
 //!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation, or the
 //!   measured prompts where `validate` knows them) at the `p`-th occupancy.
@@ -716,8 +718,8 @@ impl Serving {
     }
 
     /// Time to first token at [`PERCENTILES`]`[i]` had the lengths spread as `spread`: the wait
-    /// for the iteration in progress, for the rank's prompt budget, for a slot and for the
-    /// attention-DP balance's release, then the
+    /// for the scheduling round in progress (one iteration, or a multi-step round), for the
+    /// rank's prompt budget, for a slot and for the attention-DP balance's release, then the
     /// prompt at that percentile under load (module docs), combined by [`tail_of_sum`].
     pub fn ttft_with(&self, inst: &Instance, i: usize, spread: Spread) -> f64 {
         let prompt = spread.prompt_percentile(inst.input_tokens, i);
@@ -763,8 +765,9 @@ impl Serving {
             p,
             spread.slot_variability,
         );
+        let round = self.round_s(inst, iteration);
         tail_of_sum(&[
-            (p * iteration, 0.5 * iteration),
+            (p * round, 0.5 * round),
             budget,
             slot,
             self.balance_hold_s(inst, p, iteration),
@@ -773,6 +776,15 @@ impl Serving {
                 prefill_under_load_s(inst, running, inst.input_tokens),
             ),
         ])
+    }
+
+    /// Seconds of the scheduling round a new prompt waits for at iterations of `iteration`
+    /// seconds: one iteration, or `num_scheduler_steps` of them under vLLM V0's multi-step
+    /// scheduling, which calls the scheduler once per round of decode steps, so "new prefill
+    /// requests will only start at every 8 steps" (vllm-project/vllm RFC #6854, PR #7000).
+    /// Rounds are of fixed length, so an arrival waits a uniform part of one.
+    fn round_s(&self, inst: &Instance, iteration: f64) -> f64 {
+        f64::from(inst.ctx.plan.settings.scheduler_steps) * iteration
     }
 
     /// The time a prompt is held by TensorRT-LLM's attention-DP balance
@@ -801,11 +813,11 @@ impl Serving {
         ))
     }
 
-    /// Mean time to first token of a mean-length prompt at the mean occupancy: half an
-    /// iteration, the mean waits for the prompt budget, for a slot and for the attention-DP
-    /// balance's release, and the prompt under that load.
+    /// Mean time to first token of a mean-length prompt at the mean occupancy: half a
+    /// scheduling round, the mean waits for the prompt budget, for a slot and for the
+    /// attention-DP balance's release, and the prompt under that load.
     pub fn ttft_mean_s(&self, inst: &Instance) -> f64 {
-        0.5 * self.mean_iteration_s
+        0.5 * self.round_s(inst, self.mean_iteration_s)
             + self.prompt_queue(self.spread).wait_mean_s()
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
             + self.balance(inst).map_or(0.0, |(b, a, ranks)| {
@@ -966,6 +978,43 @@ mod tests {
         assert_eq!(length_biased_half(1024.0, 1.0), 1024.0);
         let exponential = Spread::EXPONENTIAL;
         assert_eq!(exponential.answer_cv2(), 1.0);
+    }
+
+    /// vLLM's multi-step scheduling: a prompt arriving during a round of `n` decode steps waits
+    /// for its end, uniform over the round, so the mean TTFT gains `(n - 1) / 2` mean
+    /// iterations over scheduling every iteration and nothing else moves (llama-3.1-70b on
+    /// H100 at tp 8, 1k/1k, 3 requests a second). The p99 gains less than the 0.99 of those
+    /// iterations it adds alone (`tail_of_sum` combines independent parts), but most of it.
+    #[test]
+    fn a_multi_step_round_delays_the_first_token() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (mut ctx, p) = crate::perf::tests::point_on(&c, "h100-sxm", 8, 256);
+        let at = |ctx: &crate::perf::Context| {
+            let inst = crate::perf::instance(ctx, &p).unwrap();
+            let batched = crate::perf::batched::BatchedInstance::new(&inst, p.batch).unwrap();
+            let speeds = crate::perf::sizing::speeds(&batched);
+            let occ = occupancy(&speeds, 3.0).unwrap();
+            let sv = Serving::new(&inst, &speeds, occ, Spread::EXPONENTIAL).unwrap();
+            (
+                sv.ttft_mean_s(&inst),
+                sv.ttft_p99_s,
+                sv.tpot_p99_s,
+                sv.mean_iteration_s,
+            )
+        };
+        let (mean_1, p99_1, tpot_1, iteration) = at(&ctx);
+        ctx.plan.settings.scheduler_steps = 9;
+        let (mean_9, p99_9, tpot_9, _) = at(&ctx);
+        assert!(
+            (mean_9 - mean_1 - 4.0 * iteration).abs() < 1e-12 * mean_9,
+            "{mean_1} {mean_9}"
+        );
+        assert_eq!(tpot_9, tpot_1);
+        let added = p99_9 - p99_1;
+        assert!(
+            added > 0.5 * 8.0 * iteration && added < 0.99 * 8.0 * iteration,
+            "{added}"
+        );
     }
 
     /// A step time that does not depend on the batch (memory-bound, independent slots): each

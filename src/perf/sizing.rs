@@ -57,6 +57,11 @@ pub struct Settings {
     /// TensorRT-LLM's attention-DP balance ([`super::adp_balance`]): set by `validate` for the
     /// submissions whose config enables it; sweeps run without it (TensorRT-LLM's default).
     pub adp_balance: Option<AdpBalance>,
+    /// Decode iterations per scheduler call (vLLM V0's multi-step scheduling,
+    /// `num_scheduler_steps`): a new prompt waits for the round in progress
+    /// (`serving::Serving::ttft_with`). Set by `validate` for the submissions whose config runs
+    /// it; sweeps schedule every iteration (1), as current engines do.
+    pub scheduler_steps: u32,
 }
 
 impl Settings {

@@ -282,6 +282,7 @@ impl Loader<'_> {
             slo,
             prompt_quantiles: None,
             adp_balance: None,
+            scheduler_steps: 1,
         };
         let demand_or_default = demand.unwrap_or_default();
         let phases = self.phases(w, &demand_or_default)?;

@@ -38,6 +38,9 @@ pub struct Submission {
     /// held once every rank has one, and at most (`perf::adp_balance`).
     pub adp_balance_batching_wait_iters: Option<u32>,
     pub adp_balance_timeout_iters: Option<u32>,
+    /// vLLM V0's multi-step scheduling where the config runs it (`num_scheduler_steps` above
+    /// 1): decode iterations per scheduler call (`perf::sizing::Settings::scheduler_steps`).
+    pub scheduler_steps: Option<u32>,
     pub config: Option<String>,
     /// The configuration the config states, for a row that leaves it blank; the config entry it
     /// was read from and what ties that entry to the run.
@@ -145,7 +148,8 @@ mod tests {
         assert_eq!(ids.len(), s.len());
         assert!(s.iter().all(|s| {
             s.queries.is_some() == s.log.is_some()
-                && s.gemm_allreduce_fusion.is_some() == s.config.is_some()
+                && (s.gemm_allreduce_fusion.is_some() || s.scheduler_steps.is_some())
+                    == s.config.is_some()
                 && s.log
                     .as_ref()
                     .is_none_or(|l| l.ends_with("mlperf_log_detail.txt"))
@@ -171,6 +175,21 @@ mod tests {
             })
         );
         assert_eq!(nebius.adp_balance(), None);
+        // AMD's v5.1 vLLM harness runs multi-step scheduling on the V0 engine: 9 steps for
+        // Llama-2 on MI300X, 10 for Mixtral on MI325X; its v4.1 harness predates it.
+        let steps = |id: &str| of(id).and_then(|s| s.scheduler_steps);
+        assert_eq!(
+            steps("mlperf-5p1-amd-8xmi300x-2xepyc-9575f-llama2-70b-99-server"),
+            Some(9)
+        );
+        assert_eq!(
+            steps("mlperf-5p1-amd-8xmi325x-2xepyc-9575f-1-mixtral-8x7b-server"),
+            Some(10)
+        );
+        assert_eq!(
+            steps("mlperf-4p1-amd-1xmi300x-2xepyc-9374f-llama2-70b-99-server"),
+            None
+        );
         assert_eq!(of("no-such-case"), None);
     }
 
