@@ -89,10 +89,9 @@ def summary_mean_ms(summary, name):
     return round(int(m.group(1)) / 1e6, 3) if m else None
 
 
-def flags(source, accuracy, field):
+def flags(tree, accuracy, field):
     """The `field` dict (`trtllm_build_flags`, `trtllm_runtime_flags`) of the EXPORTS entry for
-    `accuracy` at MaxP, or None."""
-    tree = ast.parse(source)
+    `accuracy` at MaxP in a config's parsed module `tree`, or None."""
     # Entries may name a dict assigned at module level, or unpack one into theirs.
     named = {
         t.id: node.value
@@ -175,9 +174,10 @@ def config_of(git, commit, submitter, system, benchmark, scenario):
         path = f"{submitter}/configs/{sys_dir}/{scenario}/{name}.py"
         source = show(git, commit, path)
         if source is not None:
-            build = flags(source, accuracy, "trtllm_build_flags")
+            tree = ast.parse(source)
+            build = flags(tree, accuracy, "trtllm_build_flags")
             if build is not None:
-                return path, build, flags(source, accuracy, "trtllm_runtime_flags") or {}
+                return path, build, flags(tree, accuracy, "trtllm_runtime_flags") or {}
     return None
 
 
