@@ -780,16 +780,11 @@ mod tests {
     /// same limits than the unfused one.
     #[test]
     fn submission_facts_set_the_pass_percentile_and_the_fusion() {
-        let run = |id: &str| {
-            predict_named(
-                id,
-                "inference,MLPerf Inference v5.1 closed - Nebius H200-SXM-141GBx8_TRT llama3.1-405b Server,u,llama-3.1-405b,h200-sxm,8,8,1,,1,,fp8,fp8,512,9428.64,684.68,server,6000,175,,",
-                &[("output_tokens_per_s", "295.36"), ("ttft_p99_ms", "5642.7")],
-            )
-        };
-        let nebius = run("mlperf-5p1-nebius-h200-sxm-141gbx8-llama3p1-405b-server");
-        let other = run("a-run-with-no-submission-facts");
-        let has = |p: &Prediction, text: &str| p.notes.iter().any(|n| n.contains(text));
+        let (nebius, other) = with_and_without_facts(
+            "mlperf-5p1-nebius-h200-sxm-141gbx8-llama3p1-405b-server",
+            "inference,MLPerf Inference v5.1 closed - Nebius H200-SXM-141GBx8_TRT llama3.1-405b Server,u,llama-3.1-405b,h200-sxm,8,8,1,,1,,fp8,fp8,512,9428.64,684.68,server,6000,175,,",
+            &[("output_tokens_per_s", "295.36"), ("ttft_p99_ms", "5642.7")],
+        );
         assert!(has(
             &nebius,
             "99.254th percentile: loadgen's early stopping over 8313 queries (the run's"
@@ -812,6 +807,23 @@ mod tests {
         }
     }
 
+    /// A submission's case predicted under its own id, with the facts its submission states, and
+    /// under an id no submission has.
+    fn with_and_without_facts(
+        id: &str,
+        columns: &str,
+        values: &[(&str, &str)],
+    ) -> (Prediction, Prediction) {
+        (
+            predict_named(id, columns, values),
+            predict_named("a-run-with-no-submission-facts", columns, values),
+        )
+    }
+
+    fn has(p: &Prediction, text: &str) -> bool {
+        p.notes.iter().any(|n| n.contains(text))
+    }
+
     /// NVIDIA's B200 DeepSeek-R1 server run enables TensorRT-LLM's attention-DP balance (3
     /// iterations' batching wait, timeout 9): at its load a rank receives about 0.04 prompts an
     /// iteration, so every rank rarely holds one and prompts are released every 9 iterations,
@@ -821,19 +833,14 @@ mod tests {
     /// the balanced step is no slower.
     #[test]
     fn the_attention_dp_balance_holds_prompts() {
-        let run = |id: &str| {
-            predict_named(
-                id,
-                "inference,MLPerf Inference v5.1 closed - NVIDIA B200-SXM-180GBx8_TRT deepseek-r1 Server,u,deepseek-v3,b200,8,1,1,8,8,,nvfp4,fp8,512,803.79,4043.45,server,2000,80,,",
-                &[
-                    ("output_tokens_per_s", "18592.24"),
-                    ("ttft_p99_ms", "1695.9"),
-                ],
-            )
-        };
-        let held = run("mlperf-5p1-nvidia-b200-sxm-180gbx8-deepseek-r1-server");
-        let free = run("a-run-with-no-submission-facts");
-        let has = |p: &Prediction, text: &str| p.notes.iter().any(|n| n.contains(text));
+        let (held, free) = with_and_without_facts(
+            "mlperf-5p1-nvidia-b200-sxm-180gbx8-deepseek-r1-server",
+            "inference,MLPerf Inference v5.1 closed - NVIDIA B200-SXM-180GBx8_TRT deepseek-r1 Server,u,deepseek-v3,b200,8,1,1,8,8,,nvfp4,fp8,512,803.79,4043.45,server,2000,80,,",
+            &[
+                ("output_tokens_per_s", "18592.24"),
+                ("ttft_p99_ms", "1695.9"),
+            ],
+        );
         assert!(has(&held, "then 3 iterations, or at most 9") && !has(&free, "balance"));
         let ttft = |p: &Prediction| p.values[1].2;
         assert!(
@@ -852,19 +859,14 @@ mod tests {
     /// iteration.
     #[test]
     fn multi_step_scheduling_delays_prompts() {
-        let run = |id: &str| {
-            predict_named(
-                id,
-                "inference,MLPerf Inference v5.1 closed - AMD 8xMI300X_2xEPYC_9575F llama2-70b-99 Server,u,llama-2-70b,mi300x,8,1,1,,8,,fp8,,,222.33,294.45,server,2000,200,,",
-                &[
-                    ("output_tokens_per_s", "24593.77"),
-                    ("ttft_p99_ms", "1914.6"),
-                ],
-            )
-        };
-        let stepped = run("mlperf-5p1-amd-8xmi300x-2xepyc-9575f-llama2-70b-99-server");
-        let single = run("a-run-with-no-submission-facts");
-        let has = |p: &Prediction, text: &str| p.notes.iter().any(|n| n.contains(text));
+        let (stepped, single) = with_and_without_facts(
+            "mlperf-5p1-amd-8xmi300x-2xepyc-9575f-llama2-70b-99-server",
+            "inference,MLPerf Inference v5.1 closed - AMD 8xMI300X_2xEPYC_9575F llama2-70b-99 Server,u,llama-2-70b,mi300x,8,1,1,,8,,fp8,,,222.33,294.45,server,2000,200,,",
+            &[
+                ("output_tokens_per_s", "24593.77"),
+                ("ttft_p99_ms", "1914.6"),
+            ],
+        );
         assert!(has(&stepped, "rounds of 9 decode steps") && !has(&single, "decode steps"));
         let ttft = |p: &Prediction| p.values[1].2;
         assert!(
