@@ -29,10 +29,10 @@
 //!   and for the prompts ahead of it in its rank's prefill token budget (M/G/1,
 //!   Pollaczek-Khinchine, service proportional to prompt length) and, under TensorRT-LLM's
 //!   attention-DP balance, for its release ([`super::adp_balance`]), then rides in
-//!   `ceil(len / budget)` iterations,
-//!   each the decode step at the running occupancy plus its chunk. The `p`-th percentile uses
-//!   the `p`-th prompt (gamma lengths with the workload's coefficient of variation, or the
-//!   measured prompts where `validate` knows them) at the `p`-th occupancy.
+//!   `ceil(len / budget)` iterations, each the decode step at the running occupancy plus its
+//!   chunk. The `p`-th percentile uses the `p`-th prompt (gamma lengths with the workload's
+//!   coefficient of variation, or the measured prompts where `validate` knows them) at the
+//!   `p`-th occupancy.
 
 use super::Instance;
 use super::adp_balance::AdpBalance;
