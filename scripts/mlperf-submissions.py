@@ -223,6 +223,10 @@ def render(mirrors):
             missing.append(case)
             continue
         _, commit, submitter, system, benchmark, scenario = m.groups()
+
+        def at_commit(path):
+            return f"https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"
+
         entry = []
         if row["scenario"] in ("server", "interactive"):
             detail = row["source_url"].replace("mlperf_log_summary.txt", "mlperf_log_detail.txt")
@@ -246,13 +250,13 @@ def render(mirrors):
                     f"adp_balance_batching_wait_iters = {runtime['adp_balancing_batching_wait_iters']}",
                     f"adp_balance_timeout_iters = {runtime['adp_balancing_timeout_iters']}",
                 ]
-            entry.append(f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"')
+            entry.append(f'config = "{at_commit(path)}"')
         vllm = vllm_steps(git, commit, submitter, system, benchmark, scenario)
         if vllm is not None:
             path, steps = vllm
             if steps > 1:
                 entry.append(f"scheduler_steps = {steps}")
-                entry.append(f'config = "https://github.com/mlcommons/{m.group(1)}/blob/{commit}/{path}"')
+                entry.append(f'config = "{at_commit(path)}"')
         if entry:
             out += ["", "[[submission]]", f'case_id = "{case}"', *entry]
         else:

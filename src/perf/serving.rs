@@ -793,11 +793,17 @@ impl Serving {
     /// without attention data parallelism. Each rank receives `rate / ranks` prompts a second,
     /// `rate / ranks * iteration` an iteration at the mean occupancy.
     fn balance_hold_s(&self, inst: &Instance, p: f64, iteration: f64) -> (f64, f64) {
-        self.balance(inst).map_or((0.0, 0.0), |(b, a, ranks)| {
-            (
-                b.wait_quantile_iterations(a, ranks, p) * iteration,
-                b.wait_mean_iterations(a, ranks) * self.mean_iteration_s,
-            )
+        let quantile = self.balance(inst).map_or(0.0, |(b, a, ranks)| {
+            b.wait_quantile_iterations(a, ranks, p) * iteration
+        });
+        (quantile, self.balance_hold_mean_s(inst))
+    }
+
+    /// Mean seconds a prompt is held by the attention-DP balance, in mean iterations; zero
+    /// without it.
+    fn balance_hold_mean_s(&self, inst: &Instance) -> f64 {
+        self.balance(inst).map_or(0.0, |(b, a, ranks)| {
+            b.wait_mean_iterations(a, ranks) * self.mean_iteration_s
         })
     }
 
@@ -820,9 +826,7 @@ impl Serving {
         0.5 * self.round_s(inst, self.mean_iteration_s)
             + self.prompt_queue(self.spread).wait_mean_s()
             + self.occupancy.wait_mean_all_s(self.spread.slot_variability)
-            + self.balance(inst).map_or(0.0, |(b, a, ranks)| {
-                b.wait_mean_iterations(a, ranks) * self.mean_iteration_s
-            })
+            + self.balance_hold_mean_s(inst)
             + prefill_under_load_s(inst, self.concurrency, inst.input_tokens)
     }
 }
