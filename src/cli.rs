@@ -207,16 +207,10 @@ pub struct MergeArgs {
     pub quiet: bool,
 }
 
+/// What `top` and `pareto` ask of a run besides their ranking: which rows, which columns, in
+/// what format.
 #[derive(Debug, Args)]
-pub struct TopArgs {
-    /// Run directory: <OUT>/<sweep name>.
-    pub run_dir: PathBuf,
-    /// Column to rank by, highest first; "min COLUMN" ranks lowest first.
-    #[arg(long, value_name = "COLUMN")]
-    pub by: String,
-    /// Rows to print.
-    #[arg(short, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
-    pub n: u32,
+pub struct QueryArgs {
     /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
     /// or "weight_dtype != bf16"; combined with "and", "or" and parentheses, e.g. "(hardware ==
     /// b200 or hardware == h200-sxm) and ttft_ms <= 1000" ("and" binds first). Repeatable: every
@@ -237,29 +231,28 @@ pub struct TopArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Run directory: <OUT>/<sweep name>.
+    pub run_dir: PathBuf,
+    /// Column to rank by, highest first; "min COLUMN" ranks lowest first.
+    #[arg(long, value_name = "COLUMN")]
+    pub by: String,
+    /// Rows to print.
+    #[arg(short, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub n: u32,
+    #[command(flatten)]
+    pub query: QueryArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct ParetoArgs {
     /// Run directory: <OUT>/<sweep name>.
     pub run_dir: PathBuf,
     /// Objective, "max COLUMN" or "min COLUMN" (repeatable, 1 to 8).
     #[arg(long = "objective", value_name = "OBJECTIVE", required = true)]
     pub objectives: Vec<String>,
-    /// Filter: a numeric constraint, e.g. "ttft_ms <= 1000", or a label, e.g. "hardware == b200"
-    /// or "weight_dtype != bf16"; combined with "and", "or" and parentheses, e.g. "(hardware ==
-    /// b200 or hardware == h200-sxm) and ttft_ms <= 1000" ("and" binds first). Repeatable: every
-    /// --where must hold.
-    #[arg(long = "where", value_name = "FILTER")]
-    pub wheres: Vec<String>,
-    /// Columns to print, in this order, comma-separated [default: the configuration columns
-    /// that tell the rows apart, then the ones the query names].
-    #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
-    pub columns: Vec<String>,
-    /// Output format: a table for the terminal, or CSV, JSON or Markdown on stdout (the row
-    /// count goes to stderr in every format).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Read a run that is not complete (its committed parts only), saying so on stderr.
-    #[arg(long)]
-    pub allow_incomplete: bool,
+    #[command(flatten)]
+    pub query: QueryArgs,
 }
 
 /// How `top` and `pareto` print their rows.

@@ -364,6 +364,46 @@ pub struct Column<R> {
     pub show: Show,
 }
 
+/// The columns every run begins with, inference and training alike: the configuration's index
+/// in the grid, then the platform it runs on.
+pub const fn config_id_column<R: Record>() -> Column<R> {
+    Column {
+        name: "config_id",
+        unit: "",
+        doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
+        need: Need::Always,
+        kind: Kind::Id(R::config_id),
+        role: Role::Id,
+        show: Show::NONE.brief(),
+    }
+}
+
+/// See [`config_id_column`].
+pub const fn hardware_column<R: Record>() -> Column<R> {
+    Column {
+        name: "hardware",
+        unit: "",
+        doc: "GPU preset id",
+        need: Need::Always,
+        kind: Kind::Label(Labels::Hardware),
+        role: Role::Platform,
+        show: Show::NONE.brief().frontier(1),
+    }
+}
+
+/// See [`config_id_column`].
+pub const fn rack_column<R: Record>() -> Column<R> {
+    Column {
+        name: "rack",
+        unit: "",
+        doc: "rack preset id",
+        need: Need::Always,
+        kind: Kind::Label(Labels::Rack),
+        role: Role::Platform,
+        show: Show::NONE.frontier(2),
+    }
+}
+
 impl<R> Column<R> {
     /// The value as a number, for objectives and constraints; `None` for labels and nulls.
     pub fn number(&self, row: &R) -> Option<f64> {

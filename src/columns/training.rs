@@ -2,7 +2,7 @@
 
 use super::{
     Column, Kind, LabelValues, Labels, Mode, Need, Record, Review, Role, Show, When, Workload,
-    finite, nonzero,
+    config_id_column, finite, hardware_column, nonzero, rack_column,
 };
 use crate::format::number;
 use crate::train::grid::TrainPoint;
@@ -122,33 +122,9 @@ macro_rules! count {
 
 /// Every column of a training run, in file order.
 pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
-    Column {
-        name: "config_id",
-        unit: "",
-        doc: "index of the configuration in the sweep's grid (0-based; stable for a given sweep file)",
-        need: Need::Always,
-        kind: Kind::Id(|r| r.config_id),
-        role: Role::Id,
-        show: Show::NONE.brief(),
-    },
-    Column {
-        name: "hardware",
-        unit: "",
-        doc: "GPU preset id",
-        need: Need::Always,
-        kind: Kind::Label(Labels::Hardware),
-        role: Role::Platform,
-        show: Show::NONE.brief().frontier(1),
-    },
-    Column {
-        name: "rack",
-        unit: "",
-        doc: "rack preset id",
-        need: Need::Always,
-        kind: Kind::Label(Labels::Rack),
-        role: Role::Platform,
-        show: Show::NONE.frontier(2),
-    },
+    config_id_column(),
+    hardware_column(),
+    rack_column(),
     Column {
         name: "model",
         unit: "",

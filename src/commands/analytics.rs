@@ -19,30 +19,30 @@ use crate::pareto::{Objective, TIE_GROUP};
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn top(args: TopArgs) -> Result<(String, String)> {
-    let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
+    let run = RunDir::new(args.run_dir).open(args.query.allow_incomplete)?;
     let schema = analyze::schema(&run);
     let by = parse_by(&args.by, schema)?;
-    let wheres = parse_wheres(&args.wheres, schema)?;
-    let chosen = parse_columns(&args.columns, schema)?;
+    let wheres = parse_wheres(&args.query.wheres, schema)?;
+    let chosen = parse_columns(&args.query.columns, schema)?;
     let t = analyze::top(&run, by, args.n, &wheres, columns(&chosen))?;
     let footer = format!("{} rows", thousands(t.rows.len() as u64));
-    Ok((exporter(args.format).table(&t), footer))
+    Ok((exporter(args.query.format).table(&t), footer))
 }
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
-    let run = RunDir::new(args.run_dir).open(args.allow_incomplete)?;
+    let run = RunDir::new(args.run_dir).open(args.query.allow_incomplete)?;
     let schema = analyze::schema(&run);
     let objectives =
         Objective::parse_all(&args.objectives, schema).map_err(|(at, e)| match at {
             Some(i) => flag_error("--objective", &args.objectives[i], e),
             None => flag_list_error("--objective", e),
         })?;
-    let wheres = parse_wheres(&args.wheres, schema)?;
-    let chosen = parse_columns(&args.columns, schema)?;
+    let wheres = parse_wheres(&args.query.wheres, schema)?;
+    let chosen = parse_columns(&args.query.columns, schema)?;
     let f = analyze::frontier(&run, &objectives, &wheres, columns(&chosen))?;
     let configurations = f.table.rows.len() as u64;
-    let t = match args.format {
+    let t = match args.query.format {
         Format::Table | Format::Markdown => ties::collapse(&f.table, &f.tie_groups),
         Format::Csv | Format::Json => with_tie_groups(f.table, &f.tie_groups),
     };
@@ -56,7 +56,7 @@ pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
             thousands(configurations)
         )
     };
-    Ok((exporter(args.format).table(&t), footer))
+    Ok((exporter(args.query.format).table(&t), footer))
 }
 
 fn exporter(format: Format) -> &'static dyn Exporter {

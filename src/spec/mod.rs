@@ -617,10 +617,7 @@ impl Loader<'_> {
         } = raw;
 
         // Pass 1: the catalog, with the sweep's calibration and inline presets.
-        let mut catalog =
-            Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
-        self.calibration(&mut catalog, calibration)?;
-        self.add_presets(&mut catalog, gpu, rack, model)?;
+        let mut catalog = self.catalog(calibration, gpu, rack, model)?;
 
         // Pass 2: the [sweep] table.
         let name = self.sweep_name(&sweep.name)?;
@@ -763,6 +760,21 @@ impl Loader<'_> {
             model,
             catalog,
         }
+    }
+
+    /// The built-in catalog with the sweep's `[calibration]` and its inline presets.
+    fn catalog(
+        &self,
+        calibration: Option<Spanned<toml::Table>>,
+        gpus: Vec<Spanned<toml::Table>>,
+        racks: Vec<Spanned<catalog::Rack>>,
+        models: Vec<Spanned<catalog::Model>>,
+    ) -> Result<Catalog, UserError> {
+        let mut catalog =
+            Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
+        self.calibration(&mut catalog, calibration)?;
+        self.add_presets(&mut catalog, gpus, racks, models)?;
+        Ok(catalog)
     }
 
     fn add_presets(

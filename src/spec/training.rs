@@ -44,10 +44,7 @@ impl Loader<'_> {
             cost,
             calibration,
         } = raw;
-        let mut catalog =
-            Catalog::builtin().map_err(|e| UserError::new(format!("internal: {e}")))?;
-        self.calibration(&mut catalog, calibration)?;
-        self.add_presets(&mut catalog, gpu, rack, model)?;
+        let mut catalog = self.catalog(calibration, gpu, rack, model)?;
 
         let name = self.sweep_name(&sweep.name)?;
         for (key, v) in [
