@@ -101,11 +101,17 @@ fn tokens(text: &str) -> Vec<Token> {
     words
 }
 
+/// Parentheses a `--where` may nest: each level is a frame of the recursive-descent parser
+/// (and of the filter it builds), so an unbounded depth would overflow the stack.
+const MAX_NESTING: usize = 64;
+
 /// A recursive-descent parser over the tokens of one `--where`:
 /// `any := all ("or" all)*`, `all := one ("and" one)*`, `one := "(" any ")" | comparison`.
 struct Parser<'a> {
     tokens: Vec<Token>,
     at: usize,
+    /// Parentheses open at `at`.
+    depth: usize,
     schema: &'a Schema,
 }
 
@@ -150,7 +156,15 @@ impl Parser<'_> {
                 if self.peek() == Some(&Token::Close) {
                     return Err(("\"()\" holds no filter".into(), hint()));
                 }
+                if self.depth == MAX_NESTING {
+                    return Err((
+                        format!("parentheses nest deeper than {MAX_NESTING} levels"),
+                        Some("remove parentheses that hold a single filter".into()),
+                    ));
+                }
+                self.depth += 1;
                 let inner = self.any()?;
+                self.depth -= 1;
                 if self.peek() != Some(&Token::Close) {
                     return Err(("a \"(\" is not closed".into(), hint()));
                 }
@@ -190,6 +204,7 @@ impl Where {
         let mut p = Parser {
             tokens: tokens(text),
             at: 0,
+            depth: 0,
             schema,
         };
         let w = p.any()?;
@@ -467,5 +482,20 @@ mod tests {
         // A comparison's own error comes through.
         let (got, _) = Where::parse("ttft_ms <= 100 or hardwear == b200", s).unwrap_err();
         assert!(got.contains("unknown inference column"), "{got}");
+    }
+
+    /// Nesting is bounded before it can overflow the stack: 64 levels parse, 65 are an error,
+    /// and so are 20,000 unclosed ones (which overflowed the stack before the bound).
+    #[test]
+    fn nesting_is_bounded() {
+        let s = Schema::get(Mode::Inference);
+        let nested = |n: usize| format!("{}ttft_ms <= 100{}", "(".repeat(n), ")".repeat(n));
+        let deepest = Where::parse(&nested(MAX_NESTING), s).unwrap();
+        assert_eq!(deepest, Where::parse("ttft_ms <= 100", s).unwrap());
+        for text in [nested(MAX_NESTING + 1), "(".repeat(20_000)] {
+            let (got, hint) = Where::parse(&text, s).unwrap_err();
+            assert_eq!(got, "parentheses nest deeper than 64 levels");
+            assert!(hint.is_some());
+        }
     }
 }
