@@ -264,20 +264,41 @@ impl Loader<'_> {
                 ),
             ));
         }
-        let cv = |v: &Option<Spanned<f64>>, key: &str| {
+        // Lengths lie between 0 and the model's context `C`, so their variance is at most
+        // `mean x (C - mean)` (Bhatia and Davis 2000, "A Better Bound on the Variance", Amer.
+        // Math. Monthly 107(4)): a larger cv describes no distribution of lengths.
+        let cv = |v: &Option<Spanned<f64>>, key: &str, mean: f64| {
+            let most = ((w.max_context - mean).max(0.0) / mean).sqrt();
             self.optional(
                 v,
                 key,
                 DEFAULT_LENGTH_CV,
-                non_negative,
-                "must be zero or positive",
+                |cv| non_negative(cv) && cv <= most,
+                &format!(
+                    "must be between 0 and {:.2}: lengths of mean {} within the model's {}-token context spread at most that much (Bhatia-Davis bound)",
+                    (most * 100.0).floor() / 100.0,
+                    limits::number(mean),
+                    limits::number(w.max_context)
+                ),
             )
         };
+        let (input_cv, output_cv) = (
+            cv(
+                w.input_tokens_cv,
+                "workload.input_tokens_cv",
+                w.input_tokens,
+            )?,
+            cv(
+                w.output_tokens_cv,
+                "workload.output_tokens_cv",
+                w.output_tokens,
+            )?,
+        );
         let settings = Settings {
             target_utilization,
             think_s,
-            prefill_variability: variability(cv(w.input_tokens_cv, "workload.input_tokens_cv")?),
-            decode_variability: variability(cv(w.output_tokens_cv, "workload.output_tokens_cv")?),
+            prefill_variability: variability(input_cv),
+            decode_variability: variability(output_cv),
             cached_tokens,
             slo,
             prompt_quantiles: None,
