@@ -270,3 +270,44 @@ fn where_errors_are_clear() {
         assert!(stderr(&o).contains("hint: write e.g."), "{}", stderr(&o));
     }
 }
+
+/// A part damaged in place after a reader checksummed it, keeping its size and modification
+/// time (bit rot, or a copy tool that keeps times), passes the checksum cache and fails only
+/// when its rows are read. `top`, `pareto` and `report` then checksum every file again and name
+/// the damaged one as the user's to fix (exit 1), not as racksweep's own failure (exit 2).
+#[test]
+fn a_part_damaged_in_place_is_named() {
+    let (_tmp, dir) = finished("tests/specs/ties.toml", "ties");
+    let d = dir.to_str().unwrap();
+    let top = ["top", d, "--by", "tokens_per_s_per_gpu"];
+    let o = run(&top);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let part = dir.join("configs/part-0-of-1.parquet");
+    let modified = std::fs::metadata(&part).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&part).unwrap();
+    // The footer's length (the 4 bytes before the closing magic) now points past the file.
+    let n = bytes.len();
+    bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
+    std::fs::write(&part, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let objective = ["--objective", "max tokens_per_s_per_gpu"];
+    for args in [
+        top.to_vec(),
+        [&["pareto", d][..], &objective[..]].concat(),
+        vec!["report", d],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("error: part 0/1: ")
+                && stderr(&o).contains("part-0-of-1.parquet does not match its commit record"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}

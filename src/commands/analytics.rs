@@ -12,27 +12,39 @@ use crate::cli::{Format, ParetoArgs, TopArgs};
 use crate::columns::Schema;
 use crate::error::UserError;
 use crate::format::thousands;
-use crate::output::run_dir::RunDir;
+use crate::output::run_dir::{Finished, RunDir};
 use crate::output::table::{Align, Column, Csv, Exporter, Json, Markdown, Table, Text, Value};
 use crate::output::ties;
 use crate::pareto::{Objective, TIE_GROUP};
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn top(args: TopArgs) -> Result<(String, String)> {
-    let run = RunDir::new(args.run_dir).open(args.query.allow_incomplete)?;
-    let schema = analyze::schema(&run);
+    let dir = RunDir::new(args.run_dir.clone());
+    let allow_incomplete = args.query.allow_incomplete;
+    let run = dir.open(allow_incomplete)?;
+    top_of(&run, args).map_err(|e| dir.explain(e, allow_incomplete))
+}
+
+fn top_of(run: &Finished, args: TopArgs) -> Result<(String, String)> {
+    let schema = analyze::schema(run);
     let by = parse_by(&args.by, schema)?;
     let wheres = parse_wheres(&args.query.wheres, schema)?;
     let chosen = parse_columns(&args.query.columns, schema)?;
-    let t = analyze::top(&run, by, args.n, &wheres, columns(&chosen))?;
+    let t = analyze::top(run, by, args.n, &wheres, columns(&chosen))?;
     let footer = format!("{} rows", thousands(t.rows.len() as u64));
     Ok((exporter(args.query.format).table(&t), footer))
 }
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
-    let run = RunDir::new(args.run_dir).open(args.query.allow_incomplete)?;
-    let schema = analyze::schema(&run);
+    let dir = RunDir::new(args.run_dir.clone());
+    let allow_incomplete = args.query.allow_incomplete;
+    let run = dir.open(allow_incomplete)?;
+    pareto_of(&run, args).map_err(|e| dir.explain(e, allow_incomplete))
+}
+
+fn pareto_of(run: &Finished, args: ParetoArgs) -> Result<(String, String)> {
+    let schema = analyze::schema(run);
     let objectives =
         Objective::parse_all(&args.objectives, schema).map_err(|(at, e)| match at {
             Some(i) => flag_error("--objective", &args.objectives[i], e),
@@ -40,7 +52,7 @@ pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
         })?;
     let wheres = parse_wheres(&args.query.wheres, schema)?;
     let chosen = parse_columns(&args.query.columns, schema)?;
-    let f = analyze::frontier(&run, &objectives, &wheres, columns(&chosen))?;
+    let f = analyze::frontier(run, &objectives, &wheres, columns(&chosen))?;
     let configurations = f.table.rows.len() as u64;
     let t = match args.query.format {
         Format::Table | Format::Markdown => ties::collapse(&f.table, &f.tie_groups),

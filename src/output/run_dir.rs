@@ -326,11 +326,31 @@ impl RunDir {
     /// `allow_incomplete`, its committed parts, said on stderr) whose `sweep.toml` is the one
     /// its manifest names, whose `configs/` holds nothing but its parts, and whose every part
     /// file matches its commit record (checksums cached in `.verified.json` by size and time).
+    pub fn open(&self, allow_incomplete: bool) -> Result<Finished> {
+        self.open_with(allow_incomplete, Verified::load(self))
+    }
+
+    /// `e`, an error met reading the rows of this run after [`RunDir::open`] accepted it,
+    /// explained where a file is to blame: `open` trusts a part whose size and modification
+    /// time are those it was checksummed with, so a file damaged in place (bit rot, a copy that
+    /// keeps times) passes it and fails only when read. Checksumming every file again turns that
+    /// into the user error it is, naming the file; `e` stands when every file still matches
+    /// its commit record (or was already the user's to fix).
+    pub fn explain(&self, e: anyhow::Error, allow_incomplete: bool) -> anyhow::Error {
+        if e.downcast_ref::<UserError>().is_some() {
+            return e;
+        }
+        match self.open_with(allow_incomplete, Verified::default()) {
+            Err(found) => found,
+            Ok(_) => e,
+        }
+    }
+
     #[expect(
         clippy::print_stderr,
         reason = "a warning to whoever reads an unfinished run, which the reading command does not otherwise report"
     )]
-    pub fn open(&self, allow_incomplete: bool) -> Result<Finished> {
+    fn open_with(&self, allow_incomplete: bool, mut cache: Verified) -> Result<Finished> {
         let not_a_run = |why: String| {
             UserError::new(format!(
                 "{} is not a racksweep run directory ({why})",
@@ -373,7 +393,6 @@ impl RunDir {
         }
         let parts = manifest.parts;
         self.check_configs_listing(parts)?;
-        let mut cache = Verified::load(self);
         if manifest.complete
             && let Err(why) = cache.check(&self.pareto_parquet(), &manifest.pareto_sha256, None)
         {
