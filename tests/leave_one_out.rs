@@ -301,7 +301,7 @@ fn leave_one_out_formats_and_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
-        "error: case \"fixed-8b-offline\": source \"fixture\" matches no source family\nhint: add a [[family]] for its publication to src/validate/families.toml\n"
+        "error: tests/data/validate-fixture.csv:2: column source: \"fixture\" (case \"fixed-8b-offline\") belongs to no source family, so it cannot be left out as one\nhint: --leave-one-out leaves out one publication at a time, and docs/validation.md (\"Source families\") says how it groups the sources; give the row one of them, or validate the file without --leave-one-out\n"
     );
 }
 

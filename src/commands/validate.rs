@@ -36,7 +36,14 @@ pub fn run(args: ValidateArgs) -> Result<String> {
         let families = validate::loo::Families::builtin();
         let log = |line: &str| eprintln!("{line}");
         let loo = workers.install(|| {
-            validate::loo::leave_one_out(&cases, &catalog, &families, args.quick, &log)
+            validate::loo::leave_one_out(
+                &cases,
+                &args.measurements.display().to_string(),
+                &catalog,
+                &families,
+                args.quick,
+                &log,
+            )
         })?;
         return render(loo.json(), &|e| loo.render(e));
     }

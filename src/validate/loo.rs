@@ -80,6 +80,25 @@ impl Families {
     pub fn name_of(&self, source: &str) -> Option<&str> {
         self.of(source).map(|i| self.0[i].name.as_str())
     }
+
+    /// The family of each of `cases`, read from `file`; a case whose source matches none is an
+    /// error naming its line.
+    pub fn of_cases(&self, cases: &[Case], file: &str) -> Result<Vec<usize>, UserError> {
+        cases
+            .iter()
+            .map(|case| {
+                self.of(&case.source).ok_or_else(|| {
+                    let line = case.measurements.first().map_or(0, |m| m.line);
+                    UserError::new(format!(
+                        "{file}:{line}: column source: \"{}\" (case \"{}\") belongs to no source family, so it cannot be left out as one",
+                        crate::limits::quoted(&case.source),
+                        crate::limits::quoted(&case.id)
+                    ))
+                    .with_hint("--leave-one-out leaves out one publication at a time, and docs/validation.md (\"Source families\") says how it groups the sources; give the row one of them, or validate the file without --leave-one-out")
+                })
+            })
+            .collect()
+    }
 }
 
 /// One family's fold.
@@ -120,6 +139,7 @@ pub struct LeaveOneOut<'a> {
 /// Runs the leave-one-out fit of `cases` from the factors of `base`, logging progress lines.
 pub fn leave_one_out<'a>(
     cases: &'a [Case],
+    file: &str,
     base: &Catalog,
     families: &Families,
     quick: bool,
@@ -128,18 +148,7 @@ pub fn leave_one_out<'a>(
     let start = Instant::now();
     let grids = if quick { Grids::quick() } else { Grids::full() };
     // Folds in the family table's order, only those with rows.
-    let mut family_of_case = Vec::with_capacity(cases.len());
-    for case in cases {
-        let f = families.of(&case.source).ok_or_else(|| {
-            UserError::new(format!(
-                "case \"{}\": source \"{}\" matches no source family",
-                crate::limits::quoted(&case.id),
-                crate::limits::quoted(&case.source)
-            ))
-            .with_hint("add a [[family]] for its publication to src/validate/families.toml")
-        })?;
-        family_of_case.push(f);
-    }
+    let family_of_case = families.of_cases(cases, file)?;
     let mut present: Vec<usize> = family_of_case.clone();
     present.sort_unstable();
     present.dedup();
