@@ -80,12 +80,22 @@ pub fn standard_normal_quantile(p: f64) -> f64 {
     }
 }
 
+/// Offered load (Erlangs) above which [`erlang_c`] takes the many-server limit instead of the
+/// recurrence, whose `10 sqrt(a)` steps would be 10^4 here and grow without bound with the load.
+const MANY_SERVERS_ERLANGS: f64 = 1e6;
+
 /// Probability that an arrival waits in an M/M/c queue with offered load `a = lambda / mu`
-/// (Erlang C); 1 when `a >= c`. Cost is bounded whatever `c`: when the Poisson bound
+/// (Erlang C); 1 when `a >= c`. Cost is bounded whatever `c` and `a`: when the Poisson bound
 /// `B(c, a) <= 2 P(N = c)` (valid for `a <= c - 1`, where `P(N <= c) >= 1/2`) puts C below
-/// 1e-16 it returns 0, and otherwise the recurrence starts `10 sqrt(a)` below `a` from the
-/// overload asymptote `B(k) ~ 1 - k / a`, an error the recurrence damps by about `e^-50` before
-/// it reaches `c` (each step below `a` multiplies it by about `k / a`).
+/// 1e-16 it returns 0; up to [`MANY_SERVERS_ERLANGS`] the recurrence starts `10 sqrt(a)` below
+/// `a` from the overload asymptote `B(k) ~ 1 - k / a`, an error the recurrence damps by about
+/// `e^-50` before it reaches `c` (each step below `a` multiplies it by about `k / a`); above it
+/// the many-server limit of Erlang B, `sqrt(a) B(c, a) -> phi(beta) / Phi(beta)` with
+/// `beta = (c - a) / sqrt(a)` (Jagerman 1974, "Some properties of the Erlang loss function",
+/// Bell Syst. Tech. J. 53(3); the Halfin-Whitt regime, Halfin and Whitt 1981, "Heavy-traffic
+/// limits for queues with many exponential servers", Oper. Res. 29(3)), whose relative error
+/// falls as `1 / sqrt(a)`: within 0.4 % of the recurrence at 1.5 million Erlangs where C is
+/// above 1e-3 (test).
 pub fn erlang_c(servers: f64, offered: f64) -> f64 {
     if offered >= servers {
         return 1.0;
@@ -102,6 +112,11 @@ pub fn erlang_c(servers: f64, offered: f64) -> f64 {
             return 0.0;
         }
     }
+    if offered > MANY_SERVERS_ERLANGS {
+        let beta = (c - offered) / offered.sqrt();
+        let b = (normal_pdf(beta) / (offered.sqrt() * normal_cdf(beta))).min(1.0);
+        return b / (1.0 - rho + rho * b);
+    }
     let k0 = (offered - 10.0 * offered.sqrt() - 10.0).floor().max(0.0);
     let mut b = if k0 > 0.0 { 1.0 - k0 / offered } else { 1.0 };
     let mut k = k0 + 1.0;
@@ -110,6 +125,34 @@ pub fn erlang_c(servers: f64, offered: f64) -> f64 {
         k += 1.0;
     }
     b / (1.0 - rho + rho * b)
+}
+
+/// The standard normal density.
+fn normal_pdf(x: f64) -> f64 {
+    (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt()
+}
+
+/// The standard normal distribution function, `erfc(-x / sqrt 2) / 2`, with `erfc` by the
+/// Chebyshev fit of Press et al., "Numerical Recipes" (3rd ed., section 6.2.2, `erfccheb`'s
+/// predecessor `erfcc`): relative error below 1.2e-7 everywhere.
+fn normal_cdf(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    const C: [f64; 10] = [
+        -1.265_512_23,
+        1.000_023_68,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_203_98,
+        1.488_515_87,
+        -0.822_152_23,
+        0.170_872_77,
+    ];
+    let poly = C.iter().rev().fold(0.0, |acc, &c| acc * t + c);
+    let upper = 0.5 * t * (-z * z + poly).exp();
+    if x >= 0.0 { 1.0 - upper } else { upper }
 }
 
 /// `ln(n!)` by Stirling's series (error below 1e-13 for n >= 50; Abramowitz & Stegun 6.1.41),
@@ -243,6 +286,28 @@ mod tests {
         }
         // 20,000 servers at 75 % load: waiting is practically impossible.
         assert_eq!(erlang_c(20_000.0, 15_000.0), 0.0);
+        // Beyond a million Erlangs, the many-server limit: within 0.4 % where waiting is
+        // likelier than 1e-3, within 1e-8 absolute beyond.
+        let a: f64 = 1.5e6;
+        for beta in [0.01, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0] {
+            let c = (a + beta * a.sqrt()).floor();
+            let (fast, exact) = (erlang_c(c, a), full(c, a));
+            let ok = if exact > 1e-3 {
+                (fast / exact - 1.0).abs() < 4e-3
+            } else {
+                (fast - exact).abs() < 1e-8
+            };
+            assert!(ok, "beta={beta}: {fast} vs {exact}");
+        }
+        // The normal distribution function at hand-checked points (Abramowitz & Stegun 26.2).
+        for (x, p) in [
+            (0.0, 0.5),
+            (1.0, 0.841_344_746),
+            (-2.0, 0.022_750_132),
+            (3.0, 0.998_650_102),
+        ] {
+            assert!((normal_cdf(x) - p).abs() < 2e-8, "{x}");
+        }
         // Stirling matches exact summation at the switch.
         let exact: f64 = (2..=60u64).map(|k| (k as f64).ln()).sum();
         assert!((ln_factorial(60.0) - exact).abs() < 1e-10);
