@@ -133,8 +133,8 @@ fn normal_pdf(x: f64) -> f64 {
 }
 
 /// The standard normal distribution function, `erfc(-x / sqrt 2) / 2`, with `erfc` by the
-/// Chebyshev fit of Press et al., "Numerical Recipes" (3rd ed., section 6.2.2, `erfccheb`'s
-/// predecessor `erfcc`): relative error below 1.2e-7 everywhere.
+/// Chebyshev fit `erfcc` of Press et al., "Numerical Recipes in C" (2nd ed., 1992, section
+/// 6.2): relative error below 1.2e-7 everywhere.
 fn normal_cdf(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.5 * z);

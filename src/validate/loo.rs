@@ -136,7 +136,8 @@ pub struct LeaveOneOut<'a> {
     pub elapsed_s: f64,
 }
 
-/// Runs the leave-one-out fit of `cases` from the factors of `base`, logging progress lines.
+/// Runs the leave-one-out fit of `cases` (read from `file`) from the factors of `base`, logging
+/// progress lines.
 pub fn leave_one_out<'a>(
     cases: &'a [Case],
     file: &str,
