@@ -3,6 +3,8 @@
 //! row count goes to stderr, so that stdout holds the data alone. `pareto` prints each tie group
 //! as one row in the formats people read, and every row with its `tie_group` in the others.
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use crate::analyze;
@@ -19,13 +21,24 @@ use crate::pareto::{Objective, TIE_GROUP};
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn top(args: TopArgs) -> Result<(String, String)> {
-    let dir = RunDir::new(args.run_dir.clone());
-    let allow_incomplete = args.query.allow_incomplete;
-    let run = dir.open(allow_incomplete)?;
-    top_of(&run, args).map_err(|e| dir.explain(e, allow_incomplete))
+    answer(&args.run_dir, args.query.allow_incomplete, |run| {
+        top_of(run, &args)
+    })
 }
 
-fn top_of(run: &Finished, args: TopArgs) -> Result<(String, String)> {
+/// Opens the run in `run_dir` and asks it `query`; an error met reading its rows is explained
+/// by [`RunDir::explain`].
+fn answer<T>(
+    run_dir: &Path,
+    allow_incomplete: bool,
+    query: impl FnOnce(&Finished) -> Result<T>,
+) -> Result<T> {
+    let dir = RunDir::new(run_dir.to_path_buf());
+    let run = dir.open(allow_incomplete)?;
+    query(&run).map_err(|e| dir.explain(e, allow_incomplete))
+}
+
+fn top_of(run: &Finished, args: &TopArgs) -> Result<(String, String)> {
     let schema = analyze::schema(run);
     let by = parse_by(&args.by, schema)?;
     let wheres = parse_wheres(&args.query.wheres, schema)?;
@@ -37,13 +50,12 @@ fn top_of(run: &Finished, args: TopArgs) -> Result<(String, String)> {
 
 /// Returns what goes to stdout (the rows) and to stderr (their count).
 pub fn pareto(args: ParetoArgs) -> Result<(String, String)> {
-    let dir = RunDir::new(args.run_dir.clone());
-    let allow_incomplete = args.query.allow_incomplete;
-    let run = dir.open(allow_incomplete)?;
-    pareto_of(&run, args).map_err(|e| dir.explain(e, allow_incomplete))
+    answer(&args.run_dir, args.query.allow_incomplete, |run| {
+        pareto_of(run, &args)
+    })
 }
 
-fn pareto_of(run: &Finished, args: ParetoArgs) -> Result<(String, String)> {
+fn pareto_of(run: &Finished, args: &ParetoArgs) -> Result<(String, String)> {
     let schema = analyze::schema(run);
     let objectives =
         Objective::parse_all(&args.objectives, schema).map_err(|(at, e)| match at {
