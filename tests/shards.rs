@@ -691,6 +691,133 @@ fn readers_refuse_what_merge_refuses() {
     );
 }
 
+/// What a merge trusts in a part's commit record is checked against the grid: a record copied
+/// from another part, or with edited counts, would lose or repeat configurations (merge accepted
+/// both and wrote a complete manifest). A stray file in `configs/` would be read as rows; a FIFO
+/// in place of a record would block the merge. A part written again in a merged run leaves it
+/// unmerged (no manifest) until the next merge, instead of complete with other rows.
+#[test]
+fn merge_checks_what_records_say() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    for k in 0..3 {
+        ok(&[
+            "run",
+            SMALL,
+            "--quiet",
+            "--shard",
+            &format!("{k}/3"),
+            "--out",
+            out,
+        ]);
+    }
+    let dir = tmp.path().join("quickstart");
+    let d = dir.to_str().unwrap();
+    let refused = |says: &str| {
+        let o = run(&["merge", d]);
+        assert_eq!(o.status.code(), Some(1), "{says}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{says}: {}", stderr(&o));
+    };
+    let files = |k: u64| {
+        [
+            dir.join(format!("configs/part-{k}-of-3.parquet")),
+            dir.join(format!("parts/part-{k}-of-3.pareto.parquet")),
+            dir.join(format!("parts/part-{k}-of-3.json")),
+        ]
+    };
+    let originals: Vec<Vec<u8>> = files(1).iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let restore = || {
+        for (f, bytes) in files(1).iter().zip(&originals) {
+            let _ = std::fs::remove_file(f);
+            std::fs::write(f, bytes).unwrap();
+        }
+    };
+    let record = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&files(1)[2]).unwrap()).unwrap();
+        edit(&mut v);
+        std::fs::write(&files(1)[2], serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    let range = |v: &serde_json::Value| {
+        (
+            v["first_config_id"].as_u64().unwrap(),
+            v["end_config_id"].as_u64().unwrap(),
+        )
+    };
+    let own: serde_json::Value = serde_json::from_slice(&originals[2]).unwrap();
+    let (start, end) = range(&own);
+    // Part 0's files and record under part 1's names, the record renumbered.
+    for (from, to) in files(0).iter().zip(files(1)) {
+        std::fs::copy(from, to).unwrap();
+    }
+    record(&|v| v["part"] = 1.into());
+    refused(&format!(
+        "covers configurations 0..{start}, where part 1/3 of the grid is {start}..{end}"
+    ));
+    restore();
+    record(&|v| v["first_config_id"] = 0.into());
+    refused("covers configurations 0..");
+    restore();
+    record(&|v| v["feasible"] = (v["feasible"].as_u64().unwrap() - 100).into());
+    refused("infeasible configurations, not its");
+    restore();
+    record(&|v| v["rows_written"] = 1.into());
+    refused("says 1 rows written");
+    restore();
+    // A stray copy of a part among the parts.
+    let copy = dir.join("configs/copy.parquet");
+    std::fs::copy(&files(0)[0], &copy).unwrap();
+    refused("is not a part of this run");
+    std::fs::remove_file(&copy).unwrap();
+    // A FIFO in place of a record: refused at once, never opened.
+    std::fs::remove_file(&files(1)[2]).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&files(1)[2])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = bin()
+        .args(["merge", d])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("merge waited on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    restore();
+    ok(&["merge", d, "--quiet"]);
+    assert_eq!(manifest(&dir)["complete"], true);
+    // Part 0 written again, now without its infeasible rows: the run is no longer merged.
+    ok(&[
+        "run",
+        SMALL,
+        "--quiet",
+        "--shard",
+        "0/3",
+        "--force",
+        "--feasible-only",
+        "--out",
+        out,
+    ]);
+    assert!(!dir.join("manifest.json").exists());
+    assert!(!dir.join("pareto.parquet").exists());
+    let o = run(&["top", d, "--by", "tokens_per_s_per_gpu"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not merged"), "{}", stderr(&o));
+    refused("some parts were run with --feasible-only and some without");
+}
+
 /// `--force` replaces a run and nothing else: a directory of someone's files, or a file, named
 /// like the sweep is refused and left as it was.
 #[test]

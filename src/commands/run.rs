@@ -207,6 +207,8 @@ fn one_shard(
             .into());
         }
     }
+    // A part written again, in a run already merged, leaves its frontier and manifest stale.
+    plan.dir.unmerge()?;
     let progress = progress(args, s.range(sweep.len()).count() as u64);
     let opts = Options {
         feasible_only: args.feasible_only,

@@ -207,8 +207,12 @@ impl RunDir {
     /// files of the recorded contents (SHA-256; `cache` saves rehashing files already checked).
     /// No record means not written (its writer died before committing).
     pub fn part(&self, s: Shard, sweep_sha256: &str, cache: &mut Verified) -> PartState {
-        let Ok(text) = fs::read_to_string(self.record(s)) else {
-            return PartState::Absent;
+        let text = match read_regular(&self.record(s)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return PartState::Absent,
+            Err(e) => {
+                return PartState::Corrupt(format!("{}: {e}", self.record(s).display()));
+            }
         };
         let record = match serde_json::from_str::<PartRecord>(&text) {
             Ok(record) => record,
@@ -261,6 +265,16 @@ impl RunDir {
         }
         let json = serde_json::to_string_pretty(record)? + "\n";
         write_atomic(&self.record(s), json.as_bytes())
+    }
+
+    /// Removes what a merge wrote, the manifest first so that no reader takes the run for
+    /// complete: a part written again makes the run's frontier and its counts stale until the
+    /// next merge.
+    pub fn unmerge(&self) -> Result<()> {
+        for path in [self.manifest(), self.pareto_parquet(), self.pareto_md()] {
+            remove_if_present(&path)?;
+        }
+        Ok(())
     }
 
     /// Removes part `s`'s files and any temporary file a crashed writer of it left (the caller
@@ -361,8 +375,24 @@ impl RunDir {
         if !self.sweep().is_file() {
             return Err(not_a_run("it has no sweep.toml".into()).into());
         }
-        let text = fs::read_to_string(self.manifest())
-            .map_err(|e| not_a_run(format!("cannot read manifest.json: {e}")))?;
+        let text = match read_regular(&self.manifest()) {
+            Ok(text) => text,
+            // Shards write parts and no manifest: the merge writes it.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && !self.part_counts()?.is_empty() =>
+            {
+                return Err(UserError::new(format!(
+                    "the run in {} is not merged: it holds parts but no manifest.json",
+                    self.root.display()
+                ))
+                .with_hint(format!(
+                    "merge its parts first: racksweep merge {}",
+                    self.root.display()
+                ))
+                .into());
+            }
+            Err(e) => return Err(not_a_run(format!("cannot read manifest.json: {e}")).into()),
+        };
         let manifest: crate::output::manifest::Manifest =
             serde_json::from_str(&text).map_err(|e| {
                 UserError::new(format!(
@@ -458,7 +488,7 @@ impl RunDir {
 
     /// `configs/` holds only this run's `parts` part files (regular files; hidden temporaries
     /// of writers are ignored): a copy or a stranger would be read as rows.
-    fn check_configs_listing(&self, parts: u64) -> Result<()> {
+    pub fn check_configs_listing(&self, parts: u64) -> Result<()> {
         let dir = self.configs_dir();
         for entry in fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
             let entry = entry?;
@@ -525,7 +555,7 @@ struct FileSum {
 impl Verified {
     /// The cache of `dir` (empty when absent or unreadable: it only saves work).
     pub fn load(dir: &RunDir) -> Verified {
-        fs::read_to_string(dir.verified())
+        read_regular(&dir.verified())
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default()
@@ -587,6 +617,15 @@ impl Verified {
         }
         Ok(())
     }
+}
+
+/// The text of `path` if it is a regular file: a FIFO or a device in a run directory would block
+/// the reader forever, or never end.
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    if !fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    fs::read_to_string(path)
 }
 
 /// SHA-256 (hex) of a file's bytes.

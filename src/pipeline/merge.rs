@@ -57,13 +57,15 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
     let mut records = Vec::new();
     let mut missing = Vec::new();
     let mut verified = Verified::default();
+    dir.check_configs_listing(parts)?;
     for s in plan.shards() {
         match dir.part(s, &plan.sweep.header().sha256, &mut verified) {
             PartState::Committed(r) => {
+                check_counts(dir, &r, s.range(plan.sweep.len()))?;
                 check_frontier_ids(dir, &r)?;
                 records.push(*r);
             }
-            PartState::Absent => missing.push(s.index.to_string()),
+            PartState::Absent => missing.push(s.index),
             PartState::Corrupt(why) => {
                 return Err(UserError::new(format!("part {s}: {why}"))
                     .with_hint(format!(
@@ -75,11 +77,16 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
         }
     }
     if !missing.is_empty() {
+        const LISTED: usize = 20;
+        let listed: Vec<String> = missing.iter().take(LISTED).map(u64::to_string).collect();
+        let mut list = listed.join(", ");
+        if missing.len() > LISTED {
+            list.push_str(&format!(" and {} more", missing.len() - LISTED));
+        }
         return Err(UserError::new(format!(
-            "{}: part{} {} of {parts} missing or incomplete",
+            "{}: part{} {list} of {parts} missing or incomplete",
             dir.root.display(),
             if missing.len() == 1 { " is" } else { "s are" },
-            missing.join(", "),
         ))
         .with_hint(format!(
             "run them (racksweep run <SWEEP> --shard K/{parts} --resume), then merge again"
@@ -107,6 +114,51 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
         .into());
     }
     Ok(records)
+}
+
+/// A part's record covers its slice of the grid, `range`, and its counts add up: every
+/// configuration of the slice is feasible or has one reason (`rows_written` of them, all
+/// written or, with `--feasible-only`, the feasible ones). The record is the commit, written by
+/// `run`; one that says otherwise was edited or copied from another part, and merging it would
+/// lose or repeat configurations.
+fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Result<()> {
+    let configurations = range.end - range.start;
+    let classified = r.feasible + r.infeasible.values().sum::<u64>();
+    let written = if r.feasible_only {
+        r.feasible
+    } else {
+        configurations
+    };
+    let why = if r.first_config_id != range.start || r.end_config_id != range.end {
+        format!(
+            "covers configurations {}..{}, where part {} of the grid is {}..{}",
+            r.first_config_id,
+            r.end_config_id,
+            r.shard(),
+            range.start,
+            range.end
+        )
+    } else if classified != configurations {
+        format!(
+            "counts {} feasible and {} infeasible configurations, not its {configurations}",
+            r.feasible,
+            classified - r.feasible
+        )
+    } else if r.rows_written != written {
+        format!("says {} rows written, not {written}", r.rows_written)
+    } else {
+        return Ok(());
+    };
+    Err(UserError::new(format!(
+        "part {}: {} {why}",
+        r.shard(),
+        dir.record(r.shard()).display()
+    ))
+    .with_hint(format!(
+        "the record was edited or copied from another part; remove it and run racksweep run <SWEEP> --shard {} --resume",
+        r.shard()
+    ))
+    .into())
 }
 
 /// The frontier a part's record names is the one its frontier file holds (the file is checked
