@@ -22,6 +22,19 @@ fn ok(args: &[&str]) {
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
 }
 
+/// Shard `k` of `n` of the small sweep, into `out`.
+fn small_shard(out: &str, k: u64, n: u64) {
+    ok(&[
+        "run",
+        SMALL,
+        "--quiet",
+        "--shard",
+        &format!("{k}/{n}"),
+        "--out",
+        out,
+    ]);
+}
+
 fn manifest(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
 }
@@ -201,15 +214,7 @@ fn merge_refuses_missing_mixed_and_foreign_parts() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().to_str().unwrap();
     for k in [0, 2] {
-        ok(&[
-            "run",
-            SMALL,
-            "--quiet",
-            "--shard",
-            &format!("{k}/3"),
-            "--out",
-            out,
-        ]);
+        small_shard(out, k, 3);
     }
     let dir = tmp.path().join("quickstart");
     let o = run(&["merge", dir.to_str().unwrap()]);
@@ -592,6 +597,26 @@ fn two_writers_and_a_kill_leave_a_clean_run() {
 /// `top`, `pareto` and `report` read only what `merge` would accept: a complete run, no
 /// stranger in `configs/`, every part matching its record (also a FIFO named like a part is
 /// refused, not waited on); an incomplete run with --allow-incomplete, saying so.
+/// Runs racksweep with `args`, failing the test if it is still running after 20 s (a reader
+/// blocked on a FIFO).
+fn without_blocking(args: &[&str]) -> std::process::Output {
+    let mut child = bin()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{args:?} waited on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn readers_refuse_what_merge_refuses() {
     let tmp = tempfile::tempdir().unwrap();
@@ -668,21 +693,7 @@ fn readers_refuse_what_merge_refuses() {
             .unwrap()
             .success()
     );
-    let mut child = bin()
-        .args(["top", d, "--by", "tokens_per_s_per_gpu"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("top waited on a FIFO");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = without_blocking(&["top", d, "--by", "tokens_per_s_per_gpu"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("is not a regular file"),
@@ -701,15 +712,7 @@ fn merge_checks_what_records_say() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().to_str().unwrap();
     for k in 0..3 {
-        ok(&[
-            "run",
-            SMALL,
-            "--quiet",
-            "--shard",
-            &format!("{k}/3"),
-            "--out",
-            out,
-        ]);
+        small_shard(out, k, 3);
     }
     let dir = tmp.path().join("quickstart");
     let d = dir.to_str().unwrap();
@@ -778,21 +781,7 @@ fn merge_checks_what_records_say() {
             .unwrap()
             .success()
     );
-    let mut child = bin()
-        .args(["merge", d])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("merge waited on a FIFO");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = without_blocking(&["merge", d]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
     restore();
