@@ -203,7 +203,9 @@ fn write_part<S: Space>(
             .iter()
             .map(|r| r.config_id())
             .collect(),
-        configs_bytes: fs::metadata(&configs_tmp)?.len(),
+        configs_bytes: fs::metadata(&configs_tmp)
+            .with_context(|| format!("reading {}", configs_tmp.display()))?
+            .len(),
         configs_sha256,
         pareto_sha256,
         threads: opts.threads,
