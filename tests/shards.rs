@@ -803,7 +803,7 @@ fn merge_checks_what_records_say() {
     assert!(!dir.join("pareto.parquet").exists());
     let o = run(&["top", d, "--by", "tokens_per_s_per_gpu"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("is not merged"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not finished"), "{}", stderr(&o));
     refused("some parts were run with --feasible-only and some without");
 }
 

@@ -377,18 +377,16 @@ impl RunDir {
         }
         let text = match read_regular(&self.manifest()) {
             Ok(text) => text,
-            // Shards write parts and no manifest: the merge writes it.
+            // Parts without a manifest: shards not merged yet (or merged, then one written
+            // again), or a run killed before it wrote one.
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound && !self.part_counts()?.is_empty() =>
             {
                 return Err(UserError::new(format!(
-                    "the run in {} is not merged: it holds parts but no manifest.json",
+                    "the run in {} is not finished: it holds parts but no manifest.json",
                     self.root.display()
                 ))
-                .with_hint(format!(
-                    "merge its parts first: racksweep merge {}",
-                    self.root.display()
-                ))
+                .with_hint("merge its shards (racksweep merge), or finish the run with racksweep run --resume")
                 .into());
             }
             Err(e) => return Err(not_a_run(format!("cannot read manifest.json: {e}")).into()),
