@@ -349,6 +349,89 @@ fn refuses_to_overwrite_without_force() {
         ["quickstart"],
         "no leftovers after --force"
     );
+    let hidden: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert_eq!(hidden, [".quickstart.lock"], "nothing left aside");
+}
+
+/// A `--force` whose removal fails part-way (a file that may not be deleted) leaves no
+/// half-removed run at the run's path: the old run was moved aside first, the error names
+/// where its remains are, and the next run starts afresh.
+#[test]
+fn a_force_that_cannot_remove_everything_leaves_the_path_free() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let quickstart = ["run", "sweeps/quickstart.toml", "--quiet", "--out", out];
+    assert!(run(&quickstart).status.success());
+    // Pin the run's frontier: by mode bits for an ordinary user, by the immutable attribute
+    // for root (whom mode bits do not stop).
+    let parts = tmp.path().join("quickstart/parts");
+    std::fs::set_permissions(&parts, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let probe = parts.join("probe");
+    let pinned = if std::fs::write(&probe, b"").is_err() {
+        None
+    } else {
+        std::fs::remove_file(&probe).unwrap();
+        let file = tmp.path().join("quickstart/pareto.md");
+        let chattr = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&file)
+            .output();
+        if !chattr.is_ok_and(|o| o.status.success()) {
+            // Nothing can pin a file here: the removal then succeeds, whole.
+            std::fs::set_permissions(&parts, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let o = run(&[&quickstart[..], &["--force"]].concat());
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert_eq!(entries(tmp.path()), ["quickstart"]);
+            return;
+        }
+        Some(file)
+    };
+    let o = run(&[&quickstart[..], &["--force"]].concat());
+    // Unpin before asserting, so that the temporary directory can always be removed.
+    let moved: Vec<std::path::PathBuf> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".quickstart.removing-")
+        })
+        .collect();
+    for dir in &moved {
+        if dir.join("parts").exists() {
+            std::fs::set_permissions(dir.join("parts"), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        if pinned.is_some() {
+            std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(dir.join("pareto.md"))
+                .status()
+                .unwrap();
+        }
+    }
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(moved.len(), 1, "the old run moved aside once: {moved:?}");
+    let e = stderr(&o);
+    assert!(
+        e.contains("was moved to") && e.contains(&*moved[0].to_string_lossy()),
+        "{e}"
+    );
+    assert!(e.contains("could not be removed"), "{e}");
+    assert!(
+        !tmp.path().join("quickstart").exists(),
+        "no half-removed run"
+    );
+    // The path is free: a plain run (no --force) starts afresh and completes.
+    let o = run(&quickstart);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(manifest(&tmp.path().join("quickstart"))["complete"] == true);
 }
 
 /// A run killed while it created its folders (before `sweep.toml`) resumes as a fresh run; a

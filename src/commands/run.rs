@@ -144,8 +144,7 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
                 .with_hint("move it away, or pass --out to write elsewhere")
                 .into());
             }
-            fs::remove_dir_all(&dir.root)
-                .with_context(|| format!("removing {}", dir.root.display()))?;
+            dir.remove()?;
         } else if args.resume {
             if !dir.never_started()? {
                 pipeline::same_sweep(&dir, sweep)?;

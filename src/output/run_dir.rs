@@ -267,6 +267,41 @@ impl RunDir {
         write_atomic(&self.record(s), json.as_bytes())
     }
 
+    /// Removes the whole run (`run --force`; the caller holds the run's lock and has checked
+    /// `is_run`). The directory is first renamed aside, one atomic step, so its path never
+    /// holds a half-removed run: a removal that fails part-way (a file that may not be
+    /// deleted) leaves the remains under their own name, `.<name>.removing-<pid>` beside the
+    /// run, and says so; the run's path is free, so the next run starts afresh.
+    pub fn remove(&self) -> Result<()> {
+        let name = self
+            .root
+            .file_name()
+            .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned());
+        let aside = self
+            .root
+            .with_file_name(format!(".{name}.removing-{}", std::process::id()));
+        fs::rename(&self.root, &aside).map_err(|e| {
+            UserError::new(format!(
+                "cannot remove {} (moving it aside failed, nothing was removed): {e}",
+                self.root.display()
+            ))
+            .with_hint("check the permissions of the directory that holds it, or pass --out to write elsewhere")
+        })?;
+        fs::remove_dir_all(&aside).map_err(|e| {
+            UserError::new(format!(
+                "{} was moved to {} to be replaced, and part of it could not be removed: {e}",
+                self.root.display(),
+                aside.display()
+            ))
+            .with_hint(format!(
+                "remove {} yourself; {} no longer exists, so the run can be started again",
+                aside.display(),
+                self.root.display()
+            ))
+        })?;
+        Ok(())
+    }
+
     /// Removes what a merge wrote, the manifest first so that no reader takes the run for
     /// complete: a part written again makes the run's frontier and its counts stale until the
     /// next merge.
