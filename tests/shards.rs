@@ -266,6 +266,26 @@ fn merge_refuses_missing_mixed_and_foreign_parts() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("a different sweep"), "{}", stderr(&o));
+    // Nor with --force, which rewrites only the shard's own part: the hint says where to go.
+    let o = run(&[
+        "run",
+        other.to_str().unwrap(),
+        "--quiet",
+        "--shard",
+        "1/3",
+        "--force",
+        "--out",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "hint: run it with the same sweep file, or write this shard elsewhere with --out"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("pass --force"), "{}", stderr(&o));
 
     // A part file that no longer matches its record (truncated, or 64 bytes overwritten in
     // place) is refused by name, by the merge and by --resume, until its record is removed.

@@ -147,7 +147,7 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
             dir.remove()?;
         } else if args.resume {
             if !dir.never_started()? {
-                pipeline::same_sweep(&dir, sweep)?;
+                pipeline::same_sweep(&dir, sweep, "pass --force to start over")?;
             }
         } else {
             return Err(
@@ -186,7 +186,12 @@ fn one_shard(
     // missing, then checks it is its sweep.
     let _lock = dir.lock_part(s)?;
     dir.create(&sweep.header().text)?;
-    pipeline::same_sweep(&dir, sweep)?;
+    // A shard never removes the run it joins (its --force rewrites only its own part).
+    pipeline::same_sweep(
+        &dir,
+        sweep,
+        "write this shard elsewhere with --out (a shard's --force rewrites only its own part)",
+    )?;
     let plan = Plan::shard(sweep, dir, s)?;
     if let Some(record) = pipeline::committed(&plan, s, &mut Verified::default())? {
         if args.resume {

@@ -65,8 +65,9 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The run directory's `sweep.toml` must be this sweep, byte for byte.
-pub fn same_sweep(dir: &RunDir, sweep: &Sweep) -> Result<()> {
+/// The run directory's `sweep.toml` must be this sweep, byte for byte. `restart` is the hint
+/// for a run of another sweep: how the caller's command can start over.
+pub fn same_sweep(dir: &RunDir, sweep: &Sweep, restart: &str) -> Result<()> {
     let h = sweep.header();
     let text = fs::read_to_string(dir.sweep()).map_err(|e| {
         UserError::new(format!(
@@ -81,7 +82,7 @@ pub fn same_sweep(dir: &RunDir, sweep: &Sweep) -> Result<()> {
             dir.root.display(),
             h.path.display()
         ))
-        .with_hint("resume with the same sweep file, or pass --force to start over")
+        .with_hint(format!("run it with the same sweep file, or {restart}"))
         .into());
     }
     Ok(())
