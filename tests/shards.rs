@@ -251,41 +251,30 @@ fn merge_refuses_missing_mixed_and_foreign_parts() {
         "run", SMALL, "--quiet", "--shard", "0/3", "--force", "--out", out,
     ]);
 
-    // A different sweep of the same name cannot write into the run.
+    // A different sweep of the same name cannot write into the run, with --force or without
+    // (a shard's --force rewrites only its own part): the hint says where to go instead.
     let other = tmp.path().join("other.toml");
     let text = std::fs::read_to_string(root().join(SMALL)).unwrap();
     std::fs::write(&other, text.replace("batch = ", "batch = [3]\n# ")).unwrap();
-    let o = run(&[
-        "run",
-        other.to_str().unwrap(),
-        "--quiet",
-        "--shard",
-        "1/3",
-        "--out",
-        out,
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("a different sweep"), "{}", stderr(&o));
-    // Nor with --force, which rewrites only the shard's own part: the hint says where to go.
-    let o = run(&[
-        "run",
-        other.to_str().unwrap(),
-        "--quiet",
-        "--shard",
-        "1/3",
-        "--force",
-        "--out",
-        out,
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(
-            "hint: run it with the same sweep file, or write this shard elsewhere with --out"
-        ),
-        "{}",
-        stderr(&o)
-    );
-    assert!(!stderr(&o).contains("pass --force"), "{}", stderr(&o));
+    let other = other.to_str().unwrap();
+    for force in [&[][..], &["--force"]] {
+        let args = [
+            &["run", other, "--quiet", "--shard", "1/3", "--out", out],
+            force,
+        ]
+        .concat();
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("a different sweep"), "{e}");
+        assert!(
+            e.contains(
+                "hint: run it with the same sweep file, or write this shard elsewhere with --out"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("pass --force"), "{e}");
+    }
 
     // A part file that no longer matches its record (truncated, or 64 bytes overwritten in
     // place) is refused by name, by the merge and by --resume, until its record is removed.
