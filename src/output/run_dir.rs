@@ -270,16 +270,34 @@ impl RunDir {
     /// Removes the whole run (`run --force`; the caller holds the run's lock and has checked
     /// `is_run`). The directory is first renamed aside, one atomic step, so its path never
     /// holds a half-removed run: a removal that fails part-way (a file that may not be
-    /// deleted) leaves the remains under their own name, `.<name>.removing-<pid>` beside the
-    /// run, and says so; the run's path is free, so the next run starts afresh.
+    /// deleted) leaves the remains under their own name, `.<name>.removing-<pid>[-<n>]` beside
+    /// the run, and says so; the run's path is free, so the next run starts afresh.
     pub fn remove(&self) -> Result<()> {
         let name = self
             .root
             .file_name()
             .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned());
-        let aside = self
-            .root
-            .with_file_name(format!(".{name}.removing-{}", std::process::id()));
+        // A name no earlier removal left behind (a failed one keeps its remains; a pid recurs).
+        let aside =
+            (0u32..1000)
+                .map(|n| {
+                    let suffix = if n == 0 {
+                        String::new()
+                    } else {
+                        format!("-{n}")
+                    };
+                    let pid = std::process::id();
+                    self.root
+                        .with_file_name(format!(".{name}.removing-{pid}{suffix}"))
+                })
+                .find(|p| fs::symlink_metadata(p).is_err())
+                .ok_or_else(|| {
+                    UserError::new(format!(
+                    "cannot remove {}: a thousand earlier removals left their remains beside it",
+                    self.root.display()
+                ))
+                .with_hint(format!("remove the .{name}.removing-* directories beside it"))
+                })?;
         fs::rename(&self.root, &aside).map_err(|e| {
             UserError::new(format!(
                 "cannot remove {} (moving it aside failed, nothing was removed): {e}",
@@ -880,6 +898,29 @@ pub fn rename(tmp: &Path, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A removal moves the run aside under a name no earlier removal left (the remains of a
+    /// failed one, here under this very pid), removes it, and touches nothing else.
+    #[test]
+    fn remove_moves_aside_past_earlier_remains() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("r"));
+        dir.create("name = \"r\"\n").unwrap();
+        std::fs::write(dir.configs_dir().join("part-0-of-1.parquet"), b"rows").unwrap();
+        let pid = std::process::id();
+        let earlier = tmp.path().join(format!(".r.removing-{pid}"));
+        std::fs::create_dir(&earlier).unwrap();
+        std::fs::write(earlier.join("kept"), b"").unwrap();
+        dir.remove().unwrap();
+        assert!(!dir.root.exists());
+        assert!(earlier.join("kept").exists(), "earlier remains untouched");
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [format!(".r.removing-{pid}")]);
+    }
 
     #[test]
     fn names() {
