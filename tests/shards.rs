@@ -776,6 +776,21 @@ fn merge_checks_what_records_say() {
     record(&|v| v["rows_written"] = 1.into());
     refused("says 1 rows written");
     restore();
+    // 100 configurations moved from feasible to a reason, the counts still adding up: the part
+    // file's footer (rows, and the reason column's nulls) disagrees.
+    let feasible = own["feasible"].as_u64().unwrap();
+    record(&|v| {
+        v["feasible"] = (feasible - 100).into();
+        let moved = v["infeasible"]["does_not_fit"].as_u64().unwrap_or(0) + 100;
+        v["infeasible"]["does_not_fit"] = moved.into();
+    });
+    refused(&format!(
+        "{feasible} of them feasible, where {} says {} and {}",
+        files(1)[2].display(),
+        own["rows_written"],
+        feasible - 100
+    ));
+    restore();
     // A stray copy of a part among the parts.
     let copy = dir.join("configs/copy.parquet");
     std::fs::copy(&files(0)[0], &copy).unwrap();

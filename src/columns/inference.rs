@@ -1,8 +1,8 @@
 //! The inference schema: every column of an inference run's rows, read from a [`Row`].
 
 use super::{
-    Column, Kind, LabelValues, Labels, Mode, Need, Record, Review, Role, Show, When, Workload,
-    config_id_column, finite, hardware_column, nonzero, rack_column,
+    Column, Kind, LabelValues, Labels, Mode, Need, REASON_COLUMN, Record, Review, Role, Show, When,
+    Workload, config_id_column, finite, hardware_column, nonzero, rack_column,
 };
 use crate::format::number;
 use crate::grid::Point;
@@ -462,7 +462,7 @@ pub static COLUMNS: &[Column<Row>] = &[
         show: Show::NONE,
     },
     Column {
-        name: "infeasible_reason",
+        name: REASON_COLUMN,
         unit: "",
         doc: "why it cannot run (null when feasible); see docs/model.md",
         need: Need::Always,

@@ -364,6 +364,9 @@ pub struct Column<R> {
     pub show: Show,
 }
 
+/// The column that says why a configuration cannot run, null when it can (both modes).
+pub const REASON_COLUMN: &str = "infeasible_reason";
+
 /// The columns every run begins with, inference and training alike: the configuration's index
 /// in the grid, then the platform it runs on.
 pub const fn config_id_column<R: Record>() -> Column<R> {

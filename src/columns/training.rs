@@ -1,8 +1,8 @@
 //! The training schema: every column of a training run's rows, read from a [`TrainRow`].
 
 use super::{
-    Column, Kind, LabelValues, Labels, Mode, Need, Record, Review, Role, Show, When, Workload,
-    config_id_column, finite, hardware_column, nonzero, rack_column,
+    Column, Kind, LabelValues, Labels, Mode, Need, REASON_COLUMN, Record, Review, Role, Show, When,
+    Workload, config_id_column, finite, hardware_column, nonzero, rack_column,
 };
 use crate::format::number;
 use crate::train::grid::TrainPoint;
@@ -263,7 +263,7 @@ pub static TRAINING_COLUMNS: &[Column<TrainRow>] = &[
         show: Show::NONE,
     },
     Column {
-        name: "infeasible_reason",
+        name: REASON_COLUMN,
         unit: "",
         doc: "why the layout cannot train (null when it can)",
         need: Need::Always,

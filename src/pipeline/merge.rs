@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::Result;
 
-use crate::columns::Record;
+use crate::columns::{REASON_COLUMN, Record};
 use crate::engine::Space;
 use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
@@ -62,6 +62,7 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
         match dir.part(s, &plan.sweep.header().sha256, &mut verified) {
             PartState::Committed(r) => {
                 check_counts(dir, &r, s.range(plan.sweep.len()))?;
+                check_file_counts(dir, &r)?;
                 check_frontier_ids(dir, &r)?;
                 records.push(*r);
             }
@@ -159,6 +160,58 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
         r.shard()
     ))
     .into())
+}
+
+/// A part's file holds what its record counts: its footer's `rows_written` rows, `feasible` of
+/// them without a reason (the reason column's null count). The file is bound to the record by
+/// its SHA-256 but the counts are not, so this catches an edit that keeps them adding up
+/// (configurations moved between feasible and a reason); a move between two reasons it does
+/// not (the footer counts no values).
+fn check_file_counts(dir: &RunDir, r: &PartRecord) -> Result<()> {
+    let path = dir.configs(r.shard());
+    let (rows, feasible) = footer_counts(&path)?;
+    if rows == r.rows_written && feasible == Some(r.feasible) {
+        return Ok(());
+    }
+    let feasible = feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
+    Err(UserError::new(format!(
+        "part {}: {} holds {rows} rows, {feasible} of them feasible, where {} says {} and {}",
+        r.shard(),
+        path.display(),
+        dir.record(r.shard()).display(),
+        r.rows_written,
+        r.feasible
+    ))
+    .with_hint(format!(
+        "the record was edited; remove it and run racksweep run <SWEEP> --shard {} --resume",
+        r.shard()
+    ))
+    .into())
+}
+
+/// Rows of a Parquet file and nulls of its reason column, from its footer (the writer keeps
+/// column-chunk statistics); `None` for the nulls where a chunk's count is missing.
+fn footer_counts(path: &std::path::Path) -> Result<(u64, Option<u64>)> {
+    use anyhow::Context as _;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let reader =
+        SerializedFileReader::new(file).with_context(|| format!("reading {}", path.display()))?;
+    let meta = reader.metadata();
+    let rows = u64::try_from(meta.file_metadata().num_rows())?;
+    let reason = meta
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.name() == REASON_COLUMN);
+    let nulls = reason.and_then(|i| {
+        meta.row_groups()
+            .iter()
+            .map(|g| g.column(i).statistics()?.null_count_opt())
+            .sum::<Option<u64>>()
+    });
+    Ok((rows, nulls))
 }
 
 /// The frontier a part's record names is the one its frontier file holds (the file is checked
