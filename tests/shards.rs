@@ -785,10 +785,12 @@ fn merge_checks_what_records_say() {
         v["infeasible"]["does_not_fit"] = moved.into();
     });
     refused(&format!(
-        "{feasible} of them feasible, where {} says {} and {}",
+        "{} says {} rows written and {} feasible, where {} holds {} rows, {feasible} of them feasible",
         files(1)[2].display(),
         own["rows_written"],
-        feasible - 100
+        feasible - 100,
+        files(1)[0].display(),
+        own["rows_written"]
     ));
     restore();
     // A stray copy of a part among the parts.

@@ -62,7 +62,6 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
         match dir.part(s, &plan.sweep.header().sha256, &mut verified) {
             PartState::Committed(r) => {
                 check_counts(dir, &r, s.range(plan.sweep.len()))?;
-                check_file_counts(dir, &r)?;
                 check_frontier_ids(dir, &r)?;
                 records.push(*r);
             }
@@ -119,9 +118,12 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
 
 /// A part's record covers its slice of the grid, `range`, and its counts add up: every
 /// configuration of the slice is feasible or has one reason (`rows_written` of them, all
-/// written or, with `--feasible-only`, the feasible ones). The record is the commit, written by
-/// `run`; one that says otherwise was edited or copied from another part, and merging it would
-/// lose or repeat configurations.
+/// written or, with `--feasible-only`, the feasible ones), and its file holds them (its footer's
+/// row count is `rows_written`, its reason column's null count `feasible`). The record is the
+/// commit, written by `run`; one that says otherwise was edited or copied from another part, and
+/// merging it would lose or repeat configurations. The file is bound to the record by its
+/// SHA-256, the counts are not, so the footer catches counts moved between feasible and a
+/// reason; a move between two reasons it does not (the footer counts no values).
 fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Result<()> {
     let configurations = range.end - range.start;
     let classified = r.feasible + r.infeasible.values().sum::<u64>();
@@ -148,7 +150,18 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
     } else if r.rows_written != written {
         format!("says {} rows written, not {written}", r.rows_written)
     } else {
-        return Ok(());
+        let path = dir.configs(r.shard());
+        let (rows, feasible) = footer_counts(&path)?;
+        if rows == r.rows_written && feasible == Some(r.feasible) {
+            return Ok(());
+        }
+        let feasible = feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
+        format!(
+            "says {} rows written and {} feasible, where {} holds {rows} rows, {feasible} of them feasible",
+            r.rows_written,
+            r.feasible,
+            path.display()
+        )
     };
     Err(UserError::new(format!(
         "part {}: {} {why}",
@@ -157,33 +170,6 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
     ))
     .with_hint(format!(
         "the record was edited or copied from another part; remove it and run racksweep run <SWEEP> --shard {} --resume",
-        r.shard()
-    ))
-    .into())
-}
-
-/// A part's file holds what its record counts: its footer's `rows_written` rows, `feasible` of
-/// them without a reason (the reason column's null count). The file is bound to the record by
-/// its SHA-256 but the counts are not, so this catches an edit that keeps them adding up
-/// (configurations moved between feasible and a reason); a move between two reasons it does
-/// not (the footer counts no values).
-fn check_file_counts(dir: &RunDir, r: &PartRecord) -> Result<()> {
-    let path = dir.configs(r.shard());
-    let (rows, feasible) = footer_counts(&path)?;
-    if rows == r.rows_written && feasible == Some(r.feasible) {
-        return Ok(());
-    }
-    let feasible = feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
-    Err(UserError::new(format!(
-        "part {}: {} holds {rows} rows, {feasible} of them feasible, where {} says {} and {}",
-        r.shard(),
-        path.display(),
-        dir.record(r.shard()).display(),
-        r.rows_written,
-        r.feasible
-    ))
-    .with_hint(format!(
-        "the record was edited; remove it and run racksweep run <SWEEP> --shard {} --resume",
         r.shard()
     ))
     .into())
