@@ -278,26 +278,28 @@ impl RunDir {
             .file_name()
             .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned());
         // A name no earlier removal left behind (a failed one keeps its remains; a pid recurs).
-        let aside =
-            (0u32..1000)
-                .map(|n| {
-                    let suffix = if n == 0 {
-                        String::new()
-                    } else {
-                        format!("-{n}")
-                    };
-                    let pid = std::process::id();
-                    self.root
-                        .with_file_name(format!(".{name}.removing-{pid}{suffix}"))
-                })
-                .find(|p| fs::symlink_metadata(p).is_err())
-                .ok_or_else(|| {
-                    UserError::new(format!(
-                    "cannot remove {}: a thousand earlier removals left their remains beside it",
-                    self.root.display()
-                ))
-                .with_hint(format!("remove the .{name}.removing-* directories beside it"))
-                })?;
+        let pid = std::process::id();
+        let free = |n: u32| {
+            let suffix = if n == 0 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            let path = self
+                .root
+                .with_file_name(format!(".{name}.removing-{pid}{suffix}"));
+            fs::symlink_metadata(&path).is_err().then_some(path)
+        };
+        let Some(aside) = (0..1000).find_map(free) else {
+            return Err(UserError::new(format!(
+                "cannot remove {}: a thousand earlier removals left their remains beside it",
+                self.root.display()
+            ))
+            .with_hint(format!(
+                "remove the .{name}.removing-* directories beside it"
+            ))
+            .into());
+        };
         fs::rename(&self.root, &aside).map_err(|e| {
             UserError::new(format!(
                 "cannot remove {} (moving it aside failed, nothing was removed): {e}",
