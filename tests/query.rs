@@ -311,3 +311,80 @@ fn a_part_damaged_in_place_is_named() {
         );
     }
 }
+
+/// A part changed together with its record's checksum (a forged record) passes every checksum
+/// and fails only when decoded. Racksweep wrote both files, so that is the user's to fix too:
+/// `top`, `pareto` and `report` decode every file and name the one that does not decode,
+/// `merge` names it from its footer (exit 1), never racksweep's own failure (exit 2). Two
+/// forgeries: a footer that does not decode, and a column's pages that do not, whose footer
+/// does (only a reader of that column sees it; `report` reads every column).
+#[test]
+fn a_part_forged_with_its_checksum_is_named() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use sha2::{Digest, Sha256};
+    let (_tmp, dir) = finished("tests/specs/ties.toml", "ties");
+    let d = dir.to_str().unwrap();
+    let part = dir.join("configs/part-0-of-1.parquet");
+    let record = dir.join("parts/part-0-of-1.json");
+    let original = (std::fs::read(&part).unwrap(), std::fs::read(&record).unwrap());
+    let forge = |bytes: &[u8]| {
+        std::fs::write(&part, bytes).unwrap();
+        let mut r: serde_json::Value = serde_json::from_slice(&original.1).unwrap();
+        r["configs_sha256"] = format!("{:x}", Sha256::digest(bytes)).into();
+        std::fs::write(&record, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    };
+    let not_readable = format!(
+        "error: {} matches its commit record but is not readable Parquet (",
+        part.display()
+    );
+    let objective = ["--objective", "max tokens_per_s_per_gpu"];
+    let readers = [
+        vec!["top", d, "--by", "tokens_per_s_per_gpu"],
+        [&["pareto", d][..], &objective[..]].concat(),
+        vec!["report", d],
+    ];
+
+    // The footer's length (the 4 bytes before the closing magic) points past the file.
+    let mut bytes = original.0.clone();
+    let n = bytes.len();
+    bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
+    forge(&bytes);
+    for args in &readers {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(&not_readable), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("hint: the run directory was altered"));
+    }
+    let o = run(&["merge", d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let expected = format!(
+        "error: part 0/1: {} binds {} by its checksum, a file that is not readable Parquet (",
+        record.display(),
+        part.display()
+    );
+    assert!(stderr(&o).starts_with(&expected), "{}", stderr(&o));
+
+    // The middle half of the largest column chunk (zstd pages) flipped; the footer intact.
+    let meta = SerializedFileReader::new(bytes::Bytes::from(original.0.clone()))
+        .unwrap()
+        .metadata()
+        .clone();
+    let chunk = meta
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+        .max_by_key(|c| c.compressed_size())
+        .unwrap();
+    let start = usize::try_from(chunk.data_page_offset()).unwrap();
+    let len = usize::try_from(chunk.compressed_size()).unwrap();
+    let mut bytes = original.0.clone();
+    for b in &mut bytes[start + len / 4..start + 3 * len / 4] {
+        *b ^= 0x5a;
+    }
+    forge(&bytes);
+    let o = run(&readers[2]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(&not_readable), "{}", stderr(&o));
+    let o = run(&["merge", d]);
+    assert!(o.status.success(), "the footer decodes: {}", stderr(&o));
+}

@@ -403,16 +403,30 @@ impl RunDir {
     /// explained where a file is to blame: `open` trusts a part whose size and modification
     /// time are those it was checksummed with, so a file damaged in place (bit rot, a copy that
     /// keeps times) passes it and fails only when read. Checksumming every file again turns that
-    /// into the user error it is, naming the file; `e` stands when every file still matches
-    /// its commit record (or was already the user's to fix).
+    /// into the user error it is, naming the file. A file that matches its record and still
+    /// does not decode had its record changed with it (a forged checksum): decoding every file
+    /// names that one. `e` stands, racksweep's own failure, when every file matches its record
+    /// and decodes (or when it was already the user's to fix).
     pub fn explain(&self, e: anyhow::Error, allow_incomplete: bool) -> anyhow::Error {
         if e.downcast_ref::<UserError>().is_some() {
             return e;
         }
-        match self.open_with(allow_incomplete, Verified::default()) {
-            Err(found) => found,
-            Ok(_) => e,
+        let run = match self.open_with(allow_incomplete, Verified::default()) {
+            Err(found) => return found,
+            Ok(run) => run,
+        };
+        let frontier = run.manifest.complete.then(|| self.pareto_parquet());
+        for path in run.configs.iter().chain(&frontier) {
+            if let Err(why) = decode_parquet(path) {
+                return UserError::new(format!(
+                    "{} matches its commit record but is not readable Parquet ({why}): the file and its record were changed after racksweep wrote them",
+                    path.display()
+                ))
+                .with_hint(ALTERED_HINT)
+                .into();
+            }
         }
+        e
     }
 
     #[expect(
@@ -495,7 +509,7 @@ impl RunDir {
                 PartState::Absent => missing.push(index),
                 PartState::Corrupt(why) => {
                     return Err(UserError::new(format!("part {s}: {why}"))
-                        .with_hint("the run directory was altered or two processes wrote it; run the part again (racksweep run --resume after removing its record) or the sweep with --force")
+                        .with_hint(ALTERED_HINT)
                         .into());
                 }
             }
@@ -679,6 +693,23 @@ fn read_regular(path: &Path) -> std::io::Result<String> {
         return Err(std::io::Error::other("not a regular file"));
     }
     fs::read_to_string(path)
+}
+
+/// What to do about a part file that does not match its record, or does not decode.
+const ALTERED_HINT: &str = "the run directory was altered or two processes wrote it; run the part again (racksweep run --resume after removing its record) or the sweep with --force";
+
+/// Decodes every page of every column of the Parquet file `path` (an error that reading only
+/// the footer, or only some columns, would miss).
+fn decode_parquet(path: &Path) -> Result<(), String> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = fs::File::open(path).map_err(|e| e.to_string())?;
+    let batches = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| e.to_string())?;
+    for batch in batches {
+        batch.map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// SHA-256 (hex) of a file's bytes.

@@ -151,17 +151,25 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
         format!("says {} rows written, not {written}", r.rows_written)
     } else {
         let path = dir.configs(r.shard());
-        let (rows, feasible) = footer_counts(&path)?;
-        if rows == r.rows_written && feasible == Some(r.feasible) {
-            return Ok(());
+        match footer_counts(&path)? {
+            Ok((rows, feasible)) if rows == r.rows_written && feasible == Some(r.feasible) => {
+                return Ok(());
+            }
+            Ok((rows, feasible)) => {
+                let feasible =
+                    feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
+                format!(
+                    "says {} rows written and {} feasible, where {} holds {rows} rows, {feasible} of them feasible",
+                    r.rows_written,
+                    r.feasible,
+                    path.display()
+                )
+            }
+            Err(e) => format!(
+                "binds {} by its checksum, a file that is not readable Parquet ({e})",
+                path.display()
+            ),
         }
-        let feasible = feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
-        format!(
-            "says {} rows written and {} feasible, where {} holds {rows} rows, {feasible} of them feasible",
-            r.rows_written,
-            r.feasible,
-            path.display()
-        )
     };
     Err(UserError::new(format!(
         "part {}: {} {why}",
@@ -176,13 +184,18 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
 }
 
 /// Rows of a Parquet file and nulls of its reason column, from its footer (the writer keeps
-/// column-chunk statistics); `None` for the nulls where a chunk's count is missing.
-fn footer_counts(path: &std::path::Path) -> Result<(u64, Option<u64>)> {
+/// column-chunk statistics); `None` for the nulls where a chunk's count is missing. The inner
+/// error is a footer that does not decode: racksweep wrote it, so the file was changed since.
+fn footer_counts(
+    path: &std::path::Path,
+) -> Result<Result<(u64, Option<u64>), parquet::errors::ParquetError>> {
     use anyhow::Context as _;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let reader =
-        SerializedFileReader::new(file).with_context(|| format!("reading {}", path.display()))?;
+    let reader = match SerializedFileReader::new(file) {
+        Ok(reader) => reader,
+        Err(e) => return Ok(Err(e)),
+    };
     let meta = reader.metadata();
     let rows = u64::try_from(meta.file_metadata().num_rows())?;
     let reason = meta
@@ -197,7 +210,7 @@ fn footer_counts(path: &std::path::Path) -> Result<(u64, Option<u64>)> {
             .map(|g| g.column(i).statistics()?.null_count_opt())
             .sum::<Option<u64>>()
     });
-    Ok((rows, nulls))
+    Ok(Ok((rows, nulls)))
 }
 
 /// The frontier a part's record names is the one its frontier file holds (the file is checked
