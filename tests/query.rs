@@ -326,7 +326,10 @@ fn a_part_forged_with_its_checksum_is_named() {
     let d = dir.to_str().unwrap();
     let part = dir.join("configs/part-0-of-1.parquet");
     let record = dir.join("parts/part-0-of-1.json");
-    let original = (std::fs::read(&part).unwrap(), std::fs::read(&record).unwrap());
+    let original = (
+        std::fs::read(&part).unwrap(),
+        std::fs::read(&record).unwrap(),
+    );
     let forge = |bytes: &[u8]| {
         std::fs::write(&part, bytes).unwrap();
         let mut r: serde_json::Value = serde_json::from_slice(&original.1).unwrap();
@@ -352,7 +355,11 @@ fn a_part_forged_with_its_checksum_is_named() {
     for args in &readers {
         let o = run(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with(&not_readable), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with(&not_readable),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         assert!(stderr(&o).contains("hint: the run directory was altered"));
     }
     let o = run(&["merge", d]);

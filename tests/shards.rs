@@ -603,6 +603,56 @@ fn two_writers_and_a_kill_leave_a_clean_run() {
     }
 }
 
+/// A writer whose lock file is removed while it runs lets a second writer in (the second locks
+/// a new file at the path). The first notices before its next commit and stops without
+/// committing (exit 1: the lock's message, or an I/O error where the second removed its
+/// temporaries first); the second completes the run, byte for byte a clean one.
+#[test]
+fn a_writer_whose_lock_is_removed_stops_before_committing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = single_run(
+        &tmp.path().join("reference"),
+        BIG,
+        &["--part-rows", "40000"],
+    );
+    let out = tmp.path().join("unlocked");
+    let lock = out.join(".resume.lock");
+    let spawn = || {
+        bin()
+            .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
+            .args(["--out", out.to_str().unwrap()])
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&lock).unwrap_or_default() != first.id().to_string() {
+        assert!(Instant::now() < deadline, "the writer never took its lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::remove_file(&lock).unwrap();
+    let second = spawn().wait_with_output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    let lost = format!(
+        "error: {}, this process's lock on {}, was removed or replaced while it ran",
+        lock.display(),
+        out.join("resume").display()
+    );
+    assert!(
+        stderr(&first).starts_with(&lost) || stderr(&first).contains("No such file"),
+        "{}",
+        stderr(&first)
+    );
+    let dir = out.join("resume");
+    assert_eq!(manifest(&dir)["complete"], true);
+    assert_same_run(&reference, &dir);
+}
+
 /// `top`, `pareto` and `report` read only what `merge` would accept: a complete run, no
 /// stranger in `configs/`, every part matching its record (also a FIFO named like a part is
 /// refused, not waited on); an incomplete run with --allow-incomplete, saying so.

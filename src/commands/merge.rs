@@ -15,7 +15,7 @@ use crate::spec;
 pub fn run(args: MergeArgs) -> Result<Option<String>> {
     let clock = Clock::start();
     let dir = RunDir::new(args.run_dir.clone());
-    let _lock = dir.lock_existing()?;
+    let lock = dir.lock_existing()?;
     if !dir.sweep().is_file() {
         return Err(UserError::new(format!(
             "{} is not a racksweep run directory (it has no sweep.toml)",
@@ -25,7 +25,7 @@ pub fn run(args: MergeArgs) -> Result<Option<String>> {
         .into());
     }
     let sweep = spec::load(&dir.sweep(), u64::MAX)?;
-    let plan = Plan::merge(&sweep, dir)?;
+    let plan = Plan::merge(&sweep, dir, lock)?;
     let m = pipeline::merge(&plan, clock)?;
     if args.quiet {
         return Ok(None);

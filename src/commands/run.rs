@@ -133,7 +133,7 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
         UserError::new(format!("cannot create {}: {e}", args.out.display()))
             .with_hint("pass --out with a writable directory")
     })?;
-    let _lock = dir.lock()?;
+    let lock = dir.lock()?;
     if dir.root.exists() {
         if args.force {
             if !dir.is_run()? {
@@ -158,7 +158,7 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
         }
     }
     dir.create(&sweep.header().text)?;
-    let plan = Plan::whole(sweep, dir, args.part_rows)?;
+    let plan = Plan::whole(sweep, dir, lock, args.part_rows)?;
     let progress = progress(args, sweep.len());
     let opts = Options {
         feasible_only: args.feasible_only,
@@ -184,7 +184,7 @@ fn one_shard(
     let dir = RunDir::new(args.out.join(&sweep.header().name));
     // Shards start together: each holds the run shared and its part to itself, creates what is
     // missing, then checks it is its sweep.
-    let _lock = dir.lock_part(s)?;
+    let lock = dir.lock_part(s)?;
     dir.create(&sweep.header().text)?;
     // A shard never removes the run it joins (its --force rewrites only its own part).
     pipeline::same_sweep(
@@ -192,7 +192,7 @@ fn one_shard(
         sweep,
         "write this shard elsewhere with --out (a shard's --force rewrites only its own part)",
     )?;
-    let plan = Plan::shard(sweep, dir, s)?;
+    let plan = Plan::shard(sweep, dir, lock, s)?;
     if let Some(record) = pipeline::committed(&plan, s, &mut Verified::default())? {
         if args.resume {
             pipeline::same_flags(&plan.dir, &record, args.feasible_only)?;

@@ -18,7 +18,9 @@
 //! **One writer.** A whole run, a merge and a report hold the run's lock exclusively; a shard
 //! holds it shared with the other shards and its own part's lock exclusively. The locks are
 //! `flock`s, so the operating system releases them when their process ends, `kill -9` included.
-//! A second writer is refused at once, naming the process that holds the lock.
+//! A second writer is refused at once, naming the process that holds the lock. A lock file
+//! removed while held locks nothing (a second writer would lock a new file at its path), so a
+//! writer checks its locks before each commit and stops without committing if one was lost.
 //!
 //! **Commits.** A part's files are written under temporary names unique to their process,
 //! synced and renamed; its JSON record is renamed into place last and is the commit. A part
@@ -340,6 +342,15 @@ impl RunDir {
             for tmp in temporaries(&path)? {
                 remove_if_present(&tmp)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Removes this process's temporaries of part `s` and nothing another process wrote: what
+    /// a part that failed, was stopped, or lost its lock ([`Lock::check`]) leaves.
+    pub fn remove_own_temporaries(&self, s: Shard) -> Result<()> {
+        for path in [self.configs(s), self.part_pareto(s)] {
+            remove_if_present(&tmp_path(&path))?;
         }
         Ok(())
     }
@@ -725,7 +736,47 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 /// operating system releases it when the process ends, however it ends.
 #[derive(Debug)]
 pub struct Lock {
-    _files: Vec<fs::File>,
+    /// Each lock file's path, what it locks, and the file this process locked.
+    files: Vec<(PathBuf, PathBuf, fs::File)>,
+}
+
+impl Lock {
+    /// Every lock file is still the one this process locked. A lock file removed or replaced
+    /// while held locks nothing: a second process would create and lock a new file at its path,
+    /// and two processes would write the run. Checked before each commit (a part's record, a
+    /// merge's manifest), so a writer that lost its lock stops before committing (exit 1); its
+    /// own temporaries are its caller's to remove.
+    pub fn check(&self) -> Result<()> {
+        for (path, what, file) in &self.files {
+            if !same_file(file, path) {
+                return Err(UserError::new(format!(
+                    "{}, this process's lock on {}, was removed or replaced while it ran: another process may be writing there now, so this one stops without committing",
+                    path.display(),
+                    what.display()
+                ))
+                .with_hint("never remove a running racksweep's lock file; once no other racksweep writes the run, continue with --resume (committed parts are kept)")
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path` names the file `file` is open on (the same device and inode).
+#[cfg(unix)]
+fn same_file(file: &fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `path` names the file `file` is open on: where files have no inode to compare, that
+/// the path still exists (a lock file can then be replaced unnoticed, not removed).
+#[cfg(not(unix))]
+fn same_file(_file: &fs::File, path: &Path) -> bool {
+    path.is_file()
 }
 
 impl RunDir {
@@ -761,7 +812,9 @@ impl RunDir {
             );
         }
         let file = acquire(&self.lock_path(), false, &self.root)?;
-        Ok(Lock { _files: vec![file] })
+        Ok(Lock {
+            files: vec![(self.lock_path(), self.root.clone(), file)],
+        })
     }
 
     /// [`RunDir::lock`] of an existing run, for a merge or a report: a directory that is no
@@ -790,7 +843,10 @@ impl RunDir {
         let run = acquire(&self.lock_path(), true, &self.root)?;
         let part = acquire(&self.part_lock_path(s), false, &self.configs(s))?;
         Ok(Lock {
-            _files: vec![run, part],
+            files: vec![
+                (self.lock_path(), self.root.clone(), run),
+                (self.part_lock_path(s), self.configs(s), part),
+            ],
         })
     }
 }
@@ -931,6 +987,27 @@ pub fn rename(tmp: &Path, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lock is held while its file is the one locked: removed, or replaced by a new file at
+    /// its path (a second process's), it is lost, and `check` names the file and what it locked.
+    #[test]
+    fn a_lock_is_lost_with_its_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("r"));
+        let lock = dir.lock().unwrap();
+        lock.check().unwrap();
+        let lost = format!(
+            "{}, this process's lock on {}, was removed",
+            dir.lock_path().display(),
+            dir.root.display()
+        );
+        std::fs::remove_file(dir.lock_path()).unwrap();
+        let e = lock.check().unwrap_err();
+        assert!(e.to_string().starts_with(&lost), "{e}");
+        let second = dir.lock().unwrap();
+        second.check().unwrap();
+        assert!(lock.check().unwrap_err().to_string().starts_with(&lost));
+    }
 
     /// A removal moves the run aside under a name no earlier removal left (the remains of a
     /// failed one, here under this very pid), removes it, and touches nothing else.

@@ -144,7 +144,8 @@ fn write_part<S: Space>(
         stop: opts.stop,
     };
     let frontier = Frontier::new(header.objectives.to_vec(), header.constraints.to_vec());
-    // Stopped by a signal, or failed (a full disk): no temporary file is left behind.
+    // Stopped by a signal, or failed (a full disk): no temporary file of this process is left
+    // behind, and nothing another process wrote is touched (a writer that lost its lock).
     let tally = match job
         .run(range.clone(), frontier, &mut sink, opts.progress)
         .with_context(|| format!("writing {}", configs_tmp.display()))
@@ -152,7 +153,7 @@ fn write_part<S: Space>(
         Ok(Some(tally)) => tally,
         stopped_or_failed => {
             drop(sink);
-            dir.remove_part(s)?;
+            dir.remove_own_temporaries(s)?;
             return stopped_or_failed.map(|_| None);
         }
     };
@@ -162,7 +163,7 @@ fn write_part<S: Space>(
     {
         Ok(sha) => sha,
         Err(e) => {
-            dir.remove_part(s)?;
+            dir.remove_own_temporaries(s)?;
             return Err(e);
         }
     };
@@ -175,7 +176,7 @@ fn write_part<S: Space>(
     let pareto_sha256 = match pareto_sha256 {
         Ok(sha) => sha,
         Err(e) => {
-            dir.remove_part(s)?;
+            dir.remove_own_temporaries(s)?;
             return Err(e);
         }
     };
@@ -212,6 +213,10 @@ fn write_part<S: Space>(
         wall_time_s: clock.elapsed().as_secs_f64(),
         finished_at: rfc3339(SystemTime::now()),
     };
+    if let Err(e) = plan.lock.check() {
+        dir.remove_own_temporaries(s)?;
+        return Err(e);
+    }
     dir.commit_part(&record)?;
     Ok(Some((record, tally.frontier.rows().to_vec())))
 }

@@ -274,6 +274,7 @@ pub(super) fn finish<R: Record>(
     let mut m = manifest(plan, records, feasible_only, true, clock);
     m.frontier_size = size;
     m.pareto_sha256 = pareto_sha256;
+    plan.lock.check()?;
     run_dir::write_atomic(&plan.dir.manifest(), m.json()?.as_bytes())?;
     Ok(m)
 }

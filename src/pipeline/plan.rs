@@ -6,14 +6,17 @@ use std::fs;
 use anyhow::Result;
 
 use crate::error::UserError;
-use crate::output::run_dir::RunDir;
+use crate::output::run_dir::{Lock, RunDir};
 use crate::shard::Shard;
 use crate::spec::Sweep;
 
-/// A sweep, the run directory its files go to, and how many parts its grid is split into.
+/// A sweep, the run directory its files go to, the lock that makes this process its writer,
+/// and how many parts its grid is split into.
 pub struct Plan<'a> {
     pub sweep: &'a Sweep,
     pub dir: RunDir,
+    /// Held for the plan's life; checked before each commit ([`Lock::check`]).
+    pub lock: Lock,
     /// Parts of the grid (`configs/part-K-of-N.parquet`, N = `parts`).
     pub parts: u64,
 }
@@ -21,29 +24,35 @@ pub struct Plan<'a> {
 impl<'a> Plan<'a> {
     /// A whole run: the split of the parts already in `dir` (a resumed run), or parts of about
     /// `part_rows` grid points.
-    pub fn whole(sweep: &'a Sweep, dir: RunDir, part_rows: u64) -> Result<Plan<'a>> {
+    pub fn whole(sweep: &'a Sweep, dir: RunDir, lock: Lock, part_rows: u64) -> Result<Plan<'a>> {
         let parts = match dir.part_counts()?.as_slice() {
             [] => Shard::count_for(sweep.len(), part_rows),
             [n] => *n,
             several => return Err(dir.mixed_part_counts(several).into()),
         };
-        Ok(Plan { sweep, dir, parts })
+        Ok(Plan {
+            sweep,
+            dir,
+            lock,
+            parts,
+        })
     }
 
     /// One shard's run: its split, which must be the split of any part already in `dir`.
-    pub fn shard(sweep: &'a Sweep, dir: RunDir, s: Shard) -> Result<Plan<'a>> {
+    pub fn shard(sweep: &'a Sweep, dir: RunDir, lock: Lock, s: Shard) -> Result<Plan<'a>> {
         if let Some(other) = dir.part_counts()?.into_iter().find(|&n| n != s.count) {
             return Err(dir.mixed_part_counts(&[other, s.count]).into());
         }
         Ok(Plan {
             sweep,
             dir,
+            lock,
             parts: s.count,
         })
     }
 
     /// A merge: the split of the parts in `dir`, which must hold some.
-    pub fn merge(sweep: &'a Sweep, dir: RunDir) -> Result<Plan<'a>> {
+    pub fn merge(sweep: &'a Sweep, dir: RunDir, lock: Lock) -> Result<Plan<'a>> {
         let parts = match dir.part_counts()?.as_slice() {
             [] => {
                 return Err(
@@ -55,7 +64,12 @@ impl<'a> Plan<'a> {
             [n] => *n,
             several => return Err(dir.mixed_part_counts(several).into()),
         };
-        Ok(Plan { sweep, dir, parts })
+        Ok(Plan {
+            sweep,
+            dir,
+            lock,
+            parts,
+        })
     }
 
     /// Every part, in order.
