@@ -40,7 +40,7 @@ pub struct Written {
 /// incomplete one only with `allow_incomplete`), with the `top` best rows per objective.
 pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Written> {
     let dir = RunDir::new(run_dir.to_path_buf());
-    let _lock = dir.lock_existing()?;
+    let lock = dir.lock_existing()?;
     let run = dir.open(allow_incomplete)?;
     let manifest = &run.manifest;
     let sweep_text = std::fs::read_to_string(dir.sweep())
@@ -110,6 +110,7 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
         &frontier_ids,
     );
 
+    lock.check()?;
     let mut charts = 0;
     for block in &doc.blocks {
         if let Block::Figure { file, chart, .. } = block {
