@@ -743,9 +743,10 @@ pub struct Lock {
 impl Lock {
     /// Every lock file is still the one this process locked. A lock file removed or replaced
     /// while held locks nothing: a second process would create and lock a new file at its path,
-    /// and two processes would write the run. Checked before each commit (a part's record, a
-    /// merge's manifest, a report's files), so a writer that lost its lock stops before
-    /// committing (exit 1); its own temporaries are its caller's to remove.
+    /// and two processes would write the run. Checked before a writer removes or commits
+    /// anything (a part's slot cleared, its record, a merge's frontier and manifest, a report's
+    /// files), so one that lost its lock stops first (exit 1); its own temporaries are its
+    /// caller's to remove.
     pub fn check(&self) -> Result<()> {
         for (path, what, file) in &self.files {
             if !same_file(file, path) {

@@ -129,6 +129,9 @@ fn write_part<S: Space>(
     opts: &Options,
 ) -> Result<Option<(PartRecord, Vec<S::Row>)>> {
     let Plan { sweep, dir, .. } = plan;
+    // Clearing the part's slot removes what is committed there: only while this process is
+    // still its writer.
+    plan.lock.check()?;
     dir.remove_part(s)?;
     let clock = Instant::now();
     let header = sweep.header();

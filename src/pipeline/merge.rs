@@ -269,6 +269,7 @@ pub(super) fn finish<R: Record>(
     rows: &[R],
     clock: Clock,
 ) -> Result<Manifest> {
+    plan.lock.check()?;
     let (size, pareto_sha256) = write_frontier(plan, records, rows)?;
     let feasible_only = records.first().is_some_and(|r| r.feasible_only);
     let mut m = manifest(plan, records, feasible_only, true, clock);
