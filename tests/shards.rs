@@ -603,6 +603,49 @@ fn two_writers_and_a_kill_leave_a_clean_run() {
     }
 }
 
+/// Shards of two different sweeps of one name, started at the same instant into one `--out`:
+/// both see no `sweep.toml`, both write theirs. The first written must stay and the other shard
+/// be refused by it; a `sweep.toml` replaced after the first shard checked it let both run (8
+/// of 40 attempts here before), leaving parts of two sweeps that only `merge` refused.
+#[test]
+fn shards_of_two_sweeps_started_together_are_never_both_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = root().join("tests/specs/ties.toml");
+    let b = tmp.path().join("ties.toml");
+    let text = std::fs::read_to_string(&a).unwrap();
+    std::fs::write(
+        &b,
+        text.replace("input_tokens = 1024", "input_tokens = 2048"),
+    )
+    .unwrap();
+    for attempt in 0..20 {
+        let out = tmp.path().join(format!("out-{attempt}"));
+        let shard = |sweep: &Path, k: &str| {
+            bin()
+                .args(["run", sweep.to_str().unwrap(), "--shard", k, "--quiet"])
+                .args(["--out", out.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (first, second) = (shard(&a, "0/2"), shard(&b, "1/2"));
+        let outcomes = [
+            first.wait_with_output().unwrap(),
+            second.wait_with_output().unwrap(),
+        ];
+        let accepted = outcomes.iter().filter(|o| o.status.success()).count();
+        assert_eq!(accepted, 1, "attempt {attempt}: both shards ran");
+        let refused = outcomes.iter().find(|o| !o.status.success()).unwrap();
+        assert_eq!(refused.status.code(), Some(1), "{}", stderr(refused));
+        assert!(
+            stderr(refused).contains("holds a run of a different sweep"),
+            "{}",
+            stderr(refused)
+        );
+    }
+}
+
 /// A writer whose lock file is removed while it runs lets a second writer in (the second locks
 /// a new file at the path). The first notices before its next commit and stops without
 /// committing (exit 1: the lock's message, or an I/O error where the second removed its

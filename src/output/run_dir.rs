@@ -141,7 +141,9 @@ impl RunDir {
             })?;
         }
         if !self.sweep().exists() {
-            write_atomic(&self.sweep(), sweep_text.as_bytes())?;
+            // Shards of two sweeps of one name may start at the same instant: the sweep
+            // written first stays, and the other shard's check against it refuses that shard.
+            publish_new(&self.sweep(), sweep_text.as_bytes())?;
         }
         Ok(())
     }
@@ -973,10 +975,34 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     rename(&tmp, path)
 }
 
+/// Writes `bytes` to `path` atomically unless a file is there, also one another process put
+/// there a moment ago: the synced temporary is hard-linked into place, which fails where the
+/// name exists (a rename would replace the file). Where the file system has no hard links, it is
+/// renamed into place, as [`write_atomic`] does.
+fn publish_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = tmp_path(path);
+    let mut file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    match fs::hard_link(&tmp, path) {
+        Ok(()) => {
+            remove_if_present(&tmp)?;
+            sync_parent(path)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => remove_if_present(&tmp),
+        Err(_) => rename(&tmp, path),
+    }
+}
+
 /// Renames a finished (synced) temporary file into place, and syncs the directory so that the
 /// rename itself survives a power loss.
 pub fn rename(tmp: &Path, path: &Path) -> Result<()> {
     fs::rename(tmp, path).with_context(|| format!("moving {} into place", path.display()))?;
+    sync_parent(path)
+}
+
+/// Syncs the directory holding `path`, so that a name just put there survives a power loss.
+fn sync_parent(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::File::open(dir)
             .and_then(|d| d.sync_all())
@@ -988,6 +1014,22 @@ pub fn rename(tmp: &Path, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sweep published where another process has just published one keeps the other, and
+    /// leaves no temporary behind; where none is, it is written.
+    #[test]
+    fn publish_new_never_replaces() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("sweep.toml");
+        publish_new(&path, b"first").unwrap();
+        publish_new(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["sweep.toml"]);
+    }
 
     /// A lock is held while its file is the one locked: removed, or replaced by a new file at
     /// its path (a second process's), it is lost, and `check` names the file and what it locked.
