@@ -166,33 +166,34 @@ pub fn cut_quotes(message: &str) -> String {
     out
 }
 
-/// Reads a whole input file (a sweep, measurements), refusing anything but a regular file of at
-/// most [`MAX_INPUT_BYTES`]: a FIFO or a device (`/dev/zero`) would block or never end.
-pub fn read_input(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read as _;
+/// Reads a whole input file (a sweep, measurements, and a run directory's own text files: its
+/// sweep, records and manifest), refusing anything but a regular file of at most
+/// [`MAX_INPUT_BYTES`]: a FIFO or a device (`/dev/zero`) would block or never end. The file
+/// system's errors keep their kind (a missing file is `NotFound`).
+pub fn read_input(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::{Error, Read as _};
     // Looked at before opening: opening a FIFO blocks until something writes to it.
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(Error::other("not a regular file"));
     }
     if meta.len() > MAX_INPUT_BYTES {
-        return Err(format!(
+        return Err(Error::other(format!(
             "{} bytes, more than the {} MiB an input file may have",
             meta.len(),
             MAX_INPUT_BYTES >> 20
-        ));
+        )));
     }
     // The file may grow under us: read one byte past the cap at most.
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut text = String::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
+    std::fs::File::open(path)?
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_string(&mut text)?;
     if text.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!(
+        return Err(Error::other(format!(
             "more than the {} MiB an input file may have",
             MAX_INPUT_BYTES >> 20
-        ));
+        )));
     }
     Ok(text)
 }
@@ -255,17 +256,17 @@ mod tests {
         let ok = dir.path().join("s.toml");
         std::fs::write(&ok, "a = 1\n").unwrap();
         assert_eq!(read_input(&ok).unwrap(), "a = 1\n");
-        assert_eq!(read_input(dir.path()).unwrap_err(), "not a regular file");
+        let why = |path: &std::path::Path| read_input(path).unwrap_err().to_string();
+        assert_eq!(why(dir.path()), "not a regular file");
         #[cfg(unix)]
-        assert_eq!(
-            read_input(std::path::Path::new("/dev/zero")).unwrap_err(),
-            "not a regular file"
-        );
+        assert_eq!(why(std::path::Path::new("/dev/zero")), "not a regular file");
+        let missing = read_input(&dir.path().join("absent")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
         let big = dir.path().join("big.toml");
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_INPUT_BYTES + 1).unwrap();
         assert_eq!(
-            read_input(&big).unwrap_err(),
+            why(&big),
             "16777217 bytes, more than the 16 MiB an input file may have"
         );
     }

@@ -10,7 +10,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    bin, column_u64, part_files, read_configs, read_parquet, root, run, single_rows, stderr,
+    bin, column_u64, finished, part_files, read_configs, read_parquet, root, run, single_rows,
+    stderr,
 };
 use proptest::prelude::*;
 
@@ -696,9 +697,6 @@ fn a_writer_whose_lock_is_removed_stops_before_committing() {
     assert_same_run(&reference, &dir);
 }
 
-/// `top`, `pareto` and `report` read only what `merge` would accept: a complete run, no
-/// stranger in `configs/`, every part matching its record (also a FIFO named like a part is
-/// refused, not waited on); an incomplete run with --allow-incomplete, saying so.
 /// Runs racksweep with `args`, failing the test if it is still running after 20 s (a reader
 /// blocked on a FIFO).
 fn without_blocking(args: &[&str]) -> std::process::Output {
@@ -719,6 +717,9 @@ fn without_blocking(args: &[&str]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// `top`, `pareto` and `report` read only what `merge` would accept: a complete run, no
+/// stranger in `configs/`, every part matching its record (also a FIFO named like a part is
+/// refused, not waited on); an incomplete run with --allow-incomplete, saying so.
 #[test]
 fn readers_refuse_what_merge_refuses() {
     let tmp = tempfile::tempdir().unwrap();
@@ -802,6 +803,47 @@ fn readers_refuse_what_merge_refuses() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A run whose `sweep.toml` became a device (`/dev/zero`, which never ends) is refused at once
+/// by every command, never read: a resumed run, a resumed shard (each with the hint its own
+/// `--force` or `--out` deserves), a merge and the readers (a resumed run used to read it until
+/// memory ran out).
+#[test]
+fn a_sweep_that_is_a_device_is_refused_at_once() {
+    let (tmp, dir) = finished("tests/specs/ties.toml", "ties");
+    let sweep = dir.join("sweep.toml");
+    std::fs::remove_file(&sweep).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &sweep).unwrap();
+    let (out, d) = (tmp.path().to_str().unwrap(), dir.to_str().unwrap());
+    let spec = root().join("tests/specs/ties.toml");
+    let spec = spec.to_str().unwrap();
+    let not_a_run = format!("error: {d} is not a racksweep run directory (");
+    for (args, hint) in [
+        (
+            vec!["run", spec, "--out", out, "--resume"],
+            "hint: pass --force to start over",
+        ),
+        (
+            vec!["run", spec, "--out", out, "--shard", "0/1", "--resume"],
+            "hint: write this shard elsewhere with --out",
+        ),
+        (vec!["merge", d], "hint: pass the directory"),
+        (vec!["report", d], "hint: pass the directory"),
+        (
+            vec!["top", d, "--by", "tokens_per_s_per_gpu"],
+            "hint: pass the directory",
+        ),
+    ] {
+        let o = without_blocking(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with(&not_a_run),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(hint), "{args:?}: {}", stderr(&o));
+    }
 }
 
 /// What a merge trusts in a part's commit record is checked against the grid: a record copied

@@ -37,6 +37,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::UserError;
+use crate::limits::read_input;
 use crate::shard::Shard;
 
 /// Paths of one run directory.
@@ -211,7 +212,7 @@ impl RunDir {
     /// files of the recorded contents (SHA-256; `cache` saves rehashing files already checked).
     /// No record means not written (its writer died before committing).
     pub fn part(&self, s: Shard, sweep_sha256: &str, cache: &mut Verified) -> PartState {
-        let text = match read_regular(&self.record(s)) {
+        let text = match read_input(&self.record(s)) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return PartState::Absent,
             Err(e) => {
@@ -457,7 +458,7 @@ impl RunDir {
         if !self.sweep().is_file() {
             return Err(not_a_run("it has no sweep.toml".into()).into());
         }
-        let text = match read_regular(&self.manifest()) {
+        let text = match read_input(&self.manifest()) {
             Ok(text) => text,
             // Parts without a manifest: shards not merged yet (or merged, then one written
             // again), or a run killed before it wrote one.
@@ -635,7 +636,7 @@ struct FileSum {
 impl Verified {
     /// The cache of `dir` (empty when absent or unreadable: it only saves work).
     pub fn load(dir: &RunDir) -> Verified {
-        read_regular(&dir.verified())
+        read_input(&dir.verified())
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default()
@@ -697,15 +698,6 @@ impl Verified {
         }
         Ok(())
     }
-}
-
-/// The text of `path` if it is a regular file: a FIFO or a device in a run directory would block
-/// the reader forever, or never end.
-fn read_regular(path: &Path) -> std::io::Result<String> {
-    if !fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    fs::read_to_string(path)
 }
 
 /// What to do about a part file that does not match its record, or does not decode.

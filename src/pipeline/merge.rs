@@ -216,7 +216,17 @@ fn footer_counts(
 /// The frontier a part's record names is the one its frontier file holds (the file is checked
 /// against the record's SHA-256 before this): an edited id list would change the run's frontier.
 fn check_frontier_ids(dir: &RunDir, r: &PartRecord) -> Result<()> {
-    let ids = crate::analyze::config_ids(&dir.part_pareto(r.shard()))?;
+    let path = dir.part_pareto(r.shard());
+    // The file matches the record's checksum: one that does not decode was changed with it.
+    let ids = crate::analyze::config_ids(&path).map_err(|e| {
+        UserError::new(format!(
+            "part {}: {} binds {} by its checksum, a file that is not readable Parquet ({e:#})",
+            r.shard(),
+            dir.record(r.shard()).display(),
+            path.display()
+        ))
+        .with_hint("the commit record was altered; run the part again")
+    })?;
     if ids != r.frontier_config_ids {
         return Err(UserError::new(format!(
             "part {}: {} names other frontier rows than {} holds",

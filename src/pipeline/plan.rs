@@ -1,8 +1,6 @@
 //! Stage 1: a loaded sweep, its run directory and its parts. A run directory holds one split of
 //! the grid: a resumed run, a shard and a merge all take the split already there.
 
-use std::fs;
-
 use anyhow::Result;
 
 use crate::error::UserError;
@@ -83,12 +81,12 @@ impl<'a> Plan<'a> {
 /// for a run of another sweep: how the caller's command can start over.
 pub fn same_sweep(dir: &RunDir, sweep: &Sweep, restart: &str) -> Result<()> {
     let h = sweep.header();
-    let text = fs::read_to_string(dir.sweep()).map_err(|e| {
+    let text = crate::limits::read_input(&dir.sweep()).map_err(|e| {
         UserError::new(format!(
             "{} is not a racksweep run directory (cannot read sweep.toml: {e})",
             dir.root.display()
         ))
-        .with_hint("pass --force to replace it, or --out to write elsewhere")
+        .with_hint(restart)
     })?;
     if text != h.text {
         return Err(UserError::new(format!(

@@ -43,7 +43,7 @@ pub fn write(run_dir: &Path, top: usize, allow_incomplete: bool) -> Result<Writt
     let lock = dir.lock_existing()?;
     let run = dir.open(allow_incomplete)?;
     let manifest = &run.manifest;
-    let sweep_text = std::fs::read_to_string(dir.sweep())
+    let sweep_text = crate::limits::read_input(&dir.sweep())
         .with_context(|| format!("reading {}", dir.sweep().display()))?;
     let schema = Schema::get(manifest.mode);
     let objectives = parse_all(&manifest.objectives, schema, Objective::parse)?;
