@@ -394,4 +394,23 @@ fn a_part_forged_with_its_checksum_is_named() {
     assert!(stderr(&o).starts_with(&not_readable), "{}", stderr(&o));
     let o = run(&["merge", d]);
     assert!(o.status.success(), "the footer decodes: {}", stderr(&o));
+
+    // The part's own frontier file forged the same way: merge reads its config_ids.
+    std::fs::write(&part, &original.0).unwrap();
+    let frontier = dir.join("parts/part-0-of-1.pareto.parquet");
+    let mut bytes = std::fs::read(&frontier).unwrap();
+    let n = bytes.len();
+    bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
+    std::fs::write(&frontier, &bytes).unwrap();
+    let mut r: serde_json::Value = serde_json::from_slice(&original.1).unwrap();
+    r["pareto_sha256"] = format!("{:x}", Sha256::digest(&bytes)).into();
+    std::fs::write(&record, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let o = run(&["merge", d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let expected = format!(
+        "error: part 0/1: {} binds {} by its checksum, a file that is not readable Parquet (",
+        record.display(),
+        frontier.display()
+    );
+    assert!(stderr(&o).starts_with(&expected), "{}", stderr(&o));
 }
