@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use common::{
     assert_snapshot, column_labels, column_u32, column_u64, finished, read_parquet, root, run,
@@ -325,16 +326,38 @@ fn a_part_forged_with_its_checksum_is_named() {
     let (_tmp, dir) = finished("tests/specs/ties.toml", "ties");
     let d = dir.to_str().unwrap();
     let part = dir.join("configs/part-0-of-1.parquet");
+    let frontier = dir.join("parts/part-0-of-1.pareto.parquet");
     let record = dir.join("parts/part-0-of-1.json");
     let original = (
         std::fs::read(&part).unwrap(),
+        std::fs::read(&frontier).unwrap(),
         std::fs::read(&record).unwrap(),
     );
-    let forge = |bytes: &[u8]| {
-        std::fs::write(&part, bytes).unwrap();
-        let mut r: serde_json::Value = serde_json::from_slice(&original.1).unwrap();
-        r["configs_sha256"] = format!("{:x}", Sha256::digest(bytes)).into();
+    // `file` rewritten as `bytes`, the record's checksum `key` with it (the other file intact).
+    let forge = |file: &Path, key: &str, bytes: &[u8]| {
+        std::fs::write(&part, &original.0).unwrap();
+        std::fs::write(&frontier, &original.1).unwrap();
+        std::fs::write(file, bytes).unwrap();
+        let mut r: serde_json::Value = serde_json::from_slice(&original.2).unwrap();
+        r[key] = format!("{:x}", Sha256::digest(bytes)).into();
         std::fs::write(&record, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    };
+    // The footer's length (the 4 bytes before the closing magic) points past the file.
+    let footer_broken = |file: &[u8]| {
+        let mut bytes = file.to_vec();
+        let n = bytes.len();
+        bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
+        bytes
+    };
+    let merge_names = |file: &Path| {
+        let o = run(&["merge", d]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let expected = format!(
+            "error: part 0/1: {} binds {} by its checksum, a file that is not readable Parquet (",
+            record.display(),
+            file.display()
+        );
+        assert!(stderr(&o).starts_with(&expected), "{}", stderr(&o));
     };
     let not_readable = format!(
         "error: {} matches its commit record but is not readable Parquet (",
@@ -347,11 +370,7 @@ fn a_part_forged_with_its_checksum_is_named() {
         vec!["report", d],
     ];
 
-    // The footer's length (the 4 bytes before the closing magic) points past the file.
-    let mut bytes = original.0.clone();
-    let n = bytes.len();
-    bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
-    forge(&bytes);
+    forge(&part, "configs_sha256", &footer_broken(&original.0));
     for args in &readers {
         let o = run(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
@@ -362,14 +381,7 @@ fn a_part_forged_with_its_checksum_is_named() {
         );
         assert!(stderr(&o).contains("hint: the run directory was altered"));
     }
-    let o = run(&["merge", d]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let expected = format!(
-        "error: part 0/1: {} binds {} by its checksum, a file that is not readable Parquet (",
-        record.display(),
-        part.display()
-    );
-    assert!(stderr(&o).starts_with(&expected), "{}", stderr(&o));
+    merge_names(&part);
 
     // The middle half of the largest column chunk (zstd pages) flipped; the footer intact.
     let meta = SerializedFileReader::new(bytes::Bytes::from(original.0.clone()))
@@ -388,29 +400,14 @@ fn a_part_forged_with_its_checksum_is_named() {
     for b in &mut bytes[start + len / 4..start + 3 * len / 4] {
         *b ^= 0x5a;
     }
-    forge(&bytes);
+    forge(&part, "configs_sha256", &bytes);
     let o = run(&readers[2]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).starts_with(&not_readable), "{}", stderr(&o));
     let o = run(&["merge", d]);
     assert!(o.status.success(), "the footer decodes: {}", stderr(&o));
 
-    // The part's own frontier file forged the same way: merge reads its config_ids.
-    std::fs::write(&part, &original.0).unwrap();
-    let frontier = dir.join("parts/part-0-of-1.pareto.parquet");
-    let mut bytes = std::fs::read(&frontier).unwrap();
-    let n = bytes.len();
-    bytes[n - 8..n - 4].copy_from_slice(&0x7fff_ffff_u32.to_le_bytes());
-    std::fs::write(&frontier, &bytes).unwrap();
-    let mut r: serde_json::Value = serde_json::from_slice(&original.1).unwrap();
-    r["pareto_sha256"] = format!("{:x}", Sha256::digest(&bytes)).into();
-    std::fs::write(&record, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
-    let o = run(&["merge", d]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let expected = format!(
-        "error: part 0/1: {} binds {} by its checksum, a file that is not readable Parquet (",
-        record.display(),
-        frontier.display()
-    );
-    assert!(stderr(&o).starts_with(&expected), "{}", stderr(&o));
+    // The part's own frontier forged the same way: merge reads its config_ids.
+    forge(&frontier, "pareto_sha256", &footer_broken(&original.1));
+    merge_names(&frontier);
 }

@@ -546,6 +546,28 @@ fn one_writer_per_run_directory() {
     }
 }
 
+/// A whole run of BIG into `out`, resumed if there is one, its stderr piped.
+fn big_writer(out: &Path) -> std::process::Child {
+    bin()
+        .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
+        .args(["--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `writer` holds the run in `out` (its pid in the lock file).
+fn holds_the_run(out: &Path, writer: &std::process::Child) {
+    let lock = out.join(".resume.lock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&lock).unwrap_or_default() != writer.id().to_string() {
+        assert!(Instant::now() < deadline, "the writer never took its lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Two real writers on one directory, and one killed: the second is refused while the first
 /// runs (or, if the first was done, finds the run complete), a killed writer releases the run
 /// to `--resume`, and the final run is byte for byte a clean one; never a corrupt complete run.
@@ -559,29 +581,13 @@ fn two_writers_and_a_kill_leave_a_clean_run() {
     );
     for kill in [false, true] {
         let out = tmp.path().join(if kill { "killed" } else { "raced" });
-        let lock = out.join(".resume.lock");
-        let spawn = || {
-            bin()
-                .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
-                .args(["--out", out.to_str().unwrap()])
-                .current_dir(root())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        };
-        let mut first = spawn();
-        // Until the first writer holds the run.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::fs::read_to_string(&lock).unwrap_or_default() != first.id().to_string() {
-            assert!(Instant::now() < deadline, "the writer never took its lock");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let mut first = big_writer(&out);
+        holds_the_run(&out, &first);
         if kill {
             first.kill().unwrap();
             first.wait().unwrap();
         }
-        let second = spawn().wait_with_output().unwrap();
+        let second = big_writer(&out).wait_with_output().unwrap();
         let first_done = first.wait_with_output().unwrap();
         if kill {
             assert!(second.status.success(), "{}", stderr(&second));
@@ -661,24 +667,10 @@ fn a_writer_whose_lock_is_removed_stops_before_committing() {
     );
     let out = tmp.path().join("unlocked");
     let lock = out.join(".resume.lock");
-    let spawn = || {
-        bin()
-            .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
-            .args(["--out", out.to_str().unwrap()])
-            .current_dir(root())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let first = spawn();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(&lock).unwrap_or_default() != first.id().to_string() {
-        assert!(Instant::now() < deadline, "the writer never took its lock");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let first = big_writer(&out);
+    holds_the_run(&out, &first);
     std::fs::remove_file(&lock).unwrap();
-    let second = spawn().wait_with_output().unwrap();
+    let second = big_writer(&out).wait_with_output().unwrap();
     let first = first.wait_with_output().unwrap();
     assert!(second.status.success(), "{}", stderr(&second));
     assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
