@@ -128,11 +128,35 @@ fn write_part<S: Space>(
     s: Shard,
     opts: &Options,
 ) -> Result<Option<(PartRecord, Vec<S::Row>)>> {
-    let Plan { sweep, dir, .. } = plan;
-    // Clearing the part's slot removes what is committed there: only while this process is
-    // still its writer.
+    // Clearing the part's slot removes what is committed there, and the commit replaces it:
+    // both only while this process is still its writer.
     plan.lock.check()?;
-    dir.remove_part(s)?;
+    plan.dir.remove_part(s)?;
+    let written =
+        write_files(space, plan, s, opts).and_then(|written| plan.lock.check().map(|()| written));
+    match written {
+        Ok(Some((record, rows))) => {
+            plan.dir.commit_part(&record)?;
+            Ok(Some((record, rows)))
+        }
+        // Stopped by a signal, failed (a full disk) or the lock lost: no temporary file of this
+        // process is left behind, and nothing another process wrote is touched.
+        stopped_or_failed => {
+            plan.dir.remove_own_temporaries(s)?;
+            stopped_or_failed
+        }
+    }
+}
+
+/// Part `s`'s two files under their temporary names, and the record that commits them; `None`
+/// if a signal stopped it.
+fn write_files<S: Space>(
+    space: &S,
+    plan: &Plan,
+    s: Shard,
+    opts: &Options,
+) -> Result<Option<(PartRecord, Vec<S::Row>)>> {
+    let Plan { sweep, dir, .. } = plan;
     let clock = Instant::now();
     let header = sweep.header();
     let labels = sweep.labels();
@@ -147,42 +171,21 @@ fn write_part<S: Space>(
         stop: opts.stop,
     };
     let frontier = Frontier::new(header.objectives.to_vec(), header.constraints.to_vec());
-    // Stopped by a signal, or failed (a full disk): no temporary file of this process is left
-    // behind, and nothing another process wrote is touched (a writer that lost its lock).
-    let tally = match job
+    let Some(tally) = job
         .run(range.clone(), frontier, &mut sink, opts.progress)
-        .with_context(|| format!("writing {}", configs_tmp.display()))
-    {
-        Ok(Some(tally)) => tally,
-        stopped_or_failed => {
-            drop(sink);
-            dir.remove_own_temporaries(s)?;
-            return stopped_or_failed.map(|_| None);
-        }
+        .with_context(|| format!("writing {}", configs_tmp.display()))?
+    else {
+        return Ok(None);
     };
-    let configs_sha256 = match sink
+    let configs_sha256 = sink
         .finish()
-        .with_context(|| format!("writing {}", configs_tmp.display()))
-    {
-        Ok(sha) => sha,
-        Err(e) => {
-            dir.remove_own_temporaries(s)?;
-            return Err(e);
-        }
-    };
+        .with_context(|| format!("writing {}", configs_tmp.display()))?;
     let pareto_tmp = run_dir::tmp_path(&dir.part_pareto(s));
     let mut sink = ParquetSink::create(&pareto_tmp, labels, metadata)?;
     let pareto_sha256 = sink
         .write_rows(tally.frontier.rows())
         .and_then(|()| sink.finish())
-        .with_context(|| format!("writing {}", pareto_tmp.display()));
-    let pareto_sha256 = match pareto_sha256 {
-        Ok(sha) => sha,
-        Err(e) => {
-            dir.remove_own_temporaries(s)?;
-            return Err(e);
-        }
-    };
+        .with_context(|| format!("writing {}", pareto_tmp.display()))?;
     let record = PartRecord {
         racksweep_version: env!("CARGO_PKG_VERSION").into(),
         sweep_sha256: header.sha256.clone(),
@@ -216,11 +219,6 @@ fn write_part<S: Space>(
         wall_time_s: clock.elapsed().as_secs_f64(),
         finished_at: rfc3339(SystemTime::now()),
     };
-    if let Err(e) = plan.lock.check() {
-        dir.remove_own_temporaries(s)?;
-        return Err(e);
-    }
-    dir.commit_part(&record)?;
     Ok(Some((record, tally.frontier.rows().to_vec())))
 }
 
