@@ -730,8 +730,15 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 /// operating system releases it when the process ends, however it ends.
 #[derive(Debug)]
 pub struct Lock {
-    /// Each lock file's path, what it locks, and the file this process locked.
-    files: Vec<(PathBuf, PathBuf, fs::File)>,
+    files: Vec<Held>,
+}
+
+/// One lock file held: its path, what it locks (for messages), and the file this process locked.
+#[derive(Debug)]
+struct Held {
+    path: PathBuf,
+    what: PathBuf,
+    file: fs::File,
 }
 
 impl Lock {
@@ -742,7 +749,7 @@ impl Lock {
     /// files), so one that lost its lock stops first (exit 1); its own temporaries are its
     /// caller's to remove.
     pub fn check(&self) -> Result<()> {
-        for (path, what, file) in &self.files {
+        for Held { path, what, file } in &self.files {
             if !same_file(file, path) {
                 return Err(UserError::new(format!(
                     "{}, this process's lock on {}, was removed or replaced while it ran: another process may be writing there now, so this one stops without committing",
@@ -806,9 +813,8 @@ impl RunDir {
                     .into(),
             );
         }
-        let file = acquire(&self.lock_path(), false, &self.root)?;
         Ok(Lock {
-            files: vec![(self.lock_path(), self.root.clone(), file)],
+            files: vec![acquire(self.lock_path(), false, &self.root)?],
         })
     }
 
@@ -835,12 +841,10 @@ impl RunDir {
                     .with_hint("pass --out with a writable directory")
             })?;
         }
-        let run = acquire(&self.lock_path(), true, &self.root)?;
-        let part = acquire(&self.part_lock_path(s), false, &self.configs(s))?;
         Ok(Lock {
             files: vec![
-                (self.lock_path(), self.root.clone(), run),
-                (self.part_lock_path(s), self.configs(s), part),
+                acquire(self.lock_path(), true, &self.root)?,
+                acquire(self.part_lock_path(s), false, &self.configs(s))?,
             ],
         })
     }
@@ -848,13 +852,13 @@ impl RunDir {
 
 /// Locks `path` (shared or exclusive) without waiting; refuses with the holder's pid, which an
 /// exclusive holder writes into the file.
-fn acquire(path: &Path, shared: bool, what: &Path) -> Result<fs::File> {
+fn acquire(path: PathBuf, shared: bool, what: &Path) -> Result<Held> {
     let mut file = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .open(path)
+        .open(&path)
         .with_context(|| format!("opening the lock {}", path.display()))?;
     let locked = if shared {
         file.try_lock_shared()
@@ -864,7 +868,7 @@ fn acquire(path: &Path, shared: bool, what: &Path) -> Result<fs::File> {
     match locked {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            let holder = fs::read_to_string(path)
+            let holder = fs::read_to_string(&path)
                 .ok()
                 .and_then(|t| t.trim().parse::<u32>().ok())
                 .map_or_else(
@@ -889,7 +893,11 @@ fn acquire(path: &Path, shared: bool, what: &Path) -> Result<fs::File> {
         file.write_all(std::process::id().to_string().as_bytes())?;
         file.sync_all()?;
     }
-    Ok(file)
+    Ok(Held {
+        path,
+        what: what.to_path_buf(),
+        file,
+    })
 }
 
 /// `part-K-of-N`.
@@ -960,11 +968,16 @@ fn remove_if_present(path: &Path) -> Result<()> {
 
 /// Writes `bytes` to `path` atomically: a synced temporary file renamed into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    rename(&write_tmp(path, bytes)?, path)
+}
+
+/// `bytes` written and synced under `path`'s temporary name ([`tmp_path`]), which it returns.
+fn write_tmp(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
     let tmp = tmp_path(path);
     let mut file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     file.write_all(bytes)?;
     file.sync_all()?;
-    rename(&tmp, path)
+    Ok(tmp)
 }
 
 /// Writes `bytes` to `path` atomically unless a file is there, also one another process put
@@ -972,10 +985,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// name exists (a rename would replace the file). Where the file system has no hard links, it is
 /// renamed into place, as [`write_atomic`] does.
 fn publish_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = tmp_path(path);
-    let mut file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
+    let tmp = write_tmp(path, bytes)?;
     match fs::hard_link(&tmp, path) {
         Ok(()) => {
             remove_if_present(&tmp)?;
