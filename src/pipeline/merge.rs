@@ -165,10 +165,7 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
                     path.display()
                 )
             }
-            Err(e) => format!(
-                "binds {} by its checksum, a file that is not readable Parquet ({e})",
-                path.display()
-            ),
+            Err(e) => unreadable(&path, e),
         }
     };
     Err(UserError::new(format!(
@@ -181,6 +178,15 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
         r.shard()
     ))
     .into())
+}
+
+/// What a record says of `path`, a file that matches the checksum the record keeps and does not
+/// decode: racksweep wrote both, so both were changed since.
+fn unreadable(path: &std::path::Path, why: impl std::fmt::Display) -> String {
+    format!(
+        "binds {} by its checksum, a file that is not readable Parquet ({why})",
+        path.display()
+    )
 }
 
 /// Rows of a Parquet file and nulls of its reason column, from its footer (the writer keeps
@@ -220,10 +226,10 @@ fn check_frontier_ids(dir: &RunDir, r: &PartRecord) -> Result<()> {
     // The file matches the record's checksum: one that does not decode was changed with it.
     let ids = crate::analyze::config_ids(&path).map_err(|e| {
         UserError::new(format!(
-            "part {}: {} binds {} by its checksum, a file that is not readable Parquet ({e:#})",
+            "part {}: {} {}",
             r.shard(),
             dir.record(r.shard()).display(),
-            path.display()
+            unreadable(&path, format!("{e:#}"))
         ))
         .with_hint("the commit record was altered; run the part again")
     })?;
