@@ -206,18 +206,25 @@ pub fn units_of(rack: &Rack, batched: &BatchedInstance, instances: u32) -> u64 {
 
 /// The instances a cluster of `gpus` GPUs holds: the placement's when both pools share a
 /// layout; with a prefill tp of its own, the most whose pools' units fit in the cluster
-/// ([`units_of`] rises with the count, so a bisection finds it).
+/// ([`instances_in_units`]).
 fn instances_on(rack: &Rack, batched: &BatchedInstance, gpus: u32) -> u32 {
-    let inst = batched.inst;
-    if !inst.heterogeneous() {
-        return inst.layout.instances;
+    if !batched.inst.heterogeneous() {
+        return batched.inst.layout.instances;
     }
-    let units = u64::from(gpus / rack.unit_gpus());
+    instances_in_units(rack, batched, u64::from(gpus / rack.unit_gpus()))
+}
+
+/// The most instances whose pools fit in `units` sizing units ([`units_of`] rises with the
+/// count, so a bisection finds it): for pools that share a layout, the count the placement
+/// packs on those units.
+fn instances_in_units(rack: &Rack, batched: &BatchedInstance, units: u64) -> u32 {
+    let inst = batched.inst;
     let narrowest = inst
         .layout
         .gpus_per_instance
         .min(inst.prefill_layout.gpus_per_instance);
-    let (mut fits, mut over) = (0u32, gpus / narrowest + 1);
+    let most = units * u64::from(rack.unit_gpus()) / u64::from(narrowest);
+    let (mut fits, mut over) = (0u32, u32::try_from(most + 1).unwrap_or(u32::MAX));
     while over - fits > 1 {
         let mid = fits + (over - fits) / 2;
         if units_of(rack, batched, mid) <= units {
@@ -348,16 +355,38 @@ fn auto_gpus<'a>(
                 let load = &phase.load;
                 sizing::min_instances(&batched, speeds, load, s, tiers, max_instances, slo, guess)
             };
-            let instances = fewest(s.slo.is_set())
-                .or_else(|_| fewest(false))
+            let slo = s.slo.is_set();
+            let (instances, slo) = fewest(slo)
+                .map(|n| (n, slo))
+                .or_else(|_| fewest(false).map(|n| (n, false)))
                 .map_err(|_| Estimate::with_layout(Reason::DemandExceedsMaxRacks, &l))?;
             *hint = Some(instances);
             timed.fewest.push(Some(instances));
+            // The cluster runs every instance its units (or, on pools of two presets, its racks)
+            // hold, often more than the fewest that serve, and where more can fail
+            // ([`sizing::more_can_fail`]) the size is the smallest whose full count serves.
+            let full_count_serves = |held: u32| {
+                held == instances
+                    || !sizing::more_can_fail(&batched, &phase.load)
+                    || sizing::serves(&batched, speeds, held, &phase.load, s, tiers, slo)
+            };
             needed = needed.max(if inst.other_hardware() {
                 // Whole racks of each pool, counted in units of the decode preset's racks.
-                pool_racks(ctx, &batched, instances).1 * u64::from(rack.gpus_per_rack()) / unit_gpus
+                let mut racks = pool_racks(ctx, &batched, instances).1;
+                while racks < u64::from(MAX_AUTO_RACKS)
+                    && !full_count_serves(instances_in_racks(ctx, &batched, racks as u32))
+                {
+                    racks += 1;
+                }
+                racks * u64::from(rack.gpus_per_rack()) / unit_gpus
             } else {
-                units_of(rack, &batched, instances)
+                let mut units = units_of(rack, &batched, instances);
+                while units < max_units
+                    && !full_count_serves(instances_in_units(rack, &batched, units))
+                {
+                    units += 1;
+                }
+                units
             });
             other_hardware |= inst.other_hardware();
         }
@@ -1042,6 +1071,34 @@ ownership = ["cloud", "owned"]
         }
     }
 
+    /// A closed population on disaggregated pools can fail with more instances than the fewest
+    /// that serve it ([`sizing::more_can_fail`]), and a cluster runs every instance its servers
+    /// hold: `racks = "auto"` meets the demand at every user count with the instances its
+    /// servers hold (8 of these 1,656 sized rows missed it, by up to 2.3 %, before
+    /// `auto_gpus` checked that count), and at counts where rows missed it it equals brute
+    /// force.
+    #[test]
+    fn auto_racks_serve_the_users_with_every_instance_they_hold() {
+        let mut sized = 0;
+        for users in (500..12_000).step_by(250) {
+            let spec = sweep(&format!("concurrent_users = {users}"), "");
+            let ctx = spec.context();
+            for (_, p) in spec.grid.range(0, spec.grid.len()) {
+                let e = evaluate(&ctx, &p);
+                if !e.feasible() {
+                    continue;
+                }
+                sized += 1;
+                assert_eq!(e.demand_met, Some(true), "{users} users: {p:?} {e:?}");
+                if matches!(users, 750 | 5500 | 8250 | 9500) {
+                    let expected = brute_force(&ctx, &p, e.servers + 3);
+                    assert_eq!(Some(e.gpus), expected, "{users} users: {p:?}");
+                }
+            }
+        }
+        assert!(sized > 1500, "{sized}");
+    }
+
     /// Demands (and SLOs) under which the caches are checked: users with an SLO, and a request
     /// rate without one.
     const SIZED_CASES: [(&str, &str); 2] = [
@@ -1595,9 +1652,19 @@ ownership = ["cloud", "owned"]
     }
 
     /// `racks = "auto"` with the prefill pool on a GPU of its own takes the fewest racks: the
-    /// row is the listed-racks row at its count, and one rack fewer does not meet the demand.
+    /// row is the listed-racks row at its count, it meets the demand with every instance its
+    /// racks hold (a closed population on such pools can fail with more instances than the
+    /// fewest that serve it), and one rack fewer does not meet the demand.
     #[test]
     fn auto_racks_with_a_prefill_gpu_of_its_own_are_the_fewest() {
+        let mut checked = 0;
+        for users in (1000..12000).step_by(500) {
+            checked += fewest_auto_racks_checked(users);
+        }
+        assert!(checked > 400, "{checked}");
+    }
+
+    fn fewest_auto_racks_checked(users: u32) -> usize {
         let text = r#"
 [sweep]
 name = "t"
@@ -1608,7 +1675,7 @@ input_tokens = 2048
 output_tokens = 512
 
 [workload.demand]
-concurrent_users = 3000
+concurrent_users = USERS
 
 [grid]
 hardware = ["h200-sxm"]
@@ -1619,7 +1686,8 @@ prefill_hardware = ["h100-sxm", "b200", "gb200-nvl72"]
 batch = [32, 128]
 ownership = ["cloud", "owned"]
 "#;
-        let spec = inference(text, 1_000_000);
+        let text = text.replace("USERS", &users.to_string());
+        let spec = inference(&text, 1_000_000);
         let ctx = spec.context();
         let mut checked = 0;
         for (_, p) in spec.grid.range(0, spec.grid.len()) {
@@ -1656,7 +1724,7 @@ ownership = ["cloud", "owned"]
             assert_ne!(fewer.demand_met, Some(true), "{p:?} {fewer:?}");
             checked += 1;
         }
-        assert!(checked > 20, "{checked}");
+        checked
     }
 
     /// On every row of a sized sweep with prefill pools of their own tp: the GPUs are the two

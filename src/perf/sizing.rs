@@ -285,23 +285,36 @@ pub fn min_instances(
             .pools(n)
             .is_ok_and(|pools| utilization_floor(batched, speeds, pools, load, s) <= target)
     };
-    let served = |n: u32| {
-        let Ok(pools) = batched.pools(n) else {
-            return false;
-        };
-        if !slo {
-            let (lambda, settled, _) = settle(batched, speeds, pools, load, s, true);
-            return settled.is_some() && lambda / batched.capacity_requests_per_s(pools) <= target;
-        }
-        let served = serve(batched, speeds, pools, load, s, tiers, true);
-        served.demand_met && served.meets_slo
-    };
+    let served = |n: u32| serves(batched, speeds, n, load, s, tiers, slo);
     let fewest = first_passing(1, max_instances, bounded).ok_or(TooMany)?;
     let hint = hint.or_else(|| fluid_guess(speeds, load, s));
     let found = first_passing_near(fewest, hint, max_instances, served).ok_or(TooMany)?;
     Ok(fewer_in_lower_prefill_levels(
         batched, load, fewest, found, served,
     ))
+}
+
+/// Whether `instances` instances of `batched` meet the demand and, when `slo` is true, the
+/// SLOs: the test [`min_instances`] searches with.
+pub fn serves(
+    batched: &BatchedInstance,
+    speeds: &Speeds,
+    instances: u32,
+    load: &Load,
+    s: &Settings,
+    tiers: &TierFacts,
+    slo: bool,
+) -> bool {
+    let Ok(pools) = batched.pools(instances) else {
+        return false;
+    };
+    if !slo {
+        let (lambda, settled, _) = settle(batched, speeds, pools, load, s, true);
+        let target = s.target_utilization * (1.0 + 1e-12);
+        return settled.is_some() && lambda / batched.capacity_requests_per_s(pools) <= target;
+    }
+    let served = serve(batched, speeds, pools, load, s, tiers, true);
+    served.demand_met && served.meets_slo
 }
 
 /// Prefill levels below a passing count that [`min_instances`] searches again.
@@ -330,7 +343,7 @@ fn fewer_in_lower_prefill_levels(
     found: u32,
     served: impl Fn(u32) -> bool,
 ) -> u32 {
-    if load.users <= 0.0 || batched.inst.disagg_prefill_pct == 0 {
+    if !more_can_fail(batched, load) {
         return found;
     }
     let level = |n: u32| batched.pools(n).map_or(0, |p| p.prefill);
@@ -344,6 +357,13 @@ fn fewer_in_lower_prefill_levels(
         }
     }
     best
+}
+
+/// Whether more instances of `batched` can fail a load that fewer serve: a closed population
+/// on disaggregated pools ([`fewer_in_lower_prefill_levels`]). Open arrivals and aggregated
+/// pools only gain from more.
+pub fn more_can_fail(batched: &BatchedInstance, load: &Load) -> bool {
+    load.users > 0.0 && batched.inst.disagg_prefill_pct != 0
 }
 
 /// Where to start the search for a closed population without a hint: the instances at which
