@@ -74,7 +74,7 @@ def generation_attention(s, q):
     t = pnorm(s, [
         ("bytes_per_s", b * c * kv * d * 2 * s["kv_bytes"] + 4 * b * h * d),
         ("flops_per_s", 4 * b * h * d * c),
-        ("kvseq_per_s", b * kv * d),
+        ("kvseq_per_s", b * kv),
     ], ramp=b * kv)
     # knots in (log2(h / kv), log2(b c) / 2), 6 x 15 (SPEC.md 3.3)
     return t * knots_at(s.get("shape_factor"), math.log2(max(h / kv, 1.0)), math.log2(max(b * c, 1.0)) / 2.0, 6, 15)

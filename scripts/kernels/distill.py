@@ -539,7 +539,7 @@ def fit_generation_attention(rec):
         xs = [
             ("bytes_per_s", b * c * kv * d * 2.0 * kb + 4.0 * b * h * d),
             ("flops_per_s", 4.0 * b * h * d * c),
-            ("kvseq_per_s", b * kv * d),
+            ("kvseq_per_s", b * kv),
         ]
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t, ramp=b * kv)

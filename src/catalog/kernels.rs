@@ -218,6 +218,8 @@ pub struct GenerationAttentionParams {
     pub p: f64,
     pub bytes_per_s: f64,
     pub flops_per_s: f64,
+    /// (sequence, KV head) work items per second: each has a fixed cost whatever the head
+    /// width (SPEC.md 3.3).
     pub kvseq_per_s: f64,
     /// (sequence, KV head) work items at which bandwidth reaches half its rate.
     pub u_half: f64,
@@ -244,7 +246,7 @@ impl GenerationAttentionParams {
             &[
                 bytes * (1.0 + self.u_half / items) / self.bytes_per_s,
                 4.0 * b * h * d * c / self.flops_per_s,
-                b * kv * d / self.kvseq_per_s,
+                items / self.kvseq_per_s,
             ],
         );
         t * knot_factor(
@@ -916,6 +918,34 @@ mod tests {
             .unwrap();
         let t = g.params.time_s(17.0, 10240.0, 10240.0);
         assert!((t - 56.63e-6).abs() < 0.02e-6, "{t}");
+    }
+
+    /// TensorRT-LLM's decode attention on B200 with an FP8 KV cache, 8 query heads per KV head
+    /// and 8 cached tokens (`step` 7), from AIConfigurator 0.12's table
+    /// (`b200_sxm/attention/trtllm/1.3.0rc20/generation_attention_perf.parquet`): a CTA per
+    /// (sequence, KV head) costs about the same at head width 64 (gpt-oss) as at 128, so the
+    /// surface times both within its stated p90 error. With a per-CTA term in `b kv d` it read
+    /// 0.045 and 0.079 ms at d = 64, 1,024 and 2,048 sequences: 0.55x and 0.51x the table.
+    #[test]
+    fn decode_attention_costs_a_cta_whatever_its_head_width() {
+        let f = file("b200", "trtllm").unwrap();
+        let a = f
+            .generation_attention
+            .iter()
+            .find(|a| a.kv_dtype == "fp8" && a.default)
+            .unwrap();
+        for (b, d, measured_ms) in [
+            (1024.0, 64.0, 0.082448),
+            (2048.0, 64.0, 0.15448),
+            (1024.0, 128.0, 0.092667),
+        ] {
+            let ms = a.params.time_s(b, 8.0, 64.0, 8.0, d) * 1e3;
+            let err = (ms / measured_ms - 1.0).abs();
+            assert!(
+                err <= a.fit.err_p90,
+                "b {b} d {d}: {ms} ms vs {measured_ms} ms"
+            );
+        }
     }
 
     #[test]
