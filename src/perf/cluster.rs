@@ -364,25 +364,30 @@ fn auto_gpus<'a>(
             timed.fewest.push(Some(instances));
             // The cluster runs every instance its units (or, on pools of two presets, its racks)
             // hold, often more than the fewest that serve, and where more can fail
-            // ([`sizing::more_can_fail`]) the size is the smallest whose full count serves.
+            // ([`sizing::more_can_fail`]) the size is the smallest whose full count serves, at
+            // most the one holding a count past the failing levels.
             let full_count_serves = |held: u32| {
                 held == instances
                     || !sizing::more_can_fail(&batched, &phase.load)
                     || sizing::serves(&batched, speeds, held, &phase.load, s, tiers, slo)
             };
+            let past = sizing::past_failing_levels(&batched, instances);
             needed = needed.max(if inst.other_hardware() {
                 // Whole racks of each pool, counted in units of the decode preset's racks.
+                let most = pool_racks(ctx, &batched, past)
+                    .1
+                    .min(u64::from(MAX_AUTO_RACKS));
                 let mut racks = pool_racks(ctx, &batched, instances).1;
-                while racks < u64::from(MAX_AUTO_RACKS)
+                while racks < most
                     && !full_count_serves(instances_in_racks(ctx, &batched, racks as u32))
                 {
                     racks += 1;
                 }
                 racks * u64::from(rack.gpus_per_rack()) / unit_gpus
             } else {
+                let most = units_of(rack, &batched, past).min(max_units);
                 let mut units = units_of(rack, &batched, instances);
-                while units < max_units
-                    && !full_count_serves(instances_in_units(rack, &batched, units))
+                while units < most && !full_count_serves(instances_in_units(rack, &batched, units))
                 {
                     units += 1;
                 }

@@ -279,7 +279,7 @@ pub fn min_instances(
     slo: bool,
     hint: Option<u32>,
 ) -> Result<u32, TooMany> {
-    let target = s.target_utilization * (1.0 + 1e-12);
+    let target = target_utilization(s);
     let bounded = |n: u32| {
         batched
             .pools(n)
@@ -310,11 +310,16 @@ pub fn serves(
     };
     if !slo {
         let (lambda, settled, _) = settle(batched, speeds, pools, load, s, true);
-        let target = s.target_utilization * (1.0 + 1e-12);
-        return settled.is_some() && lambda / batched.capacity_requests_per_s(pools) <= target;
+        let utilization = lambda / batched.capacity_requests_per_s(pools);
+        return settled.is_some() && utilization <= target_utilization(s);
     }
     let served = serve(batched, speeds, pools, load, s, tiers, true);
     served.demand_met && served.meets_slo
+}
+
+/// The utilization a sized count may reach: the target, with a relative 1e-12 for rounding.
+fn target_utilization(s: &Settings) -> f64 {
+    s.target_utilization * (1.0 + 1e-12)
 }
 
 /// Prefill levels below a passing count that [`min_instances`] searches again.
@@ -364,6 +369,15 @@ fn fewer_in_lower_prefill_levels(
 /// pools only gain from more.
 pub fn more_can_fail(batched: &BatchedInstance, load: &Load) -> bool {
     load.users > 0.0 && batched.inst.disagg_prefill_pct != 0
+}
+
+/// A count past which more instances of `batched` only help a load that `instances` serve:
+/// the prefill pool has grown by [`LOWER_PREFILL_LEVELS`] instances (a level spans
+/// `ceil(100 / pct)` counts), and a level's failing counts lie at its top
+/// ([`fewer_in_lower_prefill_levels`]).
+pub fn past_failing_levels(batched: &BatchedInstance, instances: u32) -> u32 {
+    let span = 100u32.div_ceil(batched.inst.disagg_prefill_pct.max(1));
+    instances.saturating_add(LOWER_PREFILL_LEVELS * span)
 }
 
 /// Where to start the search for a closed population without a hint: the instances at which
