@@ -101,6 +101,26 @@ fn single_run(out: &Path, sweep: &str, extra: &[&str]) -> PathBuf {
     out.join(name_of(sweep))
 }
 
+/// BIG's parts: small enough that a run of it commits several.
+const BIG_PARTS: [&str; 2] = ["--part-rows", "40000"];
+
+/// An uninterrupted run of BIG in `tmp`, the run the others must equal byte for byte.
+fn big_reference(tmp: &Path) -> PathBuf {
+    single_run(&tmp.join("reference"), BIG, &BIG_PARTS)
+}
+
+/// The command of a whole run of BIG into `out`, resumed if there is one (stderr the caller's).
+fn big_run(out: &Path) -> std::process::Command {
+    let mut command = bin();
+    command
+        .args(["run", BIG, "--quiet", "--resume"])
+        .args(BIG_PARTS)
+        .args(["--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .stdout(Stdio::null());
+    command
+}
+
 fn name_of(sweep: &str) -> String {
     let text = std::fs::read_to_string(root().join(sweep)).unwrap();
     let v: toml::Table = text.parse().unwrap();
@@ -362,14 +382,7 @@ fn next(state: &mut u64) -> f64 {
 
 /// Starts a big run and kills it (SIGKILL, or SIGINT) `after` into it; returns its exit status.
 fn interrupt(out: &Path, after: Duration, signal: &str) -> std::process::ExitStatus {
-    let mut child = bin()
-        .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
-        .args(["--out", out.to_str().unwrap()])
-        .current_dir(root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = big_run(out).stderr(Stdio::null()).spawn().unwrap();
     std::thread::sleep(after);
     let killed = std::process::Command::new("kill")
         .args([signal, &child.id().to_string()])
@@ -383,11 +396,7 @@ fn interrupt(out: &Path, after: Duration, signal: &str) -> std::process::ExitSta
 fn kill_9_at_any_moment_then_resume_gives_the_uninterrupted_output() {
     let tmp = tempfile::tempdir().unwrap();
     let clock = Instant::now();
-    let reference = single_run(
-        &tmp.path().join("reference"),
-        BIG,
-        &["--part-rows", "40000"],
-    );
+    let reference = big_reference(tmp.path());
     let full = clock.elapsed();
     let mut state = seed() | 1;
     for attempt in 0..4 {
@@ -404,7 +413,7 @@ fn kill_9_at_any_moment_then_resume_gives_the_uninterrupted_output() {
                 );
             }
         }
-        let dir = single_run(&out, BIG, &["--part-rows", "40000", "--resume"]);
+        let dir = single_run(&out, BIG, &[&BIG_PARTS[..], &["--resume"]].concat());
         assert_eq!(manifest(&dir)["complete"], true);
         assert_same_run(&reference, &dir);
         let leftovers: Vec<_> = walk(&dir)
@@ -418,11 +427,7 @@ fn kill_9_at_any_moment_then_resume_gives_the_uninterrupted_output() {
 #[test]
 fn sigint_stops_cleanly_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
-    let reference = single_run(
-        &tmp.path().join("reference"),
-        BIG,
-        &["--part-rows", "40000"],
-    );
+    let reference = big_reference(tmp.path());
     let out = tmp.path().join("stopped");
     let status = interrupt(&out, Duration::from_millis(300), "-INT");
     let dir = out.join("resume");
@@ -441,22 +446,15 @@ fn sigint_stops_cleanly_and_says_so() {
         "the part in flight is dropped"
     );
     // A plain rerun refuses to overwrite it; --resume completes it.
-    let o = run(&[
-        "run",
-        BIG,
-        "--quiet",
-        "--part-rows",
-        "40000",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let out_arg = ["--out", out.to_str().unwrap()];
+    let o = run(&[&["run", BIG, "--quiet"][..], &BIG_PARTS, &out_arg].concat());
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("pass --resume to continue it"),
         "{}",
         stderr(&o)
     );
-    single_run(&out, BIG, &["--part-rows", "40000", "--resume"]);
+    single_run(&out, BIG, &[&BIG_PARTS[..], &["--resume"]].concat());
     assert_same_run(&reference, &dir);
 }
 
@@ -548,14 +546,7 @@ fn one_writer_per_run_directory() {
 
 /// A whole run of BIG into `out`, resumed if there is one, its stderr piped.
 fn big_writer(out: &Path) -> std::process::Child {
-    bin()
-        .args(["run", BIG, "--quiet", "--part-rows", "40000", "--resume"])
-        .args(["--out", out.to_str().unwrap()])
-        .current_dir(root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    big_run(out).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Waits until `writer` holds the run in `out` (its pid in the lock file).
@@ -574,11 +565,7 @@ fn holds_the_run(out: &Path, writer: &std::process::Child) {
 #[test]
 fn two_writers_and_a_kill_leave_a_clean_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let reference = single_run(
-        &tmp.path().join("reference"),
-        BIG,
-        &["--part-rows", "40000"],
-    );
+    let reference = big_reference(tmp.path());
     for kill in [false, true] {
         let out = tmp.path().join(if kill { "killed" } else { "raced" });
         let mut first = big_writer(&out);
@@ -660,11 +647,7 @@ fn shards_of_two_sweeps_started_together_are_never_both_accepted() {
 #[test]
 fn a_writer_whose_lock_is_removed_stops_before_committing() {
     let tmp = tempfile::tempdir().unwrap();
-    let reference = single_run(
-        &tmp.path().join("reference"),
-        BIG,
-        &["--part-rows", "40000"],
-    );
+    let reference = big_reference(tmp.path());
     let out = tmp.path().join("unlocked");
     let lock = out.join(".resume.lock");
     let first = big_writer(&out);
