@@ -365,19 +365,21 @@ fn auto_gpus<'a>(
             // The cluster runs every instance its units (or, on pools of two presets, its racks)
             // hold, often more than the fewest that serve, and where more can fail
             // ([`sizing::more_can_fail`]) the size is the smallest whose full count serves, at
-            // most the one holding a count past the failing levels.
+            // most the one holding a count past the failing levels (elsewhere: the first).
             let full_count_serves = |held: u32| {
                 held == instances
-                    || !sizing::more_can_fail(&batched, &phase.load)
                     || sizing::serves(&batched, speeds, held, &phase.load, s, tiers, slo)
             };
-            let past = sizing::past_failing_levels(&batched, instances);
+            let past = sizing::more_can_fail(&batched, &phase.load)
+                .then(|| sizing::past_failing_levels(&batched, instances));
             needed = needed.max(if inst.other_hardware() {
                 // Whole racks of each pool, counted in units of the decode preset's racks.
-                let most = pool_racks(ctx, &batched, past)
-                    .1
-                    .min(u64::from(MAX_AUTO_RACKS));
                 let mut racks = pool_racks(ctx, &batched, instances).1;
+                let most = past.map_or(racks, |n| {
+                    pool_racks(ctx, &batched, n)
+                        .1
+                        .min(u64::from(MAX_AUTO_RACKS))
+                });
                 while racks < most
                     && !full_count_serves(instances_in_racks(ctx, &batched, racks as u32))
                 {
@@ -385,8 +387,8 @@ fn auto_gpus<'a>(
                 }
                 racks * u64::from(rack.gpus_per_rack()) / unit_gpus
             } else {
-                let most = units_of(rack, &batched, past).min(max_units);
                 let mut units = units_of(rack, &batched, instances);
+                let most = past.map_or(units, |n| units_of(rack, &batched, n).min(max_units));
                 while units < most && !full_count_serves(instances_in_units(rack, &batched, units))
                 {
                     units += 1;
