@@ -428,9 +428,26 @@ fn a_force_that_cannot_remove_everything_leaves_the_path_free() {
         !tmp.path().join("quickstart").exists(),
         "no half-removed run"
     );
-    // The path is free: a plain run (no --force) starts afresh and completes.
+    // The path is free: a plain run (no --force) starts afresh, completes, and clears the
+    // remains (unpinned above).
     let o = run(&quickstart);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(manifest(&tmp.path().join("quickstart"))["complete"] == true);
+    assert!(!moved[0].exists(), "remains cleared");
+}
+
+/// A `--force` killed while it deleted the old run leaves its remains beside the run (here
+/// made by hand, as `kill -9` would leave them); the next run into that `--out` removes them.
+#[test]
+fn the_remains_of_a_killed_force_are_cleared_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let remains = tmp.path().join(".quickstart.removing-4242");
+    std::fs::create_dir_all(remains.join("configs")).unwrap();
+    std::fs::write(remains.join("configs/part-0-of-1.parquet"), b"rows").unwrap();
+    let o = run(&["run", "sweeps/quickstart.toml", "--quiet", "--out", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!remains.exists(), "remains cleared");
     assert!(manifest(&tmp.path().join("quickstart"))["complete"] == true);
 }
 

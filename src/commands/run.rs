@@ -125,6 +125,18 @@ fn stop_on_signals() -> Result<Arc<AtomicUsize>> {
     Ok(stop)
 }
 
+/// What the run could not tidy and leaves to its user (it does not stop the run), on stderr
+/// whether `--quiet` or not.
+#[expect(
+    clippy::print_stderr,
+    reason = "warnings about files beside the run, which the run's outcome does not report"
+)]
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 /// A single process: every part not committed yet, in turn, then the merge.
 fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> Result<Outcome> {
     let dir = RunDir::new(args.out.join(&sweep.header().name));
@@ -134,6 +146,7 @@ fn whole(sweep: &Sweep, args: &RunArgs, threads: usize, stop: &AtomicUsize) -> R
             .with_hint("pass --out with a writable directory")
     })?;
     let lock = dir.lock()?;
+    warn(&dir.remove_remains());
     if dir.root.exists() {
         if args.force {
             if !dir.is_run()? {

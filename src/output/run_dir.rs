@@ -272,16 +272,24 @@ impl RunDir {
         write_atomic(&self.record(s), json.as_bytes())
     }
 
-    /// Removes the whole run (`run --force`; the caller holds the run's lock and has checked
-    /// `is_run`). The directory is first renamed aside, one atomic step, so its path never
-    /// holds a half-removed run: a removal that fails part-way (a file that may not be
-    /// deleted) leaves the remains under their own name, `.<name>.removing-<pid>[-<n>]` beside
-    /// the run, and says so; the run's path is free, so the next run starts afresh.
-    pub fn remove(&self) -> Result<()> {
+    /// The start of the name a removal moves the run aside to: `.<name>.removing-`, then the
+    /// remover's pid and `-<n>` past the remains of earlier removals.
+    fn remains_prefix(&self) -> String {
         let name = self
             .root
             .file_name()
             .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned());
+        format!(".{name}.removing-")
+    }
+
+    /// Removes the whole run (`run --force`; the caller holds the run's lock and has checked
+    /// `is_run`). The directory is first renamed aside, one atomic step, so its path never
+    /// holds a half-removed run: a removal that fails part-way (a file that may not be
+    /// deleted) or is killed leaves the remains under their own name,
+    /// `.<name>.removing-<pid>[-<n>]` beside the run (and says so if it can); the run's path
+    /// is free, so the next run starts afresh, and clears them ([`RunDir::remove_remains`]).
+    pub fn remove(&self) -> Result<()> {
+        let prefix = self.remains_prefix();
         // A name no earlier removal left behind (a failed one keeps its remains; a pid recurs).
         let pid = std::process::id();
         let free = |n: u32| {
@@ -290,9 +298,7 @@ impl RunDir {
             } else {
                 format!("-{n}")
             };
-            let path = self
-                .root
-                .with_file_name(format!(".{name}.removing-{pid}{suffix}"));
+            let path = self.root.with_file_name(format!("{prefix}{pid}{suffix}"));
             fs::symlink_metadata(&path).is_err().then_some(path)
         };
         let Some(aside) = (0..1000).find_map(free) else {
@@ -300,9 +306,7 @@ impl RunDir {
                 "cannot remove {}: a thousand earlier removals left their remains beside it",
                 self.root.display()
             ))
-            .with_hint(format!(
-                "remove the .{name}.removing-* directories beside it"
-            ))
+            .with_hint(format!("remove the {prefix}* directories beside it"))
             .into());
         };
         fs::rename(&self.root, &aside).map_err(|e| {
@@ -319,12 +323,49 @@ impl RunDir {
                 aside.display()
             ))
             .with_hint(format!(
-                "remove {} yourself; {} no longer exists, so the run can be started again",
+                "remove {} yourself (the next run into this --out tries again); {} no longer exists, so the run can be started again",
                 aside.display(),
                 self.root.display()
             ))
         })?;
         Ok(())
+    }
+
+    /// Removes the remains that earlier removals of this run left beside it (a removal killed
+    /// part-way, or one that met a file it may not delete): every directory named
+    /// `.<name>.removing-*`. Only a holder of the run's lock to itself calls this, and only such
+    /// a holder removes a run ([`RunDir::remove`]), so no removal of them is in progress. What
+    /// cannot be removed stays, and is named in the returned warnings; the run itself does not
+    /// depend on it.
+    pub fn remove_remains(&self) -> Vec<String> {
+        let prefix = self.remains_prefix();
+        let Some(parent) = self.root.parent() else {
+            return Vec::new();
+        };
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let Ok(entries) = fs::read_dir(parent) else {
+            return Vec::new();
+        };
+        let mut warnings = Vec::new();
+        for entry in entries.flatten() {
+            let is_remains = entry.file_name().to_string_lossy().starts_with(&prefix)
+                && entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_remains {
+                continue;
+            }
+            let path = entry.path();
+            if let Err(e) = fs::remove_dir_all(&path) {
+                warnings.push(format!(
+                    "{} holds the remains of an earlier --force, and part of it could not be removed: {e} (remove it yourself)",
+                    path.display()
+                ));
+            }
+        }
+        warnings
     }
 
     /// Removes what a merge wrote, the manifest first so that no reader takes the run for
@@ -1075,6 +1116,35 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, [format!(".r.removing-{pid}")]);
+    }
+
+    /// The remains of earlier removals of this run (directories `.r.removing-*`, as a killed
+    /// `--force` leaves them) are removed, contents and all; a file of that name, another
+    /// run's remains and the run itself are not touched.
+    #[test]
+    fn remove_remains_clears_this_runs_remains_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("r"));
+        dir.create("name = \"r\"\n").unwrap();
+        for remains in [".r.removing-4242", ".r.removing-4242-1"] {
+            let nested = tmp.path().join(remains).join("configs");
+            std::fs::create_dir_all(&nested).unwrap();
+            std::fs::write(nested.join("part-0-of-1.parquet"), b"rows").unwrap();
+        }
+        std::fs::write(tmp.path().join(".r.removing-7"), b"a file").unwrap();
+        std::fs::create_dir(tmp.path().join(".rr.removing-7")).unwrap();
+        std::fs::create_dir(tmp.path().join(".other.removing-7")).unwrap();
+        assert_eq!(dir.remove_remains(), Vec::<String>::new());
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [".other.removing-7", ".r.removing-7", ".rr.removing-7", "r"]
+        );
+        assert!(dir.sweep().is_file());
     }
 
     #[test]
