@@ -171,8 +171,20 @@ impl ModelFacts {
     /// Tokens a layer attends to (and caches) for a context, averaged over full-attention and
     /// sliding-window layers.
     pub fn attended_tokens(&self, context: f64) -> f64 {
-        (1.0 - self.sliding_fraction) * context
-            + self.sliding_fraction * context.min(self.sliding_window)
+        self.mean_over_layers(context, |c| c)
+    }
+
+    /// `per_layer` of the context each layer attends to, averaged over the layers: full-attention
+    /// layers attend to `context`, sliding-window layers to at most their window. Exact for any
+    /// `per_layer`, where `per_layer(attended_tokens(context))` is exact only for a linear one (a
+    /// measured kernel surface is not: its per-CTA cost and its shape factor do not scale with
+    /// the context).
+    pub fn mean_over_layers(&self, context: f64, per_layer: impl Fn(f64) -> f64) -> f64 {
+        if self.sliding_fraction == 0.0 {
+            return per_layer(context);
+        }
+        (1.0 - self.sliding_fraction) * per_layer(context)
+            + self.sliding_fraction * per_layer(context.min(self.sliding_window))
     }
 
     /// Load of the busiest of `ep` expert groups relative to the mean, for `tokens` tokens routed

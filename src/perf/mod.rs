@@ -138,6 +138,19 @@ pub(crate) mod tests {
         formats: [&str; 2],
         lengths: [f64; 2],
     ) -> (Context, Point) {
+        point_of(catalog, "llama-3.1-70b", gpu, tp, batch, formats, lengths)
+    }
+
+    /// [`point_in`] of `model`.
+    pub fn point_of(
+        catalog: &Catalog,
+        model: &str,
+        gpu: &str,
+        tp: u32,
+        batch: u32,
+        formats: [&str; 2],
+        lengths: [f64; 2],
+    ) -> (Context, Point) {
         let g = catalog.gpu_index(gpu).unwrap();
         let rack = catalog.rack_index(&catalog.gpus[g].default_rack).unwrap();
         let [weights, kv] = formats.map(|id| vec![catalog.dtype_index(id).unwrap()]);
@@ -148,7 +161,7 @@ pub(crate) mod tests {
             kv_dtype: kv,
             ..Grid::single(catalog, crate::vocab::Platform { gpu: g, rack })
         };
-        let model = catalog.model("llama-3.1-70b").unwrap();
+        let model = catalog.model(model).unwrap();
         let [isl, osl] = lengths;
         let ctx = Context::new(catalog, model, &grid, Workload::new(isl, osl)).unwrap();
         (ctx, grid.point(0))
