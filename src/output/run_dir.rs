@@ -333,7 +333,7 @@ impl RunDir {
 
     /// Removes the remains that earlier removals of this run left beside it (a removal killed
     /// part-way, or one that met a file it may not delete): every directory named
-    /// `.<name>.removing-*`. Only a holder of the run's lock to itself calls this, and only such
+    /// `.<name>.removing-<pid>[-<n>]`. Only a holder of the run's lock to itself calls this, and only such
     /// a holder removes a run ([`RunDir::remove`]), so no removal of them is in progress. What
     /// cannot be removed stays, and is named in the returned warnings; the run itself does not
     /// depend on it.
@@ -350,9 +350,19 @@ impl RunDir {
         let Ok(entries) = fs::read_dir(parent) else {
             return Vec::new();
         };
+        // `<pid>` or `<pid>-<n>` after the prefix, and nothing else: the remains of a run whose
+        // own name starts as this one's does (`r.removing-5` beside `r`) are that run's, under
+        // its own lock.
+        let ours = |name: &str| {
+            name.strip_prefix(&prefix).is_some_and(|rest| {
+                let mut parts = rest.splitn(2, '-');
+                let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+                parts.next().is_some_and(digits) && parts.next().is_none_or(digits)
+            })
+        };
         let mut warnings = Vec::new();
         for entry in entries.flatten() {
-            let is_remains = entry.file_name().to_string_lossy().starts_with(&prefix)
+            let is_remains = ours(&entry.file_name().to_string_lossy())
                 && entry.file_type().is_ok_and(|t| t.is_dir());
             if !is_remains {
                 continue;
@@ -1118,9 +1128,10 @@ mod tests {
         assert_eq!(left, [format!(".r.removing-{pid}")]);
     }
 
-    /// The remains of earlier removals of this run (directories `.r.removing-*`, as a killed
-    /// `--force` leaves them) are removed, contents and all; a file of that name, another
-    /// run's remains and the run itself are not touched.
+    /// The remains of earlier removals of this run (directories `.r.removing-<pid>[-<n>]`, as
+    /// a killed `--force` leaves them) are removed, contents and all; a file of that name,
+    /// other runs' remains (`rr`, `other`, and `r.removing-5`, whose name starts as `r`'s
+    /// remains do), a name without a pid and the run itself are not touched.
     #[test]
     fn remove_remains_clears_this_runs_remains_only() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1132,8 +1143,14 @@ mod tests {
             std::fs::write(nested.join("part-0-of-1.parquet"), b"rows").unwrap();
         }
         std::fs::write(tmp.path().join(".r.removing-7"), b"a file").unwrap();
-        std::fs::create_dir(tmp.path().join(".rr.removing-7")).unwrap();
-        std::fs::create_dir(tmp.path().join(".other.removing-7")).unwrap();
+        for other in [
+            ".rr.removing-7",
+            ".other.removing-7",
+            ".r.removing-5.removing-7",
+            ".r.removing-x",
+        ] {
+            std::fs::create_dir(tmp.path().join(other)).unwrap();
+        }
         assert_eq!(dir.remove_remains(), Vec::<String>::new());
         let mut left: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
@@ -1142,7 +1159,14 @@ mod tests {
         left.sort();
         assert_eq!(
             left,
-            [".other.removing-7", ".r.removing-7", ".rr.removing-7", "r"]
+            [
+                ".other.removing-7",
+                ".r.removing-5.removing-7",
+                ".r.removing-7",
+                ".r.removing-x",
+                ".rr.removing-7",
+                "r"
+            ]
         );
         assert!(dir.sweep().is_file());
     }
