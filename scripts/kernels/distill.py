@@ -484,10 +484,55 @@ def fit_gemm(rec):
     return out
 
 
+WINDOW_KNOTS = 16  # prefill window ratio: log2(prompt tokens) = 0..15, 1 to 32,768 tokens
+
+
+def window_ratio(rows):
+    """A sliding-window layer's prefill time over a full-attention layer's on the same prompts
+    (`rows`: one attention/KV dtype and kernel, every window size), median per knot of
+    log2(prompt tokens), per window size measured (SPEC.md 3.2a). None without window rows."""
+
+    keys = ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"]
+    rows = rows[rows.beam_width == 1]
+    tokens, ratios, errs = [], [], []
+    for w in sorted(int(w) for w in rows.window_size.unique() if w > 0):
+        pairs = rows[rows.window_size == 0].merge(rows[rows.window_size == w], on=keys, suffixes=("_full", "_win"))
+        if len(pairs) >= MIN_ROWS:
+            ratio, err = window_knots(pairs)
+            tokens.append(float(w))
+            ratios += ratio
+            errs.append(err)
+    if not tokens:
+        return None
+    return {"window_tokens": tokens, "window_ratio": ratios,
+            "window_err_median": [e[0] for e in errs], "window_err_p90": [e[1] for e in errs]}
+
+
+def window_knots(pairs):
+    """The knots of one window's ratio, and their (median, p90) error against its rows."""
+    import numpy as np
+
+    x = np.log2(np.maximum(pairs["isl"].to_numpy(float), 1.0))
+    r = np.log(pairs["latency_ms_win"].to_numpy() / pairs["latency_ms_full"].to_numpy())
+    knots = np.full(WINDOW_KNOTS, np.nan)
+    for i in range(WINDOW_KNOTS):
+        sel = np.abs(x - i) <= 0.5
+        if sel.sum() >= 3:
+            knots[i] = np.median(r[sel])
+    known = np.flatnonzero(~np.isnan(knots))
+    for i in range(WINDOW_KNOTS):
+        if np.isnan(knots[i]):
+            knots[i] = knots[known[np.argmin(np.abs(known - i))]]
+    ratio = [float(f"{v:.5g}") for v in np.exp(knots)]
+    fitted = np.interp(np.clip(x, 0, WINDOW_KNOTS - 1), np.arange(WINDOW_KNOTS), ratio)
+    med, p90, _ = err_stats(fitted, np.exp(r))
+    return ratio, (med, p90)
+
+
 def fit_context_attention(rec):
     """Causal prefill attention, b sequences of s tokens, h query heads, kv heads, head dim d."""
-    df = load(rec["path"])
-    df = df[(df.window_size == 0) & (df.beam_width == 1)]
+    every = load(rec["path"])
+    df = every[(every.window_size == 0) & (every.beam_width == 1)]
     out = []
     counts = df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]).size()
     for (adt, kdt, ks), g in df.groupby(["attn_dtype", "kv_cache_dtype", "kernel_source"]):
@@ -507,13 +552,17 @@ def fit_context_attention(rec):
         t = g["latency_ms"].to_numpy() * 1e-3
         p = fit_pnorm(xs, t)
         pred = pnorm_eval(p, xs)
+        extra = {"q_bytes": qb, "kv_bytes": kb}
+        window = window_ratio(every[(every.attn_dtype == adt) & (every.kv_cache_dtype == kdt) & (every.kernel_source == ks)])
+        if window:
+            extra.update(window)
         out.append(
             surface_record(
                 "context_attention",
                 {"attn_dtype": DTYPE_RACKSWEEP.get(adt, adt), "kv_dtype": DTYPE_RACKSWEEP.get(kdt, kdt),
                  "kernel": ks, "default": default},
                 p, g, pred, ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"],
-                package_rel(rec["path"]), rec["version"], {"q_bytes": qb, "kv_bytes": kb},
+                package_rel(rec["path"]), rec["version"], extra,
             )
         )
     return out
@@ -1070,12 +1119,30 @@ def write_report(summary, path: Path, aic_version: str):
         )
     lines += ["", "## Every surface", "", "| gpu | engine | kind | key | rows | median | p90 | max |", "|---|---|---|---|---:|---:|---:|---:|"]
     skip = {"kind", "params", "samples", "range", "points", "err_median", "err_p90", "err_max", "source", "table_version",
-            "act_bytes", "weight_bytes", "q_bytes", "kv_bytes", "matrices"}
-    for gpu, eng, s in summary:
-        key = " ".join(f"{k}={v}" for k, v in s.items() if k not in skip)
+            "act_bytes", "weight_bytes", "q_bytes", "kv_bytes", "matrices",
+            "window_tokens", "window_ratio", "window_err_median", "window_err_p90"}
+    keyed = [(gpu, eng, s, " ".join(f"{k}={v}" for k, v in s.items() if k not in skip)) for gpu, eng, s in summary]
+    for gpu, eng, s, key in keyed:
         lines.append(
             f"| {gpu} | {eng} | {s['kind']} | {key} | {s['points']} | {s['err_median']:.3f} | {s['err_p90']:.3f} | {s['err_max']:.2f} |"
         )
+    lines += [
+        "",
+        "## Sliding-window prefill ratios (SPEC.md 3.2a)",
+        "",
+        "A window layer's prefill time over a full layer's on the same prompts, knots of log2(prompt tokens);",
+        "error = |knot interpolation / measured ratio - 1| over the paired rows.",
+        "",
+        "| gpu | engine | key | window | ratio at 1k / 4k / 16k prompts | median | p90 |",
+        "|---|---|---|---:|---|---:|---:|",
+    ]
+    for gpu, eng, s, key in keyed:
+        for i, w in enumerate(s.get("window_tokens", [])):
+            r = s["window_ratio"][i * WINDOW_KNOTS:(i + 1) * WINDOW_KNOTS]
+            lines.append(
+                f"| {gpu} | {eng} | {key} | {w:.0f} | {r[10]:.3f} / {r[12]:.3f} / {r[14]:.3f} |"
+                f" {s['window_err_median'][i]:.3f} | {s['window_err_p90'][i]:.3f} |"
+            )
     # The AMD section is written by distill_amd.py (no AIConfigurator tables): keep it.
     if path.exists():
         old = path.read_text()

@@ -168,7 +168,7 @@ pub struct ContextAttention {
 }
 
 /// The numbers of a [`ContextAttention`] surface.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ContextAttentionParams {
     pub q_bytes: f64,
     pub kv_bytes: f64,
@@ -178,9 +178,34 @@ pub struct ContextAttentionParams {
     pub bytes_per_s: f64,
     pub serial_per_s: f64,
     pub rows_per_s: f64,
+    /// Sliding windows (tokens) whose layers the table also timed, and for each, in order,
+    /// [`WINDOW_KNOTS`] ratios of such a layer's prefill time to a full-attention layer's on the
+    /// same prompts, at prompts of `2^0 .. 2^15` tokens (SPEC.md 3.2a). Empty in files without
+    /// window rows.
+    #[serde(default)]
+    pub window_tokens: Vec<f64>,
+    #[serde(default)]
+    pub window_ratio: Vec<f64>,
 }
 
+/// Knots of [`ContextAttentionParams::window_ratio`] in prompt tokens: `1, 2, 4, …, 32768`.
+pub const WINDOW_KNOTS: usize = 16;
+
 impl ContextAttentionParams {
+    /// A `window`-token sliding-window layer's prefill time over a full-attention layer's, for
+    /// prompts of `s` tokens, where the table timed that window: linear in `log2 s` between
+    /// the knots, clamped at the ends. `None` for a window it did not time.
+    pub fn window_share(&self, s: f64, window: f64) -> Option<f64> {
+        let i = self.window_tokens.iter().position(|&w| w == window)?;
+        let knots = self
+            .window_ratio
+            .get(i * WINDOW_KNOTS..(i + 1) * WINDOW_KNOTS)?;
+        let x = s.max(1.0).log2().clamp(0.0, (WINDOW_KNOTS - 1) as f64);
+        let j = (x as usize).min(WINDOW_KNOTS - 2);
+        let u = x - j as f64;
+        Some(knots[j] * (1.0 - u) + knots[j + 1] * u)
+    }
+
     /// Seconds for `b` prompts of `s` tokens with `h` query and `kv` key-value heads of `d`
     /// dimensions on this GPU.
     pub fn time_s(&self, b: f64, s: f64, h: f64, kv: f64, d: f64) -> f64 {
@@ -946,6 +971,38 @@ mod tests {
                 "b {b} d {d}: {ms} ms vs {measured_ms} ms"
             );
         }
+    }
+
+    /// TensorRT-LLM's prefill attention on H200 with a bf16 KV cache at gpt-oss's shape (64
+    /// query heads, 8 KV heads, width 64), from AIConfigurator 0.12's table
+    /// (`h200_sxm/attention/trtllm/1.3.0rc20/context_attention_perf.parquet`): one prompt of
+    /// 8,192 tokens takes 0.3445 ms in a 128-token window layer and 1.3509 ms in a full layer
+    /// (0.255x), one of 1,024 tokens 0.0593 against 0.0662 ms (0.896x). The share of the prompt
+    /// a window attends to (128 of the mean 4,096 and 512 tokens) would be 0.031x and 0.25x.
+    /// The surface's ratio reads both within 5 %; between knots it is linear in `log2` of the
+    /// prompt; a window the table did not time has none.
+    #[test]
+    fn a_window_layer_prefills_at_its_measured_share() {
+        let f = file("h200-sxm", "trtllm").unwrap();
+        let a = &f
+            .context_attention
+            .iter()
+            .find(|a| a.kv_dtype == "bf16" && a.default)
+            .unwrap()
+            .params;
+        for (prompt, measured) in [(8192.0, 0.3445 / 1.3509), (1024.0, 0.0593 / 0.0662)] {
+            let share = a.window_share(prompt, 128.0).unwrap();
+            assert!(
+                (share / measured - 1.0).abs() < 0.05,
+                "{prompt}: {share} vs {measured}"
+            );
+        }
+        let i = a.window_tokens.iter().position(|&w| w == 128.0).unwrap();
+        let knots = &a.window_ratio[i * WINDOW_KNOTS..(i + 1) * WINDOW_KNOTS];
+        let between = a.window_share(1024.0 * 2f64.sqrt(), 128.0).unwrap();
+        assert!((between - (knots[10] + knots[11]) / 2.0).abs() < 1e-12);
+        assert_eq!(a.window_share(1e9, 128.0), Some(knots[15]));
+        assert_eq!(a.window_share(4096.0, 4096.0), None);
     }
 
     #[test]

@@ -226,7 +226,7 @@ pub struct StepKernels {
     /// table is not skewed or no such table was measured (then [`Self::experts_balanced`]
     /// bounds it).
     pub expert_balance: Option<&'static ExpertBalance>,
-    pub prefill_attention: Option<ContextAttentionParams>,
+    pub prefill_attention: Option<&'static ContextAttentionParams>,
     pub decode_attention: Option<&'static GenerationAttentionParams>,
     pub prefill_mla: Option<ContextMlaParams>,
     pub decode_mla: Option<GenerationMlaParams>,
@@ -387,7 +387,7 @@ impl StepKernels {
             |a| on_kv(&a.attn_dtype, &a.kv_dtype),
             |a| a.default,
         )
-        .map(|a| a.params);
+        .map(|a| &a.params);
         let decode_attention = pick(
             &f.generation_attention,
             |a| on_kv(&a.attn_dtype, &a.kv_dtype),

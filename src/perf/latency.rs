@@ -421,8 +421,9 @@ fn measured_kernels_s(
         })
     };
     // Prefill tokens as whole prompts of `2 x prefill_context` tokens (a chunk attends to its
-    // prompt's earlier tokens, so the work per prompt is the same); sliding-window layers attend
-    // to at most their window.
+    // prompt's earlier tokens, so the work per prompt is the same). A sliding-window layer takes
+    // the share of a full layer's time the table measured for its window (SPEC.md 3.2a), else
+    // the share of the prompt it attends to.
     let prompt = 2.0 * t.prefill_context;
     // The surfaces time whole prompts run together. A step that folds a fraction of a prompt
     // (fewer prompt tokens than one prompt) carries that share of one prompt's time: the
@@ -434,13 +435,21 @@ fn measured_kernels_s(
         let prompts = t.prefill / prompt;
         let batch = prompts.max(1.0);
         let share = prompts / batch;
-        let window = m.attended_tokens(t.prefill_context) / t.prefill_context;
         if m.mla {
             k.prefill_mla
                 .map(|a| share * a.time_s(batch, prompt, heads))
         } else {
-            k.prefill_attention
-                .map(|a| share * a.time_s(batch, prompt, heads, kv_heads, m.head_dim) * window)
+            k.prefill_attention.map(|a| {
+                let layers = if m.sliding_fraction == 0.0 {
+                    1.0
+                } else {
+                    let window_layer = a
+                        .window_share(prompt, m.sliding_window)
+                        .unwrap_or(t.prefill_context.min(m.sliding_window) / t.prefill_context);
+                    1.0 - m.sliding_fraction + m.sliding_fraction * window_layer
+                };
+                share * a.time_s(batch, prompt, heads, kv_heads, m.head_dim) * layers
+            })
         }
     };
     MeasuredKernels {
@@ -1010,6 +1019,54 @@ mod tests {
         assert!((attention - 11.3587e-3).abs() < 1e-7, "{attention}");
         let at_mean = 36.0 * layer(m.attended_tokens(1500.0));
         assert!((at_mean - 11.1559e-3).abs() < 1e-7, "{at_mean}");
+    }
+
+    /// The same model prefilling one 8,192-token prompt: a full layer takes the surface's time
+    /// `T` for the prompt, a window layer the share of it its table measured for a 128-token
+    /// window (0.257 at 8,192 tokens, `a_window_layer_prefills_at_its_measured_share`), not the
+    /// share of the prompt it attends to (128 of the mean 4,096: 0.031): `18 T (1 + 0.257)`.
+    #[test]
+    fn sliding_window_layers_prefill_at_their_measured_share() {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let (ctx, p) = point_of(
+            &c,
+            "gpt-oss-120b",
+            "h200-sxm",
+            1,
+            1,
+            ["fp8", "bf16"],
+            [8192.0, 1.0],
+        );
+        let inst = crate::perf::instance(&ctx, &p).unwrap();
+        let k = inst.rates.kernels.as_ref().unwrap();
+        let a = k.prefill_attention.unwrap();
+        let t = StepTokens {
+            decode: 0.0,
+            sequences: 0.0,
+            decode_context: 0.0,
+            prefill: 8192.0,
+            busiest_prefill: 8192.0,
+            prefill_context: 4096.0,
+            moe_tokens: 8192.0,
+            logit_rows: 1.0,
+        };
+        let m = &ctx.model;
+        let measured =
+            measured_kernels_s(m, &inst.layout, &inst.stages[0], &inst.rates, k, &t, 1.0);
+        let full = a.time_s(1.0, 8192.0, 64.0, 8.0, 64.0);
+        let window = a.window_share(8192.0, 128.0).unwrap();
+        assert!((window - 0.2567).abs() < 0.01, "{window}");
+        let by_hand = 18.0 * full * (1.0 + window);
+        let attention = measured.attention_s.unwrap();
+        assert!(
+            (attention / by_hand - 1.0).abs() < 1e-12,
+            "{attention} vs {by_hand}"
+        );
+        let attended_share = 18.0 * full * (1.0 + 128.0 / 4096.0);
+        assert!(
+            attention > 1.2 * attended_share,
+            "{attention} vs {attended_share}"
+        );
     }
 
     /// The step tokens of `sequences` running sequences of the MLPerf DeepSeek-R1 dataset's
