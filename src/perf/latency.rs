@@ -972,6 +972,25 @@ mod tests {
     use super::*;
     use crate::perf::tests::{layout, point_in, point_of};
 
+    /// gpt-oss-120b on one H200 at `batch` sequences, `lengths` tokens in and out: its published
+    /// MXFP4 experts under the FP8 weight format, a bf16 KV cache (TensorRT-LLM's `auto` on
+    /// Hopper), tp 1.
+    fn gpt_oss_on_h200(
+        batch: u32,
+        lengths: [f64; 2],
+    ) -> (crate::perf::Context, crate::grid::Point) {
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        point_of(
+            &c,
+            "gpt-oss-120b",
+            "h200-sxm",
+            1,
+            batch,
+            ["fp8", "bf16"],
+            lengths,
+        )
+    }
+
     /// gpt-oss-120b alternates full-attention layers with 128-token sliding-window ones (18 of
     /// each). On one H200 (TensorRT-LLM, bf16 KV cache) a decode step of 520 sequences at 1,500
     /// cached tokens times each kind at its own context on the measured surface, 0.48714 ms a
@@ -982,16 +1001,7 @@ mod tests {
     /// values (Jensen's inequality).
     #[test]
     fn sliding_window_layers_are_timed_at_their_own_context() {
-        let c = crate::catalog::Catalog::builtin().unwrap();
-        let (ctx, p) = point_of(
-            &c,
-            "gpt-oss-120b",
-            "h200-sxm",
-            1,
-            520,
-            ["fp8", "bf16"],
-            [1000.0, 1000.0],
-        );
+        let (ctx, p) = gpt_oss_on_h200(520, [1000.0, 1000.0]);
         let inst = crate::perf::instance(&ctx, &p).unwrap();
         let k = inst.rates.kernels.as_ref().unwrap();
         let a = k.decode_attention.unwrap();
@@ -1027,16 +1037,7 @@ mod tests {
     /// share of the prompt it attends to (128 of the mean 4,096: 0.031): `18 T (1 + 0.257)`.
     #[test]
     fn sliding_window_layers_prefill_at_their_measured_share() {
-        let c = crate::catalog::Catalog::builtin().unwrap();
-        let (ctx, p) = point_of(
-            &c,
-            "gpt-oss-120b",
-            "h200-sxm",
-            1,
-            1,
-            ["fp8", "bf16"],
-            [8192.0, 1.0],
-        );
+        let (ctx, p) = gpt_oss_on_h200(1, [8192.0, 1.0]);
         let inst = crate::perf::instance(&ctx, &p).unwrap();
         let k = inst.rates.kernels.as_ref().unwrap();
         let a = k.prefill_attention.unwrap();
