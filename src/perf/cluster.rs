@@ -224,16 +224,15 @@ fn instances_in_units(rack: &Rack, batched: &BatchedInstance, units: u64) -> u32
         .gpus_per_instance
         .min(inst.prefill_layout.gpus_per_instance);
     let most = units * u64::from(rack.unit_gpus()) / u64::from(narrowest);
-    let (mut fits, mut over) = (0u32, u32::try_from(most + 1).unwrap_or(u32::MAX));
-    while over - fits > 1 {
-        let mid = fits + (over - fits) / 2;
-        if units_of(rack, batched, mid) <= units {
-            fits = mid;
-        } else {
-            over = mid;
-        }
-    }
-    fits
+    most_that_fit(most, units, |n| units_of(rack, batched, n))
+}
+
+/// The most instances, at most `most` (and below `u32::MAX`), whose `size` is at most
+/// `budget`, for a `size` that rises with the count: one fewer than the first that does not
+/// fit ([`sizing::first_passing`]).
+fn most_that_fit(most: u64, budget: u64, size: impl Fn(u32) -> u64) -> u32 {
+    let most = u32::try_from(most).unwrap_or(u32::MAX - 1);
+    sizing::first_passing(1, most, |n| size(n) > budget).map_or(most, |over| over - 1)
 }
 
 /// With the prefill pool on a GPU of its own (`prefill_hardware`): the servers of the decode
@@ -283,16 +282,7 @@ fn instances_in_racks(ctx: &Context, batched: &BatchedInstance, racks: u32) -> u
         .gpus_per_instance
         .min(inst.prefill_layout.gpus_per_instance);
     let most = u64::from(racks) * u64::from(widest_rack) / u64::from(narrowest);
-    let (mut fits, mut over) = (0u32, u32::try_from(most + 1).unwrap_or(u32::MAX));
-    while over - fits > 1 {
-        let mid = fits + (over - fits) / 2;
-        if pool_racks(ctx, batched, mid).1 <= u64::from(racks) {
-            fits = mid;
-        } else {
-            over = mid;
-        }
-    }
-    fits
+    most_that_fit(most, u64::from(racks), |n| pool_racks(ctx, batched, n).1)
 }
 
 /// Racks that hold `gpus` GPUs, and their servers.
@@ -366,34 +356,30 @@ fn auto_gpus<'a>(
             // hold, often more than the fewest that serve, and where more can fail
             // ([`sizing::more_can_fail`]) the size is the smallest whose full count serves, at
             // most the one holding a count past the failing levels (elsewhere: the first).
-            let full_count_serves = |held: u32| {
-                held == instances
-                    || sizing::serves(&batched, speeds, held, &phase.load, s, tiers, slo)
-            };
             let past = sizing::more_can_fail(&batched, &phase.load)
                 .then(|| sizing::past_failing_levels(&batched, instances));
+            // The first size from `first` below `most` whose `held` instances serve, else the
+            // larger of the two.
+            let first_serving = |first: u64, most: u64, held: &dyn Fn(u64) -> u32| {
+                (first..most)
+                    .find(|&size| {
+                        let n = held(size);
+                        n == instances
+                            || sizing::serves(&batched, speeds, n, &phase.load, s, tiers, slo)
+                    })
+                    .unwrap_or(first.max(most))
+            };
             needed = needed.max(if inst.other_hardware() {
                 // Whole racks of each pool, counted in units of the decode preset's racks.
-                let mut racks = pool_racks(ctx, &batched, instances).1;
-                let most = past.map_or(racks, |n| {
-                    pool_racks(ctx, &batched, n)
-                        .1
-                        .min(u64::from(MAX_AUTO_RACKS))
-                });
-                while racks < most
-                    && !full_count_serves(instances_in_racks(ctx, &batched, racks as u32))
-                {
-                    racks += 1;
-                }
-                racks * u64::from(rack.gpus_per_rack()) / unit_gpus
+                let racks = |n| pool_racks(ctx, &batched, n).1;
+                let first = racks(instances);
+                let most = past.map_or(first, |n| racks(n).min(u64::from(MAX_AUTO_RACKS)));
+                let held = |r: u64| instances_in_racks(ctx, &batched, r as u32);
+                first_serving(first, most, &held) * u64::from(rack.gpus_per_rack()) / unit_gpus
             } else {
-                let mut units = units_of(rack, &batched, instances);
-                let most = past.map_or(units, |n| units_of(rack, &batched, n).min(max_units));
-                while units < most && !full_count_serves(instances_in_units(rack, &batched, units))
-                {
-                    units += 1;
-                }
-                units
+                let first = units_of(rack, &batched, instances);
+                let most = past.map_or(first, |n| units_of(rack, &batched, n).min(max_units));
+                first_serving(first, most, &|u| instances_in_units(rack, &batched, u))
             });
             other_hardware |= inst.other_hardware();
         }

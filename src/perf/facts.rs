@@ -180,11 +180,18 @@ impl ModelFacts {
     /// measured kernel surface is not: its per-CTA cost and its shape factor do not scale with
     /// the context).
     pub fn mean_over_layers(&self, context: f64, per_layer: impl Fn(f64) -> f64) -> f64 {
+        self.mean_of_kinds(per_layer(context), || {
+            per_layer(context.min(self.sliding_window))
+        })
+    }
+
+    /// The mean over the layers of a quantity worth `full` in a full-attention layer and
+    /// `window()` in a sliding-window one (evaluated only where the model has such layers).
+    pub fn mean_of_kinds(&self, full: f64, window: impl FnOnce() -> f64) -> f64 {
         if self.sliding_fraction == 0.0 {
-            return per_layer(context);
+            return full;
         }
-        (1.0 - self.sliding_fraction) * per_layer(context)
-            + self.sliding_fraction * per_layer(context.min(self.sliding_window))
+        (1.0 - self.sliding_fraction) * full + self.sliding_fraction * window()
     }
 
     /// Load of the busiest of `ep` expert groups relative to the mean, for `tokens` tokens routed

@@ -440,14 +440,10 @@ fn measured_kernels_s(
                 .map(|a| share * a.time_s(batch, prompt, heads))
         } else {
             k.prefill_attention.map(|a| {
-                let layers = if m.sliding_fraction == 0.0 {
-                    1.0
-                } else {
-                    let window_layer = a
-                        .window_share(prompt, m.sliding_window)
-                        .unwrap_or(t.prefill_context.min(m.sliding_window) / t.prefill_context);
-                    1.0 - m.sliding_fraction + m.sliding_fraction * window_layer
-                };
+                let layers = m.mean_of_kinds(1.0, || {
+                    a.window_share(prompt, m.sliding_window)
+                        .unwrap_or(t.prefill_context.min(m.sliding_window) / t.prefill_context)
+                });
                 share * a.time_s(batch, prompt, heads, kv_heads, m.head_dim) * layers
             })
         }
