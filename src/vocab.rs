@@ -141,6 +141,31 @@ impl ServingEngine {
     pub fn overlaps_two_batches(self) -> bool {
         matches!(self, ServingEngine::Vllm | ServingEngine::Sglang)
     }
+
+    /// Whether the engine, as configured by default, exchanges an MoE layer's tokens under
+    /// data-parallel attention by all-gather and reduce-scatter (every GPU of the stage gathers
+    /// every rank's tokens) rather than by an all-to-all, for an expert-parallel group of `ep`
+    /// GPUs, `top_k` experts per token, in a scale-up domain that does (`multi_node_nvlink`) or
+    /// does not span servers. TensorRT-LLM turns its all-to-all on only for `ep > top_k` over
+    /// multi-node NVLink (`enable_alltoall`: `moe_ep_size > experts_per_token` and
+    /// `MnnvlMemory.supports_mnnvl()`, `tensorrt_llm/_torch/modules/fused_moe/
+    /// fused_moe_cutlass.py`); vLLM's default `--all2all-backend` is `allgather_reducescatter`
+    /// (docs.vllm.ai, "Expert Parallel Deployment"); SGLang's default `--moe-a2a-backend` is
+    /// `none`, which gathers the data-parallel ranks' tokens for the MoE layers
+    /// (`server_args.py`, `layers/dp_attention.py`). Two-batch overlap (vLLM, SGLang) overlaps
+    /// the DeepEP all-to-all, so a deployment that runs it runs the all-to-all.
+    pub fn gathers_expert_tokens(
+        self,
+        ep: u32,
+        top_k: u32,
+        multi_node_nvlink: bool,
+        two_batch_overlap: bool,
+    ) -> bool {
+        match self {
+            ServingEngine::Trtllm => ep <= top_k || !multi_node_nvlink,
+            ServingEngine::Vllm | ServingEngine::Sglang => !two_batch_overlap,
+        }
+    }
 }
 
 impl Engine {
@@ -185,5 +210,24 @@ pub trait Vocabulary: Copy + PartialEq + std::fmt::Debug + 'static {
     /// The word spelled `text`.
     fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|w| w.as_str() == text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServingEngine;
+
+    /// TensorRT-LLM gathers at ep 4 and 8 for a top-8 model wherever it runs, and at ep 16 on
+    /// HGX (no multi-node NVLink); it runs its all-to-all at ep 16 on an NVL72. vLLM and SGLang
+    /// gather by default and run the all-to-all when two batches overlap it.
+    #[test]
+    fn which_engines_gather_the_experts_tokens() {
+        let trtllm = |ep, mnnvl| ServingEngine::Trtllm.gathers_expert_tokens(ep, 8, mnnvl, false);
+        assert!(trtllm(4, true) && trtllm(8, true) && trtllm(8, false) && trtllm(16, false));
+        assert!(!trtllm(16, true));
+        for engine in [ServingEngine::Vllm, ServingEngine::Sglang] {
+            assert!(engine.gathers_expert_tokens(16, 8, true, false));
+            assert!(!engine.gathers_expert_tokens(4, 8, false, true));
+        }
     }
 }

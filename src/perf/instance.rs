@@ -359,6 +359,8 @@ pub(super) fn instance_in<'a>(
     let kernels = platform.kernels[(p.engine as usize * weight_dtypes + p.weight_dtype as usize)
         * ctx.kv_dtypes
         + p.kv_dtype as usize];
+    let two_batch_overlap =
+        ctx.two_batch_overlap && engine.overlaps_two_batches() && l.attention_dp > 1 && l.ep > 1;
     let rates = Rates {
         linear_flops_per_s,
         attention_flops_per_s: platform.attention_flops_per_s * cal.attention_efficiency,
@@ -379,12 +381,15 @@ pub(super) fn instance_in<'a>(
             l.ep,
             platform.rack.scaleup_domain_gpus,
         ),
+        gathers_expert_tokens: engine.gathers_expert_tokens(
+            l.ep,
+            m.experts_per_token,
+            platform.rack.scaleup_domain_gpus > platform.rack.gpus_per_server,
+            two_batch_overlap,
+        ),
         one_shot_all_reduce: true,
         gemm_all_reduce_fusion: ctx.gemm_all_reduce_fusion,
-        two_batch_overlap: ctx.two_batch_overlap
-            && engine.overlaps_two_batches()
-            && l.attention_dp > 1
-            && l.ep > 1,
+        two_batch_overlap,
         domain_gpus: platform.rack.scaleup_domain_gpus,
         gemm_half_rows: cal.gemm_half_rows,
         step_overhead_s: cal.step_overhead_ms * 1e-3,

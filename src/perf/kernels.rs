@@ -157,24 +157,21 @@ impl LayerGemms {
     }
 }
 
-/// The engine's all-reduce at the group sizes it was measured at (ascending), up to four.
+/// One collective at the group sizes it was measured at (ascending), up to four: the engine's
+/// all-reduce, or an NCCL all-gather or reduce-scatter.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct AllReduceTable {
+pub struct CollectiveTable {
     n: [u32; 4],
     lines: [Option<TwoLine>; 4],
 }
 
-impl AllReduceTable {
-    fn from_file(f: &KernelFile, kernel_source: &str) -> AllReduceTable {
-        let mut measured: Vec<(u32, TwoLine)> = f
-            .custom_allreduce
-            .iter()
-            .filter(|a| a.kernel_source == kernel_source && a.dtype == "bf16")
-            .map(|a| (a.num_gpus, a.line))
-            .collect();
+impl CollectiveTable {
+    /// The table of `measured` (group size, line) pairs; the first line of a size is kept.
+    fn of(measured: impl Iterator<Item = (u32, TwoLine)>) -> CollectiveTable {
+        let mut measured: Vec<(u32, TwoLine)> = measured.collect();
         measured.sort_by_key(|&(n, _)| n);
         measured.dedup_by_key(|&mut (n, _)| n);
-        let mut t = AllReduceTable::default();
+        let mut t = CollectiveTable::default();
         for (i, (n, line)) in measured.into_iter().take(4).enumerate() {
             t.n[i] = n;
             t.lines[i] = Some(line);
@@ -182,9 +179,30 @@ impl AllReduceTable {
         t
     }
 
-    /// Seconds to all-reduce `bytes` per GPU over `n` GPUs: the measured line at `n`, or the
-    /// lines of the measured sizes around it interpolated in `log2 n` (SPEC.md 3.7). `None`
-    /// outside the measured sizes.
+    /// The engine's bf16 all-reduce of `kernel_source` in `f`.
+    fn all_reduce(f: &KernelFile, kernel_source: &str) -> CollectiveTable {
+        CollectiveTable::of(
+            f.custom_allreduce
+                .iter()
+                .filter(|a| a.kernel_source == kernel_source && a.dtype == "bf16")
+                .map(|a| (a.num_gpus, a.line)),
+        )
+    }
+
+    /// The NCCL collective `op_name` in `nccl` (a `<gpu>-nccl.toml`).
+    fn nccl(nccl: &KernelFile, op_name: &str) -> CollectiveTable {
+        CollectiveTable::of(
+            nccl.nccl
+                .iter()
+                .filter(|c| c.op_name == op_name)
+                .map(|c| (c.num_gpus, c.line)),
+        )
+    }
+
+    /// Seconds of the collective over `n` GPUs at `bytes` (the table's size: the per-GPU
+    /// buffer of an all-reduce, the gathered output of an all-gather, the input of a
+    /// reduce-scatter): the measured line at `n`, or the lines of the measured sizes around it
+    /// interpolated in `log2 n` (SPEC.md 3.7). `None` outside the measured sizes.
     pub fn time_s(&self, n: u32, bytes: f64) -> Option<f64> {
         let mut below: Option<(u32, TwoLine)> = None;
         for (&m, line) in self.n.iter().zip(&self.lines) {
@@ -202,6 +220,61 @@ impl AllReduceTable {
             }
         }
         None
+    }
+}
+
+/// Bytes a token carries besides its hidden state when it is gathered for the experts: the ids
+/// of its top-k experts (int32) and their routing weights (fp32), gathered with it
+/// (`CutlassFusedMoE.forward_chunk` in TensorRT-LLM's
+/// `tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`).
+pub const GATHERED_ROUTING_BYTES_PER_EXPERT: f64 = 8.0;
+
+/// The exchange of an MoE layer under data-parallel attention when the engine runs no
+/// all-to-all: every GPU of the stage all-gathers every attention rank's tokens, runs its
+/// experts on all of them, and reduce-scatters the bf16 outputs back to their ranks
+/// (docs/model.md, "Expert exchange"). Timed by the GPU's NCCL tables (nccl-tests, SPEC.md
+/// 3.8).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenGather {
+    all_gather: CollectiveTable,
+    reduce_scatter: CollectiveTable,
+    /// Bytes per element of a gathered hidden state: the experts' activation format with its
+    /// block scales, which the engine quantizes before the gather.
+    pub bytes_per_element: f64,
+}
+
+impl TokenGather {
+    /// The gather of a step whose experts run in `experts` (format id and activation class)
+    /// on the NCCL tables `nccl`. TensorRT-LLM quantizes before it gathers (NVFP4: 4-bit
+    /// values and one E4M3 scale per 16; MXFP8 for MXFP4 experts on FP8 activations: one E8M0
+    /// scale per 32; FP8 per tensor: one byte), except FP8 block-scaled experts, which quantize
+    /// inside the fused MoE kernel and gather bf16 (`fused_moe_cutlass.py`, as above).
+    /// `None` where the tables hold either collective at no group size (AMD's RCCL files).
+    fn resolve(nccl: &KernelFile, experts: (&str, ComputeClass), fp8_block: bool) -> Option<Self> {
+        let bytes_per_element = match experts {
+            (_, ComputeClass::Fp4) => 0.5 + 1.0 / 16.0,
+            ("mxfp4", ComputeClass::Fp8) => 1.0 + 1.0 / 32.0,
+            (_, ComputeClass::Fp8 | ComputeClass::Int8) if !fp8_block => 1.0,
+            _ => 2.0,
+        };
+        let all_gather = CollectiveTable::nccl(nccl, "all_gather");
+        let reduce_scatter = CollectiveTable::nccl(nccl, "reduce_scatter");
+        let empty = CollectiveTable::default();
+        (all_gather != empty && reduce_scatter != empty).then_some(TokenGather {
+            all_gather,
+            reduce_scatter,
+            bytes_per_element,
+        })
+    }
+
+    /// Seconds of one MoE layer's gather and reduce-scatter over `n` GPUs for `tokens` tokens
+    /// of all attention ranks together, `hidden` wide, each routed to `topk` experts; `None`
+    /// where either collective was not measured at `n`.
+    pub fn time_s(&self, n: u32, tokens: f64, hidden: f64, topk: f64) -> Option<f64> {
+        let gathered =
+            tokens * (hidden * self.bytes_per_element + topk * GATHERED_ROUTING_BYTES_PER_EXPERT);
+        let scattered = tokens * hidden * crate::perf::memory::ACTIVATION_BYTES;
+        Some(self.all_gather.time_s(n, gathered)? + self.reduce_scatter.time_s(n, scattered)?)
     }
 }
 
@@ -231,10 +304,12 @@ pub struct StepKernels {
     pub prefill_mla: Option<ContextMlaParams>,
     pub decode_mla: Option<GenerationMlaParams>,
     /// The engine's all-reduce as decode runs it (captured in CUDA graphs) and as prefill runs it.
-    pub all_reduce_graph: AllReduceTable,
-    pub all_reduce_eager: AllReduceTable,
+    pub all_reduce_graph: CollectiveTable,
+    pub all_reduce_eager: CollectiveTable,
     /// The engine's MoE dispatch and combine between expert-parallel ranks.
     pub exchange: Option<ExpertExchange>,
+    /// The all-gather and reduce-scatter of MoE layers whose engine runs no all-to-all.
+    pub gather: Option<TokenGather>,
 }
 
 /// Measured MoE dispatch and combine (DeepEP-style kernels, SPEC.md 3.9) of one engine inside
@@ -375,7 +450,7 @@ impl StepKernels {
     /// The surfaces of `gpu` under `engine` for a step in `formats`; `None` when the GPU has no
     /// measured tables.
     pub fn resolve(gpu: &str, engine: ServingEngine, formats: &Formats) -> Option<StepKernels> {
-        let (f, _nccl) = kernels::surfaces(gpu, engine)?;
+        let (f, nccl) = kernels::surfaces(gpu, engine)?;
         let gemm = |ids: &[&str]| {
             pick_key(&f.gemm, ids, |g| g.dtype.as_str(), |g| g.default).map(|g| &g.params)
         };
@@ -456,8 +531,8 @@ impl StepKernels {
             decode_attention,
             prefill_mla,
             decode_mla,
-            all_reduce_graph: AllReduceTable::from_file(f, graph),
-            all_reduce_eager: AllReduceTable::from_file(f, eager),
+            all_reduce_graph: CollectiveTable::all_reduce(f, graph),
+            all_reduce_eager: CollectiveTable::all_reduce(f, eager),
             exchange: ExpertExchange::resolve(
                 f,
                 engine,
@@ -467,6 +542,7 @@ impl StepKernels {
                     _ => "bfloat16",
                 },
             ),
+            gather: TokenGather::resolve(nccl, formats.experts, formats.fp8_block),
         })
     }
 
@@ -665,5 +741,62 @@ mod tests {
         let fp4kv = Formats { kv: "nvfp4", ..f };
         let k = StepKernels::resolve("b200", ServingEngine::Trtllm, &fp4kv).unwrap();
         assert!(k.decode_attention.is_none());
+    }
+
+    /// DeepSeek-V3 (hidden 7168, top-8) in NVFP4 on four B200s at attention DP 4: 2,048 tokens
+    /// of all ranks, each gathered as 7168 x (1/2 + 1/16) = 4,032 bytes plus 8 x 8 bytes of
+    /// routing, 8,388,608 bytes; the bf16 outputs reduce-scattered, 29,360,128 bytes. By hand
+    /// on `b200-nccl.toml` at 4 GPUs: the all-gather min(11.241 us + 8388608 / 2.61644e11,
+    /// 33.05 us + 8388608 / 8.18238e11) = 43.302 us; the reduce-scatter min(11.0905 us +
+    /// 29360128 / 2.93811e11, 29.4276 us + 29360128 / 7.85137e11) = 66.823 us; 110.125 us per
+    /// MoE layer. Other formats gather fewer or more bytes; where the tables stop (GB200's trays
+    /// measure 2 and 4 GPUs; AMD's RCCL files have neither collective) there is no gather.
+    #[test]
+    fn token_gather_by_hand() {
+        let formats = |experts: (&'static str, ComputeClass), fp8_block: bool| Formats {
+            weights: experts.0,
+            experts,
+            kv: "fp8",
+            fp8_block,
+            routing: ExpertRouting::Balanced,
+        };
+        let gather = |gpu: &str, experts, fp8_block| {
+            StepKernels::resolve(gpu, ServingEngine::Trtllm, &formats(experts, fp8_block))
+                .and_then(|k| k.gather)
+        };
+        let nvfp4 = gather("b200", ("nvfp4", ComputeClass::Fp4), false).unwrap();
+        assert_eq!(nvfp4.bytes_per_element, 0.5625);
+        let t = nvfp4.time_s(4, 2048.0, 7168.0, 8.0).unwrap();
+        assert!((t / 110.1245e-6 - 1.0).abs() < 1e-5, "{t}");
+        let bytes = |experts, fp8_block| {
+            gather("h200-sxm", experts, fp8_block)
+                .unwrap()
+                .bytes_per_element
+        };
+        assert_eq!(bytes(("fp8", ComputeClass::Fp8), false), 1.0);
+        assert_eq!(bytes(("fp8", ComputeClass::Fp8), true), 2.0);
+        assert_eq!(bytes(("mxfp4", ComputeClass::Fp8), false), 1.03125);
+        assert_eq!(bytes(("bf16", ComputeClass::Bf16), false), 2.0);
+        // Between measured sizes the lines interpolate; past them there is none.
+        let (t2, t3, t8) = (
+            nvfp4.time_s(2, 2048.0, 7168.0, 8.0).unwrap(),
+            nvfp4.time_s(3, 2048.0, 7168.0, 8.0).unwrap(),
+            nvfp4.time_s(8, 2048.0, 7168.0, 8.0).unwrap(),
+        );
+        assert!(
+            t3 >= t2.min(t) && t3 <= t2.max(t) && t8 > t,
+            "{t2} {t3} {t} {t8}"
+        );
+        assert!(nvfp4.time_s(16, 2048.0, 7168.0, 8.0).is_none());
+        let gb200 = gather("gb200-nvl72", ("nvfp4", ComputeClass::Fp4), false).unwrap();
+        assert!(gb200.time_s(4, 2048.0, 7168.0, 8.0).is_some());
+        assert!(gb200.time_s(8, 2048.0, 7168.0, 8.0).is_none());
+        let amd = StepKernels::resolve(
+            "mi300x",
+            ServingEngine::Vllm,
+            &formats(("fp8", ComputeClass::Fp8), true),
+        )
+        .unwrap();
+        assert!(amd.gather.is_none());
     }
 }

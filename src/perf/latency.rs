@@ -53,6 +53,10 @@ pub struct Rates {
     pub spine: SpineTiers,
     /// The layout's expert all-to-all over its ep group.
     pub expert_exchange: ExpertExchange,
+    /// Whether the engine gathers an MoE layer's tokens on every GPU of the stage and
+    /// reduce-scatters its outputs instead of an all-to-all
+    /// ([`crate::vocab::ServingEngine::gathers_expert_tokens`]).
+    pub gathers_expert_tokens: bool,
     /// Whether small all-reduces may use the one-shot algorithm (switched or full-mesh scale-up).
     pub one_shot_all_reduce: bool,
     /// Whether each row-parallel GEMM runs fused with its tensor-parallel all-reduce
@@ -512,6 +516,23 @@ fn layer_comm_s(
         (0.0, 0.0)
     } else if l.attention_dp == 1 {
         (s.moe_layers * tp_all_reduce, 0.0)
+    } else if let Some(gathered) = r
+        .kernels
+        .as_ref()
+        .and_then(|k| k.gather)
+        .filter(|_| r.gathers_expert_tokens && l.ep > 1 && l.stage_gpus <= r.domain_gpus)
+        .and_then(|g| {
+            g.time_s(
+                l.stage_gpus,
+                rank_tokens * f64::from(l.attention_dp),
+                m.hidden,
+                f64::from(m.experts_per_token),
+            )
+        })
+    {
+        // Every GPU of the stage gathers every attention rank's tokens and reduce-scatters the
+        // outputs back, on the GPU's measured NCCL collectives (SPEC.md 3.8).
+        (s.moe_layers * shared, s.moe_layers * gathered)
     } else if let Some(x) = r
         .kernels
         .as_ref()
@@ -1478,5 +1499,56 @@ mod tests {
             0.05,
         );
         near(inst.decode_step(&shape).tpot_s, 28.030, 0.02);
+    }
+
+    /// DeepSeek-V3 in NVFP4 under TensorRT-LLM at attention DP, 256 sequences a rank. At ep 4,
+    /// no wider than its top-8, the engine runs no all-to-all: each MoE layer gathers all four
+    /// ranks' tokens on every GPU and reduce-scatters the outputs, on the GPU's NCCL tables, on
+    /// a B200 and on a GB200 tray alike (58 MoE layers of [`TokenGather::time_s`]). At ep 16
+    /// across a GB200 NVL72's trays (wider than top-8, multi-node NVLink) it runs its
+    /// all-to-all: the measured dispatch and combine.
+    #[test]
+    fn attention_dp_gathers_tokens_unless_the_engine_runs_its_all_to_all() {
+        use crate::grid::Grid;
+        let c = crate::catalog::Catalog::builtin().unwrap();
+        let exchange = |gpu: &str, ep: u32| {
+            let g = c.gpu_index(gpu).unwrap();
+            let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
+            let dtype = |id: &str| vec![c.dtype_index(id).unwrap()];
+            let grid = Grid {
+                tp: vec![1],
+                ep: vec![ep],
+                batch: vec![256 * ep],
+                weight_dtype: dtype("nvfp4"),
+                kv_dtype: dtype("fp8"),
+                ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
+            };
+            let model = c.model("deepseek-v3").unwrap();
+            let workload = crate::perf::Workload::new(1024.0, 1024.0);
+            let ctx = crate::perf::Context::new(&c, model, &grid, workload).unwrap();
+            let inst = crate::perf::instance(&ctx, &grid.point(0)).unwrap();
+            let t = inst.decode_shape(f64::from(256 * ep)).tokens;
+            let (m, l, r, s) = (&inst.ctx.model, &inst.layout, &inst.rates, &inst.stages[0]);
+            let k = r.kernels.unwrap();
+            let comm = layer_comm_s(m, l, s, r, t.rank_tokens(), true);
+            let gathered =
+                k.gather
+                    .unwrap()
+                    .time_s(ep, t.rank_tokens() * f64::from(ep), 7168.0, 8.0);
+            let copies = t.rank_tokens() * 8.0;
+            let all_to_all = k.exchange.unwrap().time_s(true, copies, 7168.0);
+            (comm.exchange_s, gathered, all_to_all, s.moe_layers)
+        };
+        for gpu in ["b200", "gb200-nvl72"] {
+            let (exchange_s, gathered, _, layers) = exchange(gpu, 4);
+            assert_eq!(layers, 58.0);
+            assert!(
+                (exchange_s / (58.0 * gathered.unwrap()) - 1.0).abs() < 1e-12,
+                "{gpu}"
+            );
+        }
+        let (exchange_s, gathered, all_to_all, _) = exchange("gb200-nvl72", 16);
+        assert!(gathered.is_none());
+        assert!((exchange_s / (58.0 * all_to_all) - 1.0).abs() < 1e-12);
     }
 }
