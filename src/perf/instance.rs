@@ -426,7 +426,13 @@ pub(super) fn instance_in<'a>(
         prefill_pool_requests_per_s: f64::NAN,
         stage_bytes: [(0.0, 0.0); 2],
         kv_rank_excess: 0.0,
-        workspace: memory::Workspace::new(m, &l),
+        // TensorRT-LLM's workspace for gathered tokens is the one read (memory::Workspace::new);
+        // vLLM chunks its fused MoE (`VLLM_FUSED_MOE_CHUNK_SIZE`) and keeps the per-GPU rows.
+        workspace: memory::Workspace::new(
+            m,
+            &l,
+            rates.gathers_expert_tokens && engine == crate::vocab::ServingEngine::Trtllm,
+        ),
         prompts_alone: [(f64::NAN, f64::NAN); PROMPTS],
         memo: scope.map(|s| memo::intern(s, p, &l)),
     };

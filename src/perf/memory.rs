@@ -358,11 +358,30 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    pub fn new(m: &ModelFacts, l: &Layout) -> Workspace {
+    /// The workspace of one GPU of layout `l`.
+    ///
+    /// The routed experts' intermediate rows: under an all-to-all each GPU receives its own
+    /// experts' copies of the stage's tokens, `k adp / stage` per rank token, each its gate and
+    /// up outputs. An engine that gathers every attention rank's tokens instead
+    /// ([`crate::vocab::ServingEngine::gathers_expert_tokens`]) runs its fused MoE over all of
+    /// them (`holds_gathered_copies`), and TensorRT-LLM sizes that kernel's workspace for every one of their `k` copies
+    /// whichever GPU holds the expert: two overlapped buffers per copy, the wider of the bf16
+    /// gate-and-up output and the bf16 output row each (`num_moe_inputs = k * num_rows`,
+    /// `overlapped_gemm1_gemm2_inputs` and `_outputs` in
+    /// `CutlassMoeFCRunner::getWorkspaceDeviceBufferSizes`,
+    /// `cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu`), `k adp (h +
+    /// max(inner, h))` elements per rank token. The engine sizes its cache after a profiling
+    /// pass that runs every rank's token budget at once (`KvCacheCreator`'s dummy prompts of
+    /// `max_num_tokens`, repeated for each attention-DP rank, and `available_kv_mem =
+    /// (total - peak) * fraction`, `tensorrt_llm/_torch/pyexecutor/_util.py`).
+    pub fn new(m: &ModelFacts, l: &Layout, holds_gathered_copies: bool) -> Workspace {
         let dense_inner = m.mlp_inner_per_token / f64::from(l.tp);
-        let moe_inner =
-            m.moe_inner_per_token * f64::from(m.experts_per_token) * f64::from(l.attention_dp)
-                / f64::from(l.stage_gpus);
+        let copies = f64::from(m.experts_per_token) * f64::from(l.attention_dp);
+        let moe_inner = if holds_gathered_copies && l.attention_dp > 1 {
+            copies * (m.hidden + m.moe_inner_per_token.max(m.hidden))
+        } else {
+            m.moe_inner_per_token * copies / f64::from(l.stage_gpus)
+        };
         Workspace {
             per_token_bytes: (2.0 * m.hidden + dense_inner.max(moe_inner)) * ACTIVATION_BYTES,
             per_logit_row_bytes: m.vocab / f64::from(l.tp) * LOGIT_BYTES,
@@ -500,5 +519,30 @@ mod tests {
         let [s, _] = StageParams::bounding_stages(&m, &l);
         assert_eq!(s.moe_layers, 58.0);
         assert_eq!(s.expert_params_per_layer, 3.0 * 7168.0 * 2048.0 * 32.0);
+    }
+
+    /// Qwen3-235B (hidden 4096, expert width 1536, top-8) at attention DP 8 and ep 8. Where the
+    /// engine gathers every rank's tokens, each GPU's fused MoE holds both of its overlapped
+    /// buffers for all 8 x 8 expert copies of every gathered token, each the wider of the bf16
+    /// gate-and-up output (2 x 1536) and the bf16 output row (4096): (2 x 4096 + 64 x (4096 +
+    /// 4096)) x 2 = 1,064,960 bytes per token of the rank's budget, 8.72 GB at 8,192 tokens.
+    /// Under an all-to-all each GPU holds its own experts' copies only, the gate-and-up output of
+    /// 8 x 8 / 8 copies: (8,192 + 8 x 3,072) x 2 = 65,536 bytes per token, 0.54 GB.
+    #[test]
+    fn a_gathering_engine_holds_every_ranks_expert_rows() {
+        let m = facts("qwen3-235b-a22b");
+        let l = layout(1, 1, 8, 1);
+        assert_eq!(l.attention_dp, 8);
+        let gathered = Workspace::new(&m, &l, true);
+        let exchanged = Workspace::new(&m, &l, false);
+        assert_eq!(gathered.per_token_bytes, 1_064_960.0);
+        assert_eq!(exchanged.per_token_bytes, 65_536.0);
+        assert!((gathered.bytes(0.0, 0.0) / 1e9 - 8.724).abs() < 1e-3);
+        // One attention rank (tensor parallelism) gathers nothing.
+        let tp = layout(8, 1, 8, 1);
+        assert_eq!(
+            Workspace::new(&m, &tp, true),
+            Workspace::new(&m, &tp, false)
+        );
     }
 }
