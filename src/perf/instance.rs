@@ -381,12 +381,17 @@ pub(super) fn instance_in<'a>(
             l.ep,
             platform.rack.scaleup_domain_gpus,
         ),
-        gathers_expert_tokens: engine.gathers_expert_tokens(
-            l.ep,
-            m.experts_per_token,
-            platform.rack.scaleup_domain_gpus > platform.rack.gpus_per_server,
-            two_batch_overlap,
-        ),
+        // Inside one scale-up domain; a wider expert-parallel group is a wide-EP deployment,
+        // which runs an all-to-all (TensorRT-LLM's WIDEEP backend, DeepEP).
+        gathers_expert_tokens: l.attention_dp > 1
+            && l.ep > 1
+            && l.stage_gpus <= platform.rack.scaleup_domain_gpus
+            && engine.gathers_expert_tokens(
+                l.ep,
+                m.experts_per_token,
+                platform.rack.scaleup_domain_gpus > platform.rack.gpus_per_server,
+                two_batch_overlap,
+            ),
         one_shot_all_reduce: true,
         gemm_all_reduce_fusion: ctx.gemm_all_reduce_fusion,
         two_batch_overlap,

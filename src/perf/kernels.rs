@@ -223,18 +223,12 @@ impl CollectiveTable {
     }
 }
 
-/// Bytes a token carries besides its hidden state when it is gathered for the experts: the ids
-/// of its top-k experts (int32) and their routing weights (fp32), gathered with it
-/// (`CutlassFusedMoE.forward_chunk` in TensorRT-LLM's
-/// `tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`).
-pub const GATHERED_ROUTING_BYTES_PER_EXPERT: f64 = 8.0;
-
 /// The exchange of an MoE layer under data-parallel attention when the engine runs no
 /// all-to-all: every GPU of the stage all-gathers every attention rank's tokens, runs its
 /// experts on all of them, and reduce-scatters the bf16 outputs back to their ranks
-/// (docs/model.md, "Expert exchange"). Timed by the GPU's NCCL tables (nccl-tests, SPEC.md
-/// 3.8).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// (docs/model.md, "Collectives per stage step"). Timed by the GPU's NCCL tables (nccl-tests,
+/// SPEC.md 3.8) where they were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TokenGather {
     all_gather: CollectiveTable,
     reduce_scatter: CollectiveTable,
@@ -245,35 +239,30 @@ pub struct TokenGather {
 
 impl TokenGather {
     /// The gather of a step whose experts run in `experts` (format id and activation class)
-    /// on the NCCL tables `nccl`. TensorRT-LLM quantizes before it gathers (NVFP4: 4-bit
-    /// values and one E4M3 scale per 16; MXFP8 for MXFP4 experts on FP8 activations: one E8M0
-    /// scale per 32; FP8 per tensor: one byte), except FP8 block-scaled experts, which quantize
-    /// inside the fused MoE kernel and gather bf16 (`fused_moe_cutlass.py`, as above).
-    /// `None` where the tables hold either collective at no group size (AMD's RCCL files).
-    fn resolve(nccl: &KernelFile, experts: (&str, ComputeClass), fp8_block: bool) -> Option<Self> {
+    /// on the NCCL tables `nccl` (AMD's RCCL files measure neither collective). TensorRT-LLM
+    /// quantizes before it gathers (NVFP4: 4-bit values and one E4M3 scale per 16; MXFP8 for
+    /// MXFP4 experts on FP8 activations: one E8M0 scale per 32; FP8 per tensor: one byte),
+    /// except FP8 block-scaled experts, which quantize inside the fused MoE kernel and gather
+    /// bf16 (`CutlassFusedMoE.forward_chunk`,
+    /// `tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`).
+    fn resolve(nccl: &KernelFile, experts: (&str, ComputeClass), fp8_block: bool) -> Self {
         let bytes_per_element = match experts {
             (_, ComputeClass::Fp4) => 0.5 + 1.0 / 16.0,
             ("mxfp4", ComputeClass::Fp8) => 1.0 + 1.0 / 32.0,
             (_, ComputeClass::Fp8 | ComputeClass::Int8) if !fp8_block => 1.0,
             _ => 2.0,
         };
-        let all_gather = CollectiveTable::nccl(nccl, "all_gather");
-        let reduce_scatter = CollectiveTable::nccl(nccl, "reduce_scatter");
-        let empty = CollectiveTable::default();
-        (all_gather != empty && reduce_scatter != empty).then_some(TokenGather {
-            all_gather,
-            reduce_scatter,
+        TokenGather {
+            all_gather: CollectiveTable::nccl(nccl, "all_gather"),
+            reduce_scatter: CollectiveTable::nccl(nccl, "reduce_scatter"),
             bytes_per_element,
-        })
+        }
     }
 
-    /// Seconds of one MoE layer's gather and reduce-scatter over `n` GPUs for `tokens` tokens
-    /// of all attention ranks together, `hidden` wide, each routed to `topk` experts; `None`
-    /// where either collective was not measured at `n`.
-    pub fn time_s(&self, n: u32, tokens: f64, hidden: f64, topk: f64) -> Option<f64> {
-        let gathered =
-            tokens * (hidden * self.bytes_per_element + topk * GATHERED_ROUTING_BYTES_PER_EXPERT);
-        let scattered = tokens * hidden * crate::perf::memory::ACTIVATION_BYTES;
+    /// Seconds of one MoE layer's all-gather of `gathered` bytes (the gathered output) and
+    /// reduce-scatter of `scattered` bytes (its input) over `n` GPUs; `None` where either
+    /// collective was not measured at `n`.
+    pub fn time_s(&self, n: u32, gathered: f64, scattered: f64) -> Option<f64> {
         Some(self.all_gather.time_s(n, gathered)? + self.reduce_scatter.time_s(n, scattered)?)
     }
 }
@@ -309,7 +298,7 @@ pub struct StepKernels {
     /// The engine's MoE dispatch and combine between expert-parallel ranks.
     pub exchange: Option<ExpertExchange>,
     /// The all-gather and reduce-scatter of MoE layers whose engine runs no all-to-all.
-    pub gather: Option<TokenGather>,
+    pub gather: TokenGather,
 }
 
 /// Measured MoE dispatch and combine (DeepEP-style kernels, SPEC.md 3.9) of one engine inside
@@ -744,13 +733,13 @@ mod tests {
     }
 
     /// DeepSeek-V3 (hidden 7168, top-8) in NVFP4 on four B200s at attention DP 4: 2,048 tokens
-    /// of all ranks, each gathered as 7168 x (1/2 + 1/16) = 4,032 bytes plus 8 x 8 bytes of
+    /// of all ranks gathered as 7168 x (1/2 + 1/16) = 4,032 bytes each plus 8 x 8 bytes of
     /// routing, 8,388,608 bytes; the bf16 outputs reduce-scattered, 29,360,128 bytes. By hand
     /// on `b200-nccl.toml` at 4 GPUs: the all-gather min(11.241 us + 8388608 / 2.61644e11,
     /// 33.05 us + 8388608 / 8.18238e11) = 43.302 us; the reduce-scatter min(11.0905 us +
     /// 29360128 / 2.93811e11, 29.4276 us + 29360128 / 7.85137e11) = 66.823 us; 110.125 us per
     /// MoE layer. Other formats gather fewer or more bytes; where the tables stop (GB200's trays
-    /// measure 2 and 4 GPUs; AMD's RCCL files have neither collective) there is no gather.
+    /// measure 2 and 4 GPUs; AMD's RCCL files have neither collective) there is no time.
     #[test]
     fn token_gather_by_hand() {
         let formats = |experts: (&'static str, ComputeClass), fp8_block: bool| Formats {
@@ -760,43 +749,51 @@ mod tests {
             fp8_block,
             routing: ExpertRouting::Balanced,
         };
-        let gather = |gpu: &str, experts, fp8_block| {
-            StepKernels::resolve(gpu, ServingEngine::Trtllm, &formats(experts, fp8_block))
-                .and_then(|k| k.gather)
+        let gather = |gpu: &str, engine, experts, fp8_block| {
+            StepKernels::resolve(gpu, engine, &formats(experts, fp8_block))
+                .unwrap()
+                .gather
         };
-        let nvfp4 = gather("b200", ("nvfp4", ComputeClass::Fp4), false).unwrap();
+        let nvfp4 = gather(
+            "b200",
+            ServingEngine::Trtllm,
+            ("nvfp4", ComputeClass::Fp4),
+            false,
+        );
         assert_eq!(nvfp4.bytes_per_element, 0.5625);
-        let t = nvfp4.time_s(4, 2048.0, 7168.0, 8.0).unwrap();
+        let (gathered, scattered) = (8_388_608.0, 29_360_128.0);
+        assert_eq!(2048.0 * (7168.0 * 0.5625 + 8.0 * 8.0), gathered);
+        let t = nvfp4.time_s(4, gathered, scattered).unwrap();
         assert!((t / 110.1245e-6 - 1.0).abs() < 1e-5, "{t}");
         let bytes = |experts, fp8_block| {
-            gather("h200-sxm", experts, fp8_block)
-                .unwrap()
-                .bytes_per_element
+            gather("h200-sxm", ServingEngine::Trtllm, experts, fp8_block).bytes_per_element
         };
         assert_eq!(bytes(("fp8", ComputeClass::Fp8), false), 1.0);
         assert_eq!(bytes(("fp8", ComputeClass::Fp8), true), 2.0);
         assert_eq!(bytes(("mxfp4", ComputeClass::Fp8), false), 1.03125);
         assert_eq!(bytes(("bf16", ComputeClass::Bf16), false), 2.0);
         // Between measured sizes the lines interpolate; past them there is none.
-        let (t2, t3, t8) = (
-            nvfp4.time_s(2, 2048.0, 7168.0, 8.0).unwrap(),
-            nvfp4.time_s(3, 2048.0, 7168.0, 8.0).unwrap(),
-            nvfp4.time_s(8, 2048.0, 7168.0, 8.0).unwrap(),
-        );
+        let at = |n| nvfp4.time_s(n, gathered, scattered);
+        let (t2, t3, t8) = (at(2).unwrap(), at(3).unwrap(), at(8).unwrap());
         assert!(
             t3 >= t2.min(t) && t3 <= t2.max(t) && t8 > t,
             "{t2} {t3} {t} {t8}"
         );
-        assert!(nvfp4.time_s(16, 2048.0, 7168.0, 8.0).is_none());
-        let gb200 = gather("gb200-nvl72", ("nvfp4", ComputeClass::Fp4), false).unwrap();
-        assert!(gb200.time_s(4, 2048.0, 7168.0, 8.0).is_some());
-        assert!(gb200.time_s(8, 2048.0, 7168.0, 8.0).is_none());
-        let amd = StepKernels::resolve(
+        assert!(at(16).is_none());
+        let gb200 = gather(
+            "gb200-nvl72",
+            ServingEngine::Trtllm,
+            ("nvfp4", ComputeClass::Fp4),
+            false,
+        );
+        assert!(gb200.time_s(4, gathered, scattered).is_some());
+        assert!(gb200.time_s(8, gathered, scattered).is_none());
+        let amd = gather(
             "mi300x",
             ServingEngine::Vllm,
-            &formats(("fp8", ComputeClass::Fp8), true),
-        )
-        .unwrap();
-        assert!(amd.gather.is_none());
+            ("fp8", ComputeClass::Fp8),
+            true,
+        );
+        assert!(amd.time_s(8, gathered, scattered).is_none());
     }
 }

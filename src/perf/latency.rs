@@ -14,7 +14,7 @@
 
 use super::ModelFacts;
 use super::adp_balance::AdpBalance;
-use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s};
+use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s, reduce_scatter_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
 use super::iteration::{GpuIteration, IterationCost, launches};
 use super::kernels::{GemmShape, Split, StepKernels};
@@ -516,23 +516,11 @@ fn layer_comm_s(
         (0.0, 0.0)
     } else if l.attention_dp == 1 {
         (s.moe_layers * tp_all_reduce, 0.0)
-    } else if let Some(gathered) = r
-        .kernels
-        .as_ref()
-        .and_then(|k| k.gather)
-        .filter(|_| r.gathers_expert_tokens && l.ep > 1 && l.stage_gpus <= r.domain_gpus)
-        .and_then(|g| {
-            g.time_s(
-                l.stage_gpus,
-                rank_tokens * f64::from(l.attention_dp),
-                m.hidden,
-                f64::from(m.experts_per_token),
-            )
-        })
-    {
-        // Every GPU of the stage gathers every attention rank's tokens and reduce-scatters the
-        // outputs back, on the GPU's measured NCCL collectives (SPEC.md 3.8).
-        (s.moe_layers * shared, s.moe_layers * gathered)
+    } else if r.gathers_expert_tokens {
+        (
+            s.moe_layers * shared,
+            s.moe_layers * token_gather_s(m, l, r, rank_tokens),
+        )
     } else if let Some(x) = r
         .kernels
         .as_ref()
@@ -564,6 +552,34 @@ fn layer_comm_s(
         all_reduce_s: attention + dense + moe_all_reduce - fused,
         exchange_s: exchange,
     }
+}
+
+/// Bytes a token carries besides its hidden state when it is gathered for the experts: the ids
+/// of its top-k experts (int32) and their routing weights (fp32), gathered with it
+/// (`CutlassFusedMoE.forward_chunk`, `tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py`).
+pub const GATHERED_ROUTING_BYTES_PER_EXPERT: f64 = 8.0;
+
+/// Seconds of one MoE layer's token gather on a stage whose engine runs no all-to-all
+/// ([`Rates::gathers_expert_tokens`]): every GPU all-gathers the `rank_tokens * adp` tokens of
+/// all attention ranks in the experts' activation format with their routing, and
+/// reduce-scatters the bf16 outputs, on the GPU's measured NCCL collectives at the stage's size
+/// (SPEC.md 3.8), else as ring collectives on the scale-up tier, an all-gather costing what a
+/// reduce-scatter of the same buffer does (Thakur et al. 2005). Without measured tables the
+/// tokens travel in the all-to-all's dispatch format.
+fn token_gather_s(m: &ModelFacts, l: &Layout, r: &Rates, rank_tokens: f64) -> f64 {
+    let n = l.stage_gpus;
+    let tokens = rank_tokens * f64::from(l.attention_dp);
+    let measured = r.kernels.as_ref().map(|k| k.gather);
+    let per_element = measured.map_or(r.expert_dispatch_bytes, |g| g.bytes_per_element);
+    let gathered = tokens
+        * (m.hidden * per_element
+            + f64::from(m.experts_per_token) * GATHERED_ROUTING_BYTES_PER_EXPERT);
+    let scattered = tokens * m.hidden * ACTIVATION_BYTES;
+    measured
+        .and_then(|g| g.time_s(n, gathered, scattered))
+        .unwrap_or_else(|| {
+            reduce_scatter_s(n, gathered, r.scaleup) + reduce_scatter_s(n, scattered, r.scaleup)
+        })
 }
 
 /// A stage step's communication on its critical path, by kind.
@@ -1504,9 +1520,10 @@ mod tests {
     /// DeepSeek-V3 in NVFP4 under TensorRT-LLM at attention DP, 256 sequences a rank. At ep 4,
     /// no wider than its top-8, the engine runs no all-to-all: each MoE layer gathers all four
     /// ranks' tokens on every GPU and reduce-scatters the outputs, on the GPU's NCCL tables, on
-    /// a B200 and on a GB200 tray alike (58 MoE layers of [`TokenGather::time_s`]). At ep 16
-    /// across a GB200 NVL72's trays (wider than top-8, multi-node NVLink) it runs its
-    /// all-to-all: the measured dispatch and combine.
+    /// a B200 and on a GB200 tray alike (58 MoE layers of [`TokenGather::time_s`]); at ep 8,
+    /// past GB200's measured sizes, as ring collectives. At ep 16 across a GB200 NVL72's trays
+    /// (wider than top-8, multi-node NVLink) it runs its all-to-all: the measured dispatch and
+    /// combine.
     #[test]
     fn attention_dp_gathers_tokens_unless_the_engine_runs_its_all_to_all() {
         use crate::grid::Grid;
@@ -1531,23 +1548,29 @@ mod tests {
             let (m, l, r, s) = (&inst.ctx.model, &inst.layout, &inst.rates, &inst.stages[0]);
             let k = r.kernels.unwrap();
             let comm = layer_comm_s(m, l, s, r, t.rank_tokens(), true);
-            let gathered =
-                k.gather
-                    .unwrap()
-                    .time_s(ep, t.rank_tokens() * f64::from(ep), 7168.0, 8.0);
+            let tokens = t.rank_tokens() * f64::from(ep);
+            let bytes = (tokens * (7168.0 * 0.5625 + 64.0), tokens * 7168.0 * 2.0);
+            let gathered = k.gather.time_s(ep, bytes.0, bytes.1);
             let copies = t.rank_tokens() * 8.0;
             let all_to_all = k.exchange.unwrap().time_s(true, copies, 7168.0);
-            (comm.exchange_s, gathered, all_to_all, s.moe_layers)
+            let ring =
+                reduce_scatter_s(ep, bytes.0, r.scaleup) + reduce_scatter_s(ep, bytes.1, r.scaleup);
+            (comm.exchange_s, gathered, all_to_all, s.moe_layers, ring)
         };
         for gpu in ["b200", "gb200-nvl72"] {
-            let (exchange_s, gathered, _, layers) = exchange(gpu, 4);
+            let (exchange_s, gathered, _, layers, _) = exchange(gpu, 4);
             assert_eq!(layers, 58.0);
             assert!(
                 (exchange_s / (58.0 * gathered.unwrap()) - 1.0).abs() < 1e-12,
                 "{gpu}"
             );
         }
-        let (exchange_s, gathered, all_to_all, _) = exchange("gb200-nvl72", 16);
+        // At ep 8 on an NVL72 (no wider than top-8) the engine still gathers; GB200's NCCL
+        // tables stop at 4 GPUs, so the gather runs as ring collectives on NVLink.
+        let (exchange_s, gathered, _, _, ring) = exchange("gb200-nvl72", 8);
+        assert!(gathered.is_none());
+        assert!((exchange_s / (58.0 * ring) - 1.0).abs() < 1e-12);
+        let (exchange_s, gathered, all_to_all, _, _) = exchange("gb200-nvl72", 16);
         assert!(gathered.is_none());
         assert!((exchange_s / (58.0 * all_to_all) - 1.0).abs() < 1e-12);
     }
