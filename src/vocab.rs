@@ -151,9 +151,9 @@ impl ServingEngine {
     /// `MnnvlMemory.supports_mnnvl()`, `tensorrt_llm/_torch/modules/fused_moe/
     /// fused_moe_cutlass.py`); vLLM's default `--all2all-backend` is `allgather_reducescatter`
     /// (docs.vllm.ai, "Expert Parallel Deployment"); SGLang's default `--moe-a2a-backend` is
-    /// `none`, which gathers the data-parallel ranks' tokens for the MoE layers
-    /// (`server_args.py`, `layers/dp_attention.py`). Two-batch overlap (vLLM, SGLang) overlaps
-    /// the DeepEP all-to-all, so a deployment that runs it runs the all-to-all.
+    /// `none` (`server_args.py`), under which its data-parallel attention gathers the ranks'
+    /// tokens for the MoE layers and scatters the outputs back. Two-batch overlap (vLLM,
+    /// SGLang) overlaps the DeepEP all-to-all, so a deployment that runs it runs the all-to-all.
     pub fn gathers_expert_tokens(
         self,
         ep: u32,

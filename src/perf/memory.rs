@@ -364,10 +364,10 @@ impl Workspace {
     /// experts' copies of the stage's tokens, `k adp / stage` per rank token, each its gate and
     /// up outputs. An engine that gathers every attention rank's tokens instead
     /// ([`crate::vocab::ServingEngine::gathers_expert_tokens`]) runs its fused MoE over all of
-    /// them (`holds_gathered_copies`), and TensorRT-LLM sizes that kernel's workspace for every one of their `k` copies
-    /// whichever GPU holds the expert: two overlapped buffers per copy, the wider of the bf16
-    /// gate-and-up output and the bf16 output row each (`num_moe_inputs = k * num_rows`,
-    /// `overlapped_gemm1_gemm2_inputs` and `_outputs` in
+    /// them (`holds_gathered_copies`), and TensorRT-LLM sizes that kernel's workspace for every
+    /// one of their `k` copies, whichever GPU holds the expert: two overlapped buffers per
+    /// copy, each the wider of the bf16 gate-and-up output and the bf16 output row
+    /// (`num_moe_inputs = k * num_rows`, `overlapped_gemm1_gemm2_inputs` and `_outputs` in
     /// `CutlassMoeFCRunner::getWorkspaceDeviceBufferSizes`,
     /// `cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu`), `k adp (h +
     /// max(inner, h))` elements per rank token. The engine sizes its cache after a profiling
