@@ -71,6 +71,7 @@ OP_FILES = [
     "moe_perf.parquet",
     "custom_allreduce_perf.parquet",
     "moe_a2a_perf.parquet",
+    "trtllm_alltoall_perf.parquet",
     "wideep_deepep_normal_perf.parquet",
     "wideep_deepep_ll_perf.parquet",
     "wideep_moe_perf.parquet",
@@ -834,6 +835,30 @@ def fit_moe_a2a(rec):
     )
 
 
+def fit_trtllm_alltoall(rec):
+    """TensorRT-LLM's own all-to-all over multi-node NVLink (SPEC.md 3.9a): the two-sided MNNVL
+    kernels its MoE backends run when ep > top-k (`MnnvlMoe`), prepare, dispatch and combine, per
+    expert-parallel size; x = tokens*topk*hidden elements as for moe_a2a. Dispatch in each format
+    the table measured; prepare (routing metadata) and combine (bf16 outputs) in its bf16 rows
+    only, the format of a run not changing what they move. The one-sided kernels (NVFP4 only,
+    ep <= 32) and the low-precision combine (off by default) are not distilled."""
+    df = load(rec["path"])  # latency in milliseconds
+    df = df[(df.kernel_source == "NVLinkTwoSided") & (
+        (df.op_name == "alltoall_dispatch")
+        | (df.op_name.isin(["alltoall_prepare", "alltoall_combine"]) & (df.moe_dtype == "bfloat16")))]
+    df = df.assign(
+        comm_backend="trtllm_nvlink_two_sided",
+        phase=df.op_name.str.replace("alltoall_", "", regex=False),
+        comm_dtype=df.moe_dtype,
+        ep_size=df.moe_ep_size,
+        elements=df.num_tokens * df.topk * df.hidden_size,
+    )
+    return fit_comm_table(
+        df, df["elements"], ["comm_backend", "phase", "comm_dtype", "ep_size"], "moe_a2a",
+        package_rel(rec["path"]), rec["version"], None, ["num_tokens", "topk", "hidden_size", "num_experts", "elements"],
+    )
+
+
 def fit_sglang_deepep(rec_normal, rec_ll, gpus_per_node):
     """SGLang DeepEP tables: normal (high-throughput) and low-latency kernels, dispatch and combine."""
     import pandas as pd
@@ -1006,6 +1031,8 @@ def distill_one(system: str, engine: str):
             missing.append("wideep_deepep_*_perf.parquet: no table")
     else:
         run("moe_a2a_perf.parquet", fit_moe_a2a)
+    if engine == "trtllm" and "trtllm_alltoall_perf.parquet" in recs:
+        run("trtllm_alltoall_perf.parquet", fit_trtllm_alltoall)
     return version, surfaces, missing
 
 

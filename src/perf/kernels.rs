@@ -157,12 +157,13 @@ impl LayerGemms {
     }
 }
 
-/// One collective at the group sizes it was measured at (ascending), up to four: the engine's
-/// all-reduce, or an NCCL all-gather or reduce-scatter.
+/// One collective at the group sizes it was measured at (ascending), up to eight: the engine's
+/// all-reduce, an NCCL all-gather or reduce-scatter, or a phase of TensorRT-LLM's NVLink
+/// all-to-all.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CollectiveTable {
-    n: [u32; 4],
-    lines: [Option<TwoLine>; 4],
+    n: [u32; 8],
+    lines: [Option<TwoLine>; 8],
 }
 
 impl CollectiveTable {
@@ -172,7 +173,7 @@ impl CollectiveTable {
         measured.sort_by_key(|&(n, _)| n);
         measured.dedup_by_key(|&mut (n, _)| n);
         let mut t = CollectiveTable::default();
-        for (i, (n, line)) in measured.into_iter().take(4).enumerate() {
+        for (i, (n, line)) in measured.into_iter().take(8).enumerate() {
             t.n[i] = n;
             t.lines[i] = Some(line);
         }
@@ -267,6 +268,56 @@ impl TokenGather {
     }
 }
 
+/// TensorRT-LLM's own all-to-all over multi-node NVLink (SPEC.md 3.9a): the two-sided MNNVL
+/// kernels (`MnnvlMoe`) its MoE backends run when the expert-parallel group is wider than top-k
+/// on an NVL72 (`CutlassFusedMoE.enable_alltoall`), timed per phase at each measured group
+/// size; `x` is a rank's routed elements, `tokens x top-k x hidden`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NvlinkAllToAll {
+    prepare: CollectiveTable,
+    dispatch: CollectiveTable,
+    combine: CollectiveTable,
+}
+
+impl NvlinkAllToAll {
+    /// The kernels in `f`, the dispatch in `dispatch` (a table's `comm_dtype`) where measured,
+    /// else in bf16; prepare and combine in bf16. `None` without all three phases.
+    fn resolve(f: &KernelFile, dispatch: &str) -> Option<Self> {
+        let table = |phase: &str, dtypes: &[&str]| {
+            dtypes
+                .iter()
+                .map(|d| {
+                    CollectiveTable::of(
+                        f.moe_a2a
+                            .iter()
+                            .filter(|a| {
+                                a.comm_backend == "trtllm_nvlink_two_sided"
+                                    && a.phase == phase
+                                    && a.comm_dtype == *d
+                            })
+                            .map(|a| (a.ep_size, a.line)),
+                    )
+                })
+                .find(|t| *t != CollectiveTable::default())
+        };
+        Some(NvlinkAllToAll {
+            prepare: table("prepare", &["bfloat16"])?,
+            dispatch: table("dispatch", &[dispatch, "bfloat16"])?,
+            combine: table("combine", &["bfloat16"])?,
+        })
+    }
+
+    /// Seconds of one MoE layer's prepare, dispatch and combine over `ep` GPUs for a rank's
+    /// `elements` routed elements; `None` outside the measured group sizes.
+    pub fn time_s(&self, ep: u32, elements: f64) -> Option<f64> {
+        Some(
+            self.prepare.time_s(ep, elements)?
+                + self.dispatch.time_s(ep, elements)?
+                + self.combine.time_s(ep, elements)?,
+        )
+    }
+}
+
 /// The measured surfaces one configuration's step uses, resolved once per platform, engine and
 /// formats. Every field is `None` where the tables do not cover it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -297,6 +348,8 @@ pub struct StepKernels {
     pub all_reduce_eager: CollectiveTable,
     /// The engine's MoE dispatch and combine between expert-parallel ranks.
     pub exchange: Option<ExpertExchange>,
+    /// TensorRT-LLM's NVLink all-to-all where it was measured (GB200 NVL72).
+    pub nvlink_all_to_all: Option<NvlinkAllToAll>,
     /// The all-gather and reduce-scatter of MoE layers whose engine runs no all-to-all.
     pub gather: TokenGather,
 }
@@ -509,6 +562,12 @@ impl StepKernels {
                 .iter()
                 .find(|b| b.distribution == m.distribution)
         });
+        // The dispatch format of the all-to-alls' tables.
+        let dispatch = match formats.experts.1 {
+            ComputeClass::Fp4 => "nvfp4",
+            ComputeClass::Fp8 => "fp8",
+            _ => "bfloat16",
+        };
         Some(StepKernels {
             gemm: gemm(gemm_dtypes(formats.weights, formats.fp8_block)),
             gemm_bf16: gemm(&["bf16"]),
@@ -522,15 +581,8 @@ impl StepKernels {
             decode_mla,
             all_reduce_graph: CollectiveTable::all_reduce(f, graph),
             all_reduce_eager: CollectiveTable::all_reduce(f, eager),
-            exchange: ExpertExchange::resolve(
-                f,
-                engine,
-                match formats.experts.1 {
-                    ComputeClass::Fp4 => "nvfp4",
-                    ComputeClass::Fp8 => "fp8",
-                    _ => "bfloat16",
-                },
-            ),
+            exchange: ExpertExchange::resolve(f, engine, dispatch),
+            nvlink_all_to_all: NvlinkAllToAll::resolve(f, dispatch),
             gather: TokenGather::resolve(nccl, formats.experts, formats.fp8_block),
         })
     }
@@ -795,5 +847,39 @@ mod tests {
             true,
         );
         assert!(amd.time_s(8, gathered, scattered).is_none());
+    }
+
+    /// TensorRT-LLM's NVLink all-to-all on GB200 NVL72, DeepSeek-V3 in NVFP4 at ep 16: a rank's
+    /// 512 tokens, 4,096 routed copies of 7,168, 29,360,128 elements. By hand on
+    /// `gb200-nvl72-trtllm.toml` at 16 GPUs: prepare 14.3237 us + 29360128 / 8.90065e12 =
+    /// 17.622 us; the NVFP4 dispatch min(12.9093 us + 29360128 / 8.96792e11, 154.377 us +
+    /// 29360128 / 9.82733e11) = 45.648 us; the bf16 combine min(14.4892 us + 29360128 /
+    /// 2.77492e11, 20.0013 us + 29360128 / 2.77722e11) = 120.295 us; 183.565 us per MoE layer.
+    /// Only GB200's TensorRT-LLM tables measured it; ep 2 to 64.
+    #[test]
+    fn nvlink_all_to_all_by_hand() {
+        let formats = |experts: (&'static str, ComputeClass)| Formats {
+            weights: experts.0,
+            experts,
+            kv: "fp8",
+            fp8_block: false,
+            routing: ExpertRouting::Balanced,
+        };
+        let nvlink = |gpu: &str, experts| {
+            StepKernels::resolve(gpu, ServingEngine::Trtllm, &formats(experts))
+                .unwrap()
+                .nvlink_all_to_all
+        };
+        let nvfp4 = nvlink("gb200-nvl72", ("nvfp4", ComputeClass::Fp4)).unwrap();
+        let t = nvfp4.time_s(16, 29_360_128.0).unwrap();
+        assert!((t / 183.565e-6 - 1.0).abs() < 1e-5, "{t}");
+        assert!(nvfp4.time_s(64, 29_360_128.0).is_some());
+        assert!(nvfp4.time_s(128, 29_360_128.0).is_none());
+        // FP8 tokens dispatch faster than bf16 ones, slower than NVFP4 ones.
+        let fp8 = nvlink("gb200-nvl72", ("fp8", ComputeClass::Fp8)).unwrap();
+        let bf16 = nvlink("gb200-nvl72", ("bf16", ComputeClass::Bf16)).unwrap();
+        let at = |x: &NvlinkAllToAll| x.time_s(16, 29_360_128.0).unwrap();
+        assert!(at(&nvfp4) < at(&fp8) && at(&fp8) < at(&bf16));
+        assert!(nvlink("b200", ("nvfp4", ComputeClass::Fp4)).is_none());
     }
 }

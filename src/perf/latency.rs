@@ -521,6 +521,18 @@ fn layer_comm_s(
             s.moe_layers * shared,
             s.moe_layers * token_gather_s(m, l, r, rank_tokens),
         )
+    } else if let Some(nvlink) = r
+        .kernels
+        .as_ref()
+        .and_then(|k| k.nvlink_all_to_all)
+        .filter(|_| l.ep > 1 && l.ep <= r.domain_gpus)
+        .and_then(|x| {
+            let copies = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token);
+            x.time_s(l.ep, copies * m.hidden)
+        })
+    {
+        // TensorRT-LLM's own all-to-all over multi-node NVLink, measured (SPEC.md 3.9a).
+        (s.moe_layers * shared, s.moe_layers * nvlink)
     } else if let Some(x) = r
         .kernels
         .as_ref()
@@ -1520,10 +1532,10 @@ mod tests {
     /// DeepSeek-V3 in NVFP4 under TensorRT-LLM at attention DP, 256 sequences a rank. At ep 4,
     /// no wider than its top-8, the engine runs no all-to-all: each MoE layer gathers all four
     /// ranks' tokens on every GPU and reduce-scatters the outputs, on the GPU's NCCL tables, on
-    /// a B200 and on a GB200 tray alike (58 MoE layers of [`TokenGather::time_s`]); at ep 8,
+    /// a B200 and on a GB200 tray alike (58 MoE layers of [`crate::perf::kernels::TokenGather::time_s`]); at ep 8,
     /// past GB200's measured sizes, as ring collectives. At ep 16 across a GB200 NVL72's trays
-    /// (wider than top-8, multi-node NVLink) it runs its all-to-all: the measured dispatch and
-    /// combine.
+    /// (wider than top-8, multi-node NVLink) it runs its own NVLink all-to-all, measured
+    /// ([`crate::perf::kernels::NvlinkAllToAll::time_s`]).
     #[test]
     fn attention_dp_gathers_tokens_unless_the_engine_runs_its_all_to_all() {
         use crate::grid::Grid;
@@ -1552,7 +1564,7 @@ mod tests {
             let bytes = (tokens * (7168.0 * 0.5625 + 64.0), tokens * 7168.0 * 2.0);
             let gathered = k.gather.time_s(ep, bytes.0, bytes.1);
             let copies = t.rank_tokens() * 8.0;
-            let all_to_all = k.exchange.unwrap().time_s(true, copies, 7168.0);
+            let all_to_all = k.nvlink_all_to_all.map(|x| x.time_s(ep, copies * 7168.0));
             let ring =
                 reduce_scatter_s(ep, bytes.0, r.scaleup) + reduce_scatter_s(ep, bytes.1, r.scaleup);
             (comm.exchange_s, gathered, all_to_all, s.moe_layers, ring)
@@ -1572,6 +1584,7 @@ mod tests {
         assert!((exchange_s / (58.0 * ring) - 1.0).abs() < 1e-12);
         let (exchange_s, gathered, all_to_all, _, _) = exchange("gb200-nvl72", 16);
         assert!(gathered.is_none());
+        let all_to_all = all_to_all.flatten().unwrap();
         assert!((exchange_s / (58.0 * all_to_all) - 1.0).abs() < 1e-12);
     }
 }
