@@ -516,46 +516,10 @@ fn layer_comm_s(
         (0.0, 0.0)
     } else if l.attention_dp == 1 {
         (s.moe_layers * tp_all_reduce, 0.0)
-    } else if r.gathers_expert_tokens {
-        (
-            s.moe_layers * shared,
-            s.moe_layers * token_gather_s(m, l, r, rank_tokens),
-        )
-    } else if let Some(nvlink) = r
-        .kernels
-        .as_ref()
-        .and_then(|k| k.nvlink_all_to_all)
-        .filter(|_| l.ep > 1 && l.ep <= r.domain_gpus)
-        .and_then(|x| {
-            let copies = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token);
-            x.time_s(l.ep, copies * m.hidden)
-        })
-    {
-        // TensorRT-LLM's own all-to-all over multi-node NVLink, measured (SPEC.md 3.9a).
-        (s.moe_layers * shared, s.moe_layers * nvlink)
-    } else if let Some(x) = r
-        .kernels
-        .as_ref()
-        .and_then(|k| k.exchange)
-        .filter(|_| l.ep > 1 && l.ep <= r.domain_gpus)
-    {
-        // The engine's measured dispatch and combine (SPEC.md 3.9), inside the NVLink domain.
-        let copies = rank_tokens / f64::from(l.tp) * f64::from(m.experts_per_token);
-        (
-            s.moe_layers * shared,
-            s.moe_layers * x.time_s(decoding, copies, m.hidden),
-        )
     } else {
-        let a2a = |bytes_per_element: f64| {
-            r.expert_exchange.time_s(
-                rank_tokens / f64::from(l.tp),
-                m.hidden * bytes_per_element,
-                [r.scaleup, r.scaleup, r.spine.all_to_all],
-            )
-        };
         (
             s.moe_layers * shared,
-            s.moe_layers * (a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES)),
+            s.moe_layers * expert_exchange_s(m, l, r, rank_tokens, decoding),
         )
     };
     // What GEMMs fused with their all-reduce hide of it (a measured group only).
@@ -564,6 +528,44 @@ fn layer_comm_s(
         all_reduce_s: attention + dense + moe_all_reduce - fused,
         exchange_s: exchange,
     }
+}
+
+/// Seconds of one MoE layer's exchange between the attention-DP ranks and the experts: the
+/// engine's token gather where it gathers ([`token_gather_s`]); else its all-to-all, measured
+/// inside the NVLink domain (TensorRT-LLM's own NVLink kernels where measured, SPEC.md 3.9a,
+/// else the DeepEP-style dispatch and combine, SPEC.md 3.9), otherwise the α-β all-to-all of
+/// `rank_tokens/tp` tokens each way (dispatch format out, bf16 back).
+fn expert_exchange_s(
+    m: &ModelFacts,
+    l: &Layout,
+    r: &Rates,
+    rank_tokens: f64,
+    decoding: bool,
+) -> f64 {
+    if r.gathers_expert_tokens {
+        return token_gather_s(m, l, r, rank_tokens);
+    }
+    let tokens = rank_tokens / f64::from(l.tp);
+    let copies = tokens * f64::from(m.experts_per_token);
+    let measured = r
+        .kernels
+        .as_ref()
+        .filter(|_| l.ep > 1 && l.ep <= r.domain_gpus)
+        .and_then(|k| {
+            k.nvlink_all_to_all
+                .and_then(|x| x.time_s(l.ep, copies * m.hidden))
+                .or_else(|| k.exchange.map(|x| x.time_s(decoding, copies, m.hidden)))
+        });
+    measured.unwrap_or_else(|| {
+        let a2a = |bytes_per_element: f64| {
+            r.expert_exchange.time_s(
+                tokens,
+                m.hidden * bytes_per_element,
+                [r.scaleup, r.scaleup, r.spine.all_to_all],
+            )
+        };
+        a2a(r.expert_dispatch_bytes) + a2a(ACTIVATION_BYTES)
+    })
 }
 
 /// Bytes a token carries besides its hidden state when it is gathered for the experts: the ids
@@ -1532,30 +1534,24 @@ mod tests {
     /// DeepSeek-V3 in NVFP4 under TensorRT-LLM at attention DP, 256 sequences a rank. At ep 4,
     /// no wider than its top-8, the engine runs no all-to-all: each MoE layer gathers all four
     /// ranks' tokens on every GPU and reduce-scatters the outputs, on the GPU's NCCL tables, on
-    /// a B200 and on a GB200 tray alike (58 MoE layers of [`crate::perf::kernels::TokenGather::time_s`]); at ep 8,
-    /// past GB200's measured sizes, as ring collectives. At ep 16 across a GB200 NVL72's trays
+    /// a B200 and on a GB200 tray alike (58 MoE layers of
+    /// [`crate::perf::kernels::TokenGather::time_s`]); at ep 8, past GB200's measured sizes, as
+    /// ring collectives. At ep 16 across a GB200 NVL72's trays
     /// (wider than top-8, multi-node NVLink) it runs its own NVLink all-to-all, measured
     /// ([`crate::perf::kernels::NvlinkAllToAll::time_s`]).
     #[test]
     fn attention_dp_gathers_tokens_unless_the_engine_runs_its_all_to_all() {
-        use crate::grid::Grid;
         let c = crate::catalog::Catalog::builtin().unwrap();
         let exchange = |gpu: &str, ep: u32| {
-            let g = c.gpu_index(gpu).unwrap();
-            let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
-            let dtype = |id: &str| vec![c.dtype_index(id).unwrap()];
-            let grid = Grid {
-                tp: vec![1],
-                ep: vec![ep],
-                batch: vec![256 * ep],
-                weight_dtype: dtype("nvfp4"),
-                kv_dtype: dtype("fp8"),
-                ..Grid::single(&c, crate::vocab::Platform { gpu: g, rack })
-            };
-            let model = c.model("deepseek-v3").unwrap();
-            let workload = crate::perf::Workload::new(1024.0, 1024.0);
-            let ctx = crate::perf::Context::new(&c, model, &grid, workload).unwrap();
-            let inst = crate::perf::instance(&ctx, &grid.point(0)).unwrap();
+            let (ctx, p) = crate::perf::tests::dsv3_point(
+                &c,
+                gpu,
+                crate::vocab::Engine::Trtllm,
+                ["nvfp4", "fp8"],
+                [1, ep, 256 * ep],
+                |_| {},
+            );
+            let inst = crate::perf::instance(&ctx, &p).unwrap();
             let t = inst.decode_shape(f64::from(256 * ep)).tokens;
             let (m, l, r, s) = (&inst.ctx.model, &inst.layout, &inst.rates, &inst.stages[0]);
             let k = r.kernels.unwrap();

@@ -220,19 +220,32 @@ pub(crate) mod tests {
     pub fn dsv3_h200_fp8_point(
         c: &Catalog,
         engine: crate::vocab::Engine,
+        shape: [u32; 3],
+        switch: impl FnOnce(&mut Workload),
+    ) -> (Context, Point) {
+        dsv3_point(c, "h200-sxm", engine, ["fp8", "fp8"], shape, switch)
+    }
+
+    /// DeepSeek-V3 at 1k in / 1k out on one rack of `gpu` under `engine`, weights and KV cache
+    /// in `formats`, at `[tp, ep, batch]`, the workload changed by `switch`.
+    pub fn dsv3_point(
+        c: &Catalog,
+        gpu: &str,
+        engine: crate::vocab::Engine,
+        formats: [&str; 2],
         [tp, ep, batch]: [u32; 3],
         switch: impl FnOnce(&mut Workload),
     ) -> (Context, Point) {
-        let g = c.gpu_index("h200-sxm").unwrap();
+        let g = c.gpu_index(gpu).unwrap();
         let rack = c.rack_index(&c.gpus[g].default_rack).unwrap();
-        let fp8 = vec![c.dtype_index("fp8").unwrap()];
+        let [weights, kv] = formats.map(|id| vec![c.dtype_index(id).unwrap()]);
         let grid = Grid {
             tp: vec![tp],
             ep: vec![ep],
             batch: vec![batch],
             engine: vec![engine],
-            weight_dtype: fp8.clone(),
-            kv_dtype: fp8,
+            weight_dtype: weights,
+            kv_dtype: kv,
             ..Grid::single(c, crate::vocab::Platform { gpu: g, rack })
         };
         let mut workload = Workload::new(1024.0, 1024.0);
