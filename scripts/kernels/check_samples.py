@@ -60,9 +60,15 @@ def shape_factor(knots, m, size, rows=16, sizes=7):
 
 
 def context_attention(s, q):
+    """The MMAs and the softmax exponentials overlap under their own norm `q`, entering the
+    p-norm as one term (SPEC.md 3.2); surfaces without `scores_per_s` have the MMAs alone."""
     b, sl, h, kv, d = q["batch_size"], q["isl"], q["num_heads"], q["num_key_value_heads"], q["head_dim"]
-    return pnorm(s, [
-        ("flops_per_s", 2 * b * h * d * sl * sl),
+    mma = 2 * b * h * d * sl * sl / s["flops_per_s"]
+    if "scores_per_s" in s:
+        softmax = b * h * sl * sl / 2 / s["scores_per_s"]
+        mma = (mma ** s["q"] + softmax ** s["q"]) ** (1 / s["q"])
+    return pnorm({**s, "overlapped": 1.0}, [
+        ("overlapped", mma),
         ("bytes_per_s", b * sl * d * (2 * h * s["q_bytes"] + 2 * kv * s["kv_bytes"])),
         ("serial_per_s", sl * d),
         ("rows_per_s", b * sl * h),

@@ -178,6 +178,14 @@ pub struct ContextAttentionParams {
     pub bytes_per_s: f64,
     pub serial_per_s: f64,
     pub rows_per_s: f64,
+    /// Softmax exponentials per second, one per score the causal mask keeps (SPEC.md 3.2);
+    /// infinite in files fitted without the term (AMD's), whose MMAs stand alone.
+    #[serde(default = "unbounded_rate")]
+    pub scores_per_s: f64,
+    /// Norm under which the kernel overlaps its MMAs with its exponentials, before the p-norm
+    /// of the other terms.
+    #[serde(default = "one")]
+    pub q: f64,
     /// Sliding windows (tokens) whose layers the table also timed, and for each, in order,
     /// [`WINDOW_KNOTS`] ratios of such a layer's prefill time to a full-attention layer's on the
     /// same prompts, at prompts of `2^0 .. 2^15` tokens (SPEC.md 3.2a). Empty in files without
@@ -186,6 +194,15 @@ pub struct ContextAttentionParams {
     pub window_tokens: Vec<f64>,
     #[serde(default)]
     pub window_ratio: Vec<f64>,
+}
+
+/// A rate no kernel reaches: the term it divides costs nothing.
+fn unbounded_rate() -> f64 {
+    f64::INFINITY
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Knots of [`ContextAttentionParams::window_ratio`] in prompt tokens: `1, 2, 4, …, 32768`.
@@ -207,13 +224,18 @@ impl ContextAttentionParams {
     }
 
     /// Seconds for `b` prompts of `s` tokens with `h` query and `kv` key-value heads of `d`
-    /// dimensions on this GPU.
+    /// dimensions on this GPU. FlashAttention overlaps the softmax of one block with the MMAs
+    /// of another (Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608, section 3.1), so the
+    /// two enter as one term, their `q`-norm: at `d = 64` (gpt-oss) the exponentials, not the
+    /// tensor cores, set the pace of long prompts.
     pub fn time_s(&self, b: f64, s: f64, h: f64, kv: f64, d: f64) -> f64 {
+        let mma = 2.0 * b * h * d * s * s / self.flops_per_s;
+        let softmax = b * h * s * s / 2.0 / self.scores_per_s;
         p_norm_s(
             self.t0_s,
             self.p,
             &[
-                2.0 * b * h * d * s * s / self.flops_per_s,
+                p_norm_s(0.0, self.q, &[mma, softmax]),
                 b * s * d * (2.0 * h * self.q_bytes + 2.0 * kv * self.kv_bytes) / self.bytes_per_s,
                 s * d / self.serial_per_s,
                 b * s * h / self.rows_per_s,
@@ -971,6 +993,53 @@ mod tests {
                 "b {b} d {d}: {ms} ms vs {measured_ms} ms"
             );
         }
+    }
+
+    /// TensorRT-LLM's prefill attention on B200 with a bf16 KV cache, one prompt, 64 query and 8
+    /// KV heads, from AIConfigurator 0.12's table
+    /// (`b200_sxm/attention/trtllm/1.3.0rc20/context_attention_perf.parquet`). At 16,384 tokens
+    /// width 64 (gpt-oss) takes 2.9975 ms and width 128 3.8934 ms: halving the width saves 23 %,
+    /// not half, because the softmax's exponentials (`b h s^2 / 2`, whatever the width) set the
+    /// pace beside the MMAs. The surface reads both within its p90 error (3.17 and 4.00 ms), by
+    /// hand from its terms; the same surface with the MMAs alone reads width 64 at 1.94 ms,
+    /// 0.65x the table (surfaces fitted without the term, until 2026-11-29, read gpt-oss's
+    /// prompts of 4,096 tokens and more at 0.73x on B200, median).
+    #[test]
+    fn prefill_attention_waits_for_its_exponentials_at_narrow_heads() {
+        let f = file("b200", "trtllm").unwrap();
+        let a = &f
+            .context_attention
+            .iter()
+            .find(|a| a.attn_dtype == "bf16" && a.kv_dtype == "bf16" && a.default)
+            .unwrap();
+        let c = &a.params;
+        let (b, s, h, kv) = (1.0, 16384.0, 64.0, 8.0);
+        for (d, measured_ms) in [(64.0, 2.9975), (128.0, 3.8934)] {
+            let mma = 2.0 * b * h * d * s * s / c.flops_per_s;
+            let softmax = b * h * s * s / 2.0 / c.scores_per_s;
+            let overlapped = (mma.powf(c.q) + softmax.powf(c.q)).powf(1.0 / c.q);
+            let others = [
+                b * s * d * (2.0 * h * c.q_bytes + 2.0 * kv * c.kv_bytes) / c.bytes_per_s,
+                s * d / c.serial_per_s,
+                b * s * h / c.rows_per_s,
+            ];
+            let sum: f64 = others.iter().map(|x| x.powf(c.p)).sum::<f64>() + overlapped.powf(c.p);
+            let by_hand = c.t0_s + sum.powf(1.0 / c.p);
+            let t = c.time_s(b, s, h, kv, d);
+            assert!((t / by_hand - 1.0).abs() < 1e-9, "{t} vs {by_hand}");
+            let err = (t * 1e3 / measured_ms - 1.0).abs();
+            assert!(
+                err <= a.fit.err_p90,
+                "d {d}: {} ms vs {measured_ms}",
+                t * 1e3
+            );
+        }
+        let mma_alone = ContextAttentionParams {
+            scores_per_s: f64::INFINITY,
+            ..c.clone()
+        };
+        let narrow = |c: &ContextAttentionParams| c.time_s(b, s, h, kv, 64.0);
+        assert!((narrow(&mma_alone) * 1e3 / 2.9975 - 0.646).abs() < 0.005);
     }
 
     /// TensorRT-LLM's prefill attention on H200 with a bf16 KV cache at gpt-oss's shape (64
