@@ -193,7 +193,6 @@ impl Plan {
                 prompt_quantiles: None,
                 adp_balance: None,
                 scheduler_steps: 1,
-                decode_graph_sizes: None,
             },
             economics,
             ownership: vec![crate::vocab::Payment::DEFAULT],

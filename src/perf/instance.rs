@@ -401,10 +401,7 @@ pub(super) fn instance_in<'a>(
         moe_gemm_efficiency: cal.moe_gemm_efficiency,
         kernels,
         iteration: kernels.map(|_| IterationCost {
-            graphs: Graphs {
-                decode_sizes: ctx.plan.settings.decode_graph_sizes,
-                ..Graphs::of(engine, platform.hbm_gb, l.tp)
-            },
+            graphs: Graphs::of(engine, platform.hbm_gb, l.tp),
             cpu_s: cal.cpu_ms_per_iteration * 1e-3,
             cpu_per_sequence_s: iteration::host_s_per_sequence(engine),
         }),

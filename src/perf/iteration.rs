@@ -74,13 +74,6 @@ pub struct Graphs {
     pub mixed_max_tokens: f64,
     /// Prefill-only iterations up to this many tokens.
     pub prefill_max_tokens: f64,
-    /// The batch sizes decode graphs were captured for, ascending, where the engine pads a
-    /// decode batch up to the next of them (TensorRT-LLM's `cuda_graph_config` with
-    /// `enable_padding`: the graph of the smallest captured size at least the batch runs, its
-    /// extra rows dummy requests, `CUDAGraphRunner`); `None`: the running batch is itself
-    /// captured (an engine serving at its `max_batch_size`, which TensorRT-LLM always
-    /// captures). Set from [`super::sizing::Settings::decode_graph_sizes`].
-    pub decode_sizes: Option<&'static [u32]>,
 }
 
 impl Graphs {
@@ -103,13 +96,11 @@ impl Graphs {
                 decode_max_tokens: f64::INFINITY,
                 mixed_max_tokens: 0.0,
                 prefill_max_tokens: 0.0,
-                decode_sizes: None,
             },
             ServingEngine::Vllm => Graphs {
                 decode_max_tokens: 512.0,
                 mixed_max_tokens: 512.0,
                 prefill_max_tokens: 512.0,
-                decode_sizes: None,
             },
             ServingEngine::Sglang => {
                 let large = hbm_gb >= 160.0;
@@ -117,24 +108,9 @@ impl Graphs {
                     decode_max_tokens: if large || tp >= 4 { 512.0 } else { 256.0 },
                     mixed_max_tokens: if large { 16384.0 } else { 8192.0 },
                     prefill_max_tokens: if large { 16384.0 } else { 8192.0 },
-                    decode_sizes: None,
                 }
             }
         }
-    }
-
-    /// Sequences a decode graph of `sequences` running sequences computes: the next captured
-    /// size (the running batch itself without padding, or above every captured size, where
-    /// the iteration runs eagerly).
-    pub fn padded(&self, sequences: f64) -> f64 {
-        self.decode_sizes
-            .and_then(|sizes| {
-                sizes
-                    .iter()
-                    .map(|&s| f64::from(s))
-                    .find(|&s| s >= sequences)
-            })
-            .unwrap_or(sequences)
     }
 }
 
@@ -190,32 +166,16 @@ impl IterationCost {
         mixed_share: f64,
         mixed_tokens: f64,
     ) -> f64 {
-        let eager_share = self.eager_share(queries, mixed_share, mixed_tokens);
-        let gpu_s = gpu.kernels_s + eager_share * gpu.eager_extra_s;
-        let cpu_s = self.cpu_s + self.cpu_per_sequence_s * sequences + eager_share * gpu.launch_s;
-        gpu_s.max(cpu_s) + RESIDUAL_S
-    }
-
-    /// Share of decode iterations launched eagerly: all of them past the decode graphs, else
-    /// the mixed ones (`mixed_share`) past the mixed graphs.
-    fn eager_share(&self, queries: f64, mixed_share: f64, mixed_tokens: f64) -> f64 {
-        if queries > self.graphs.decode_max_tokens {
+        let eager_share = if queries > self.graphs.decode_max_tokens {
             1.0
         } else if mixed_tokens > self.graphs.mixed_max_tokens {
             mixed_share
         } else {
             0.0
-        }
-    }
-
-    /// Share of decode iterations replayed from a decode-only graph: those that carry no prompt
-    /// (`1 - mixed_share`), where decode batches are graphed.
-    pub fn graphed_decode_share(&self, queries: f64, mixed_share: f64, mixed_tokens: f64) -> f64 {
-        if self.eager_share(queries, mixed_share, mixed_tokens) >= 1.0 {
-            0.0
-        } else {
-            1.0 - mixed_share
-        }
+        };
+        let gpu_s = gpu.kernels_s + eager_share * gpu.eager_extra_s;
+        let cpu_s = self.cpu_s + self.cpu_per_sequence_s * sequences + eager_share * gpu.launch_s;
+        gpu_s.max(cpu_s) + RESIDUAL_S
     }
 
     /// Seconds of a prefill-only iteration of `tokens` prompt tokens per rank. A prompt alone on
@@ -283,24 +243,6 @@ mod tests {
         let at_256 = 0.5e-3 + vllm * 256.0;
         assert!((5e-3..=6e-3).contains(&at_256), "{at_256}");
         assert_eq!(host_s_per_sequence(ServingEngine::Sglang), vllm);
-    }
-
-    /// With padding a decode batch runs the graph of the next captured size; without, or past
-    /// the largest, its own.
-    #[test]
-    fn a_decode_batch_pads_up_to_the_next_graph() {
-        let padded = Graphs {
-            decode_sizes: Some(&[1, 2, 4, 128, 256, 384, 512]),
-            ..Graphs::of(ServingEngine::Trtllm, 141.0, 1)
-        };
-        for (running, graph) in [(1.0, 1.0), (3.0, 4.0), (170.0, 256.0), (256.0, 256.0)] {
-            assert_eq!(padded.padded(running), graph, "{running}");
-        }
-        assert_eq!(padded.padded(600.0), 600.0);
-        assert_eq!(
-            Graphs::of(ServingEngine::Trtllm, 141.0, 1).padded(170.0),
-            170.0
-        );
     }
 
     /// A graphed decode iteration costs its kernels plus the residual when the GPU outlasts the

@@ -16,7 +16,7 @@ use super::ModelFacts;
 use super::adp_balance::AdpBalance;
 use super::comm::{ExpertExchange, group_all_reduce_s, point_to_point_s, reduce_scatter_s};
 use super::compute::{StepTokens, row_efficiency, step_flops};
-use super::iteration::{GpuIteration, Graphs, IterationCost, launches};
+use super::iteration::{GpuIteration, IterationCost, launches};
 use super::kernels::{GemmShape, Split, StepKernels};
 use super::layout::{Layout, Tier};
 use super::memory::{ACTIVATION_BYTES, LOGIT_BYTES, StageParams, kv_bytes_per_sequence};
@@ -875,6 +875,12 @@ pub fn decode_with(
     let iteration_s = match &r.iteration {
         None => pp * stage.total_s() + hops_s + draft_s + r.step_overhead_s,
         Some(cost) => {
+            let gpu = GpuIteration::new(
+                pp,
+                stage.total_s(),
+                hops_s + draft_s,
+                stage_launches(l, stages),
+            );
             // Prompts start in a share `1 - exp(-prompts per step)` of iterations (Poisson
             // arrivals of finishing sequences' replacements); such an iteration carries the
             // decode tokens and a prompt, or the engine's token budget of it.
@@ -884,18 +890,13 @@ pub fn decode_with(
             } else {
                 0.0
             };
-            let mixed_share = 1.0 - (-prompts).exp();
-            let mixed_tokens = t.decode + prompt.min(super::memory::MAX_NUM_TOKENS);
-            let padding_s = cost.graphed_decode_share(t.decode, mixed_share, mixed_tokens)
-                * pp
-                * padding_s(m, l, stages, r, &cost.graphs, t, spec);
-            let gpu = GpuIteration::new(
-                pp,
-                stage.total_s(),
-                hops_s + draft_s + padding_s,
-                stage_launches(l, stages),
-            );
-            cost.decode_s(&gpu, t.decode, t.sequences, mixed_share, mixed_tokens)
+            cost.decode_s(
+                &gpu,
+                t.decode,
+                t.sequences,
+                1.0 - (-prompts).exp(),
+                t.decode + prompt.min(super::memory::MAX_NUM_TOKENS),
+            )
         }
     };
     Decode {
@@ -907,41 +908,6 @@ pub fn decode_with(
         rank_tokens: t.rank_tokens(),
         logit_rows: t.logit_rows,
     }
-}
-
-/// Seconds a decode-only stage step of `t`'s sequences (its prompts apart) takes beyond its own
-/// when it runs the graph of its padded batch ([`Graphs::padded`]): the linear layers, experts,
-/// norms, exchange and logits run every row of the graph, the dummy rows included, while the
-/// attention reads the running sequences' KV cache only (a dummy request holds no context).
-/// Under attention data parallelism every rank pads its own batch, and the experts see every
-/// rank's padded rows.
-fn padding_s(
-    m: &ModelFacts,
-    l: &Layout,
-    stages: &[StageParams; 2],
-    r: &Rates,
-    graphs: &Graphs,
-    t: &StepTokens,
-    spec: &Speculation,
-) -> f64 {
-    let padded = graphs.padded(t.sequences);
-    if padded <= t.sequences {
-        return 0.0;
-    }
-    let ranks = f64::from(l.attention_dp);
-    let rows = |sequences: f64| {
-        let queries = sequences * (1.0 + f64::from(spec.tokens));
-        StepTokens {
-            decode: queries,
-            prefill: 0.0,
-            busiest_prefill: 0.0,
-            moe_tokens: queries * ranks,
-            logit_rows: queries,
-            ..*t
-        }
-    };
-    slowest_stage(m, l, stages, r, &rows(padded)).total_s()
-        - slowest_stage(m, l, stages, r, &rows(t.sequences)).total_s()
 }
 
 /// One engine iteration of a prefill-only instance (disaggregated serving): `tokens` prompt
@@ -1512,66 +1478,6 @@ mod tests {
         assert!((prompt_s(0.004) * 1e3 - 14.25).abs() < 0.01);
         let two = attention_s(40000.0) - decode;
         assert!((two - prompt_s(2.0)).abs() < 1e-12 && two < 2.0 * prompt_s(1.0));
-    }
-
-    /// TensorRT-LLM's perf-overview runs pad each decode batch up to the next CUDA-graph size.
-    /// llama-3.1-70b in FP8 on one H200 at 170 sequences of 500 in / 2,000 out: the iterations
-    /// that carry no prompt (`exp(-prompts per iteration)` of them) run the 256-row graph, whose
-    /// linear layers and logits compute 86 dummy rows beside the 170 (the attention reads the
-    /// 170 sequences' cache only), so the iteration takes that share of the difference between
-    /// the two decode-only steps, by hand. At 256 sequences, a captured size, nothing changes;
-    /// the padded 170 stay faster than 256 real sequences, whose attention reads 256 caches.
-    #[test]
-    fn a_padded_decode_graph_computes_its_dummy_rows() {
-        let c = crate::catalog::Catalog::builtin().unwrap();
-        let (plain, p) = point_in(&c, "h200-sxm", 1, 256, ["fp8", "fp8"], [500.0, 2000.0]);
-        let mut padded = plain.clone();
-        padded.plan.settings.decode_graph_sizes = Some(&[128, 256, 512]);
-        let iteration = |ctx: &crate::perf::Context, n: f64| {
-            let inst = crate::perf::instance(ctx, &p).unwrap();
-            let shape = inst.decode_shape(n);
-            let d = decode(
-                &inst.ctx.model,
-                &inst.layout,
-                &inst.stages,
-                &inst.rates,
-                &shape,
-                &inst.speculation,
-            );
-            let t = shape.tokens;
-            let rows = |sequences: f64| StepTokens {
-                decode: sequences,
-                prefill: 0.0,
-                busiest_prefill: 0.0,
-                moe_tokens: sequences,
-                logit_rows: sequences,
-                ..t
-            };
-            let step = |rows: &StepTokens| {
-                slowest_stage(
-                    &inst.ctx.model,
-                    &inst.layout,
-                    &inst.stages,
-                    &inst.rates,
-                    rows,
-                )
-                .total_s()
-            };
-            let decode_only = (-t.prefill / (2.0 * t.prefill_context)).exp();
-            (
-                d.iteration_s,
-                decode_only * (step(&rows(256.0)) - step(&rows(t.sequences))),
-            )
-        };
-        let (without, _) = iteration(&plain, 170.0);
-        let (with, by_hand) = iteration(&padded, 170.0);
-        assert!(by_hand > 0.0);
-        assert!(
-            ((with - without) / by_hand - 1.0).abs() < 1e-9,
-            "{with} - {without} vs {by_hand}"
-        );
-        assert_eq!(iteration(&padded, 256.0).0, iteration(&plain, 256.0).0);
-        assert!(with < iteration(&plain, 256.0).0);
     }
 
     /// The decode step on the measured surfaces against AIConfigurator 0.12.0 on the same

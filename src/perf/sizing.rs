@@ -62,11 +62,6 @@ pub struct Settings {
     /// (`serving::Serving::ttft_with`). Set by `validate` for the submissions whose config runs
     /// it; sweeps schedule every iteration (1), as current engines do.
     pub scheduler_steps: u32,
-    /// The batch sizes the engine captured decode graphs for, padding a decode batch up to the
-    /// next of them ([`super::iteration::Graphs::decode_sizes`]): set by `validate` for the
-    /// runs whose harness states them (TensorRT-LLM's perf-overview `llm_options.yml`); sweeps
-    /// run each configuration at its own batch, which the engine captures (`None`).
-    pub decode_graph_sizes: Option<&'static [u32]>,
 }
 
 impl Settings {

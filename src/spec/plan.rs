@@ -304,7 +304,6 @@ impl Loader<'_> {
             prompt_quantiles: None,
             adp_balance: None,
             scheduler_steps: 1,
-            decode_graph_sizes: None,
         };
         let demand_or_default = demand.unwrap_or_default();
         let phases = self.phases(w, &demand_or_default)?;

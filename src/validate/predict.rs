@@ -328,19 +328,6 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         ));
     }
 
-    // The decode graphs the harness captured, padding each batch up to the next.
-    if let Some(sizes) = harness_graph_sizes(case) {
-        ctx.plan.settings.decode_graph_sizes = Some(sizes);
-        notes.push(format!(
-            "decode batches padded up to the harness's CUDA-graph sizes ({})",
-            sizes
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-
     let finite_run = finite::requests_of(case);
     if let Some(n) = finite_run {
         notes.push(format!(
@@ -440,23 +427,6 @@ fn harness_admission(case: &Case) -> KvAdmission {
     } else {
         KvAdmission::default()
     }
-}
-
-/// The decode batch sizes TensorRT-LLM's perf-overview runs captured CUDA graphs for, with
-/// padding on: the `llm_options.yml` both pages give for every model (`cuda_graph_config:
-/// enable_padding: true, batch_sizes: [1, 2, 4, ..., 8192]`; docs/source/performance/
-/// perf-overview.md at 00f37686 and docs/source/developer-guide/perf-overview.md at 03e27c7d,
-/// "Running the Benchmark").
-const PERF_OVERVIEW_GRAPH_SIZES: [u32; 15] = [
-    1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192,
-];
-
-/// The batch sizes a case's harness captured decode graphs for, padding up to them, where it
-/// says: TensorRT-LLM's max-throughput tables ([`PERF_OVERVIEW_GRAPH_SIZES`]). Other harnesses
-/// do not state theirs, and their engines run at the batch they capture.
-fn harness_graph_sizes(case: &Case) -> Option<&'static [u32]> {
-    (case.harness() == Harness::TensorRtLlm && case.setup.scenario == "max-throughput")
-        .then_some(&PERF_OVERVIEW_GRAPH_SIZES[..])
 }
 
 /// The KV-cache format a harness runs when the case leaves it blank, if the harness fixes one.
