@@ -184,7 +184,7 @@ pub struct ContextAttentionParams {
     pub scores_per_s: f64,
     /// Norm under which the kernel overlaps its MMAs with its exponentials, before the p-norm
     /// of the other terms.
-    #[serde(default = "one")]
+    #[serde(default = "additive_norm")]
     pub q: f64,
     /// Sliding windows (tokens) whose layers the table also timed, and for each, in order,
     /// [`WINDOW_KNOTS`] ratios of such a layer's prefill time to a full-attention layer's on the
@@ -201,7 +201,9 @@ fn unbounded_rate() -> f64 {
     f64::INFINITY
 }
 
-fn one() -> f64 {
+/// The norm that adds its terms; where the softmax term is absent (an unbounded rate) any norm
+/// gives the MMA term alone.
+fn additive_norm() -> f64 {
     1.0
 }
 
