@@ -784,6 +784,18 @@ mod tests {
         assert!(k.decode_attention.is_none());
     }
 
+    /// A step whose weights and routed experts are in `experts` (format id and activation
+    /// class), FP8 KV cache, uniform routing.
+    fn moe_formats(experts: (&'static str, ComputeClass), fp8_block: bool) -> Formats<'static> {
+        Formats {
+            weights: experts.0,
+            experts,
+            kv: "fp8",
+            fp8_block,
+            routing: ExpertRouting::Balanced,
+        }
+    }
+
     /// DeepSeek-V3 (hidden 7168, top-8) in NVFP4 on four B200s at attention DP 4: 2,048 tokens
     /// of all ranks gathered as 7168 x (1/2 + 1/16) = 4,032 bytes each plus 8 x 8 bytes of
     /// routing, 8,388,608 bytes; the bf16 outputs reduce-scattered, 29,360,128 bytes. By hand
@@ -794,15 +806,8 @@ mod tests {
     /// measure 2 and 4 GPUs; AMD's RCCL files have neither collective) there is no time.
     #[test]
     fn token_gather_by_hand() {
-        let formats = |experts: (&'static str, ComputeClass), fp8_block: bool| Formats {
-            weights: experts.0,
-            experts,
-            kv: "fp8",
-            fp8_block,
-            routing: ExpertRouting::Balanced,
-        };
         let gather = |gpu: &str, engine, experts, fp8_block| {
-            StepKernels::resolve(gpu, engine, &formats(experts, fp8_block))
+            StepKernels::resolve(gpu, engine, &moe_formats(experts, fp8_block))
                 .unwrap()
                 .gather
         };
@@ -858,15 +863,8 @@ mod tests {
     /// Only GB200's TensorRT-LLM tables measured it; ep 2 to 64.
     #[test]
     fn nvlink_all_to_all_by_hand() {
-        let formats = |experts: (&'static str, ComputeClass)| Formats {
-            weights: experts.0,
-            experts,
-            kv: "fp8",
-            fp8_block: false,
-            routing: ExpertRouting::Balanced,
-        };
         let nvlink = |gpu: &str, experts| {
-            StepKernels::resolve(gpu, ServingEngine::Trtllm, &formats(experts))
+            StepKernels::resolve(gpu, ServingEngine::Trtllm, &moe_formats(experts, false))
                 .unwrap()
                 .nvlink_all_to_all
         };
