@@ -9,8 +9,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Float64Type;
 use arrow_array::{Array, RecordBatch};
 use common::{
-    assert_snapshot, column_u64, configurations, finished, part_files, read_configs, read_parquet,
-    root, run, stderr, stdout,
+    assert_snapshot, column_labels, column_u64, configurations, finished, part_files, read_configs,
+    read_parquet, root, run, stderr, stdout,
 };
 
 fn column_f64(batches: &[RecordBatch], name: &str) -> Vec<Option<f64>> {
@@ -117,6 +117,20 @@ fn quickstart_end_to_end() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert_eq!(feasible + infeasible, n);
+    // The part file's footer counts its rows per reason, as the rows and the manifest do.
+    let mut by_reason = serde_json::Map::new();
+    for (reason, ok) in column_labels(&configs, "infeasible_reason")
+        .into_iter()
+        .zip(column_bool(&configs, "feasible"))
+    {
+        if !ok {
+            let n = by_reason.get(&reason).and_then(|v| v.as_u64()).unwrap_or(0);
+            by_reason.insert(reason, (n + 1).into());
+        }
+    }
+    let footer: serde_json::Value = serde_json::from_str(&meta["racksweep.infeasible"]).unwrap();
+    assert_eq!(footer, serde_json::Value::Object(by_reason));
+    assert_eq!(footer, m["infeasible"]);
 
     // The frontier is a subset of the configs, row for row.
     let (pareto, _) = read_parquet(&dir.join("pareto.parquet"));

@@ -903,6 +903,43 @@ fn merge_checks_what_records_say() {
         own["rows_written"]
     ));
     restore();
+    // Configurations moved between two reasons, feasible and the total unchanged: the part file
+    // keeps its counts per reason in its footer, bound to the record by its checksum.
+    let reasons: std::collections::BTreeMap<String, u64> = own["infeasible"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect();
+    let (from, count) = reasons
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(k, n)| (k.clone(), *n))
+        .expect("part 1 has infeasible configurations");
+    let to = if from == "does_not_fit" {
+        "dtype_unsupported"
+    } else {
+        "does_not_fit"
+    };
+    let mut moved = reasons.clone();
+    moved.remove(&from);
+    *moved.entry(to.to_string()).or_default() += count;
+    record(&|v| {
+        v["infeasible"] = serde_json::to_value(&moved).unwrap();
+    });
+    let listed = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    refused(&format!(
+        "counts {} configurations by infeasible reason, where {} holds {}",
+        listed(&moved),
+        files(1)[0].display(),
+        listed(&reasons)
+    ));
+    restore();
     // A stray copy of a part among the parts.
     let copy = dir.join("configs/copy.parquet");
     std::fs::copy(&files(0)[0], &copy).unwrap();

@@ -141,6 +141,12 @@ pub fn frontier_schema(mode: Mode) -> SchemaRef {
 /// show Arrow field metadata (DuckDB's `parquet_kv_metadata`, polars' `read_parquet_metadata`).
 pub const COLUMNS_KEY: &str = "racksweep.columns";
 
+/// Key of a part file's count of configurations per infeasible reason, a JSON object of the
+/// reasons that occur (`{"does_not_fit": 812, ...}`), the same counts as its record's
+/// `infeasible`: the file is bound to the record by its SHA-256, so a record whose counts were
+/// moved between reasons disagrees with it (docs/schema.md).
+pub const INFEASIBLE_KEY: &str = "racksweep.infeasible";
+
 /// The value of [`COLUMNS_KEY`] for a file of `schema`: its field metadata, by name.
 pub fn columns_metadata(schema: &Schema) -> String {
     let columns: serde_json::Map<String, serde_json::Value> = schema
@@ -404,6 +410,13 @@ impl<R: Record> ParquetSink<R> {
     /// The label dictionaries rows are keyed against.
     pub fn labels(&self) -> &LabelValues {
         &self.labels
+    }
+
+    /// Adds a key/value pair to the footer's metadata, for a value known only once the rows are
+    /// written.
+    pub fn append_metadata(&mut self, key: &str, value: String) {
+        self.writer
+            .append_key_value_metadata(KeyValue::new(key.to_string(), value));
     }
 
     /// Writes the footer, flushes and syncs the file; returns the SHA-256 of its bytes (hex).

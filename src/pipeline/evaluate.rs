@@ -3,6 +3,7 @@
 //! directory ([`RunDir::commit_part`]), the part's record last. A part stopped by a signal, or
 //! failing, leaves no file behind, so `--resume` simply evaluates it again.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
@@ -14,7 +15,7 @@ use crate::columns::Record;
 use crate::engine::{Job, Space};
 use crate::error::{Interrupted, UserError};
 use crate::output::manifest::{Manifest, rfc3339};
-use crate::output::parquet::ParquetSink;
+use crate::output::parquet::{INFEASIBLE_KEY, ParquetSink};
 use crate::output::run_dir::{self, PartRecord, PartState, RunDir, Verified};
 use crate::pareto::Frontier;
 use crate::shard::Shard;
@@ -177,6 +178,14 @@ fn write_files<S: Space>(
     else {
         return Ok(None);
     };
+    let infeasible: BTreeMap<String, u64> = tally
+        .infeasible
+        .iter()
+        .enumerate()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(r, &n)| (S::Row::reason_name(r).to_string(), n))
+        .collect();
+    sink.append_metadata(INFEASIBLE_KEY, serde_json::to_string(&infeasible)?);
     let configs_sha256 = sink
         .finish()
         .with_context(|| format!("writing {}", configs_tmp.display()))?;
@@ -196,13 +205,7 @@ fn write_files<S: Space>(
         end_config_id: range.end,
         rows_written: tally.written,
         feasible: tally.feasible,
-        infeasible: tally
-            .infeasible
-            .iter()
-            .enumerate()
-            .filter(|&(_, &n)| n > 0)
-            .map(|(r, &n)| (S::Row::reason_name(r).to_string(), n))
-            .collect(),
+        infeasible,
         feasible_only: opts.feasible_only,
         frontier_config_ids: tally
             .frontier

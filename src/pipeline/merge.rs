@@ -13,7 +13,7 @@ use crate::engine::Space;
 use crate::error::UserError;
 use crate::output::manifest::{Manifest, rfc3339};
 use crate::output::markdown::{self, Totals};
-use crate::output::parquet::ParquetSink;
+use crate::output::parquet::{INFEASIBLE_KEY, ParquetSink};
 use crate::output::run_dir::{self, PartRecord, PartState, RunDir, Verified};
 use crate::pareto::Frontier;
 use crate::space::{SpaceFn, with_space};
@@ -122,8 +122,10 @@ fn gather(plan: &Plan) -> Result<Vec<PartRecord>> {
 /// row count is `rows_written`, its reason column's null count `feasible`). The record is the
 /// commit, written by `run`; one that says otherwise was edited or copied from another part, and
 /// merging it would lose or repeat configurations. The file is bound to the record by its
-/// SHA-256, the counts are not, so the footer catches counts moved between feasible and a
-/// reason; a move between two reasons it does not (the footer counts no values).
+/// SHA-256, the counts are not, so the footer checks them: its row count, its reason column's
+/// nulls (the feasible rows), and the counts per reason it keeps ([`INFEASIBLE_KEY`]), which
+/// catch counts moved between two reasons. A file written before that key has only the first
+/// two checked.
 fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Result<()> {
     let configurations = range.end - range.start;
     let classified = r.feasible + r.infeasible.values().sum::<u64>();
@@ -152,10 +154,26 @@ fn check_counts(dir: &RunDir, r: &PartRecord, range: std::ops::Range<u64>) -> Re
     } else {
         let path = dir.configs(r.shard());
         match footer_counts(&path)? {
-            Ok((rows, feasible)) if rows == r.rows_written && feasible == Some(r.feasible) => {
+            Ok(f)
+                if f.rows == r.rows_written
+                    && f.feasible == Some(r.feasible)
+                    && f.infeasible.as_ref().is_none_or(|i| *i == r.infeasible) =>
+            {
                 return Ok(());
             }
-            Ok((rows, feasible)) => {
+            Ok(Footer {
+                infeasible: Some(held),
+                rows,
+                feasible: Some(feasible),
+            }) if rows == r.rows_written && feasible == r.feasible => {
+                format!(
+                    "counts {} configurations by infeasible reason, where {} holds {}",
+                    reason_counts(&r.infeasible),
+                    path.display(),
+                    reason_counts(&held)
+                )
+            }
+            Ok(Footer { rows, feasible, .. }) => {
                 let feasible =
                     feasible.map_or_else(|| "an unknown number".to_owned(), |n| n.to_string());
                 format!(
@@ -189,12 +207,30 @@ fn unreadable(path: &std::path::Path, why: impl std::fmt::Display) -> String {
     )
 }
 
-/// Rows of a Parquet file and nulls of its reason column, from its footer (the writer keeps
-/// column-chunk statistics); `None` for the nulls where a chunk's count is missing. The inner
-/// error is a footer that does not decode: racksweep wrote it, so the file was changed since.
-fn footer_counts(
-    path: &std::path::Path,
-) -> Result<Result<(u64, Option<u64>), parquet::errors::ParquetError>> {
+/// "12 does_not_fit, 3 dtype_unsupported" (or "none").
+fn reason_counts(counts: &BTreeMap<String, u64>) -> String {
+    if counts.is_empty() {
+        return "none".to_owned();
+    }
+    let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    parts.join(", ")
+}
+
+/// What a part file's footer says of its rows.
+struct Footer {
+    rows: u64,
+    /// Nulls of the reason column; `None` where a chunk's count is missing.
+    feasible: Option<u64>,
+    /// Configurations per infeasible reason ([`INFEASIBLE_KEY`]); `None` for a file written
+    /// before the key. A value that does not parse is an empty map, which no committed record
+    /// with infeasible configurations matches.
+    infeasible: Option<BTreeMap<String, u64>>,
+}
+
+/// Rows of a Parquet file, nulls of its reason column and its counts per reason, from its
+/// footer (the writer keeps column-chunk statistics and the counts). The inner error is a footer
+/// that does not decode: racksweep wrote it, so the file was changed since.
+fn footer_counts(path: &std::path::Path) -> Result<Result<Footer, parquet::errors::ParquetError>> {
     use anyhow::Context as _;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -216,7 +252,21 @@ fn footer_counts(
             .map(|g| g.column(i).statistics()?.null_count_opt())
             .sum::<Option<u64>>()
     });
-    Ok(Ok((rows, nulls)))
+    let infeasible = meta
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|kv| kv.key == INFEASIBLE_KEY))
+        .map(|kv| {
+            kv.value
+                .as_deref()
+                .and_then(|v| serde_json::from_str(v).ok())
+                .unwrap_or_default()
+        });
+    Ok(Ok(Footer {
+        rows,
+        feasible: nulls,
+        infeasible,
+    }))
 }
 
 /// The frontier a part's record names is the one its frontier file holds (the file is checked
