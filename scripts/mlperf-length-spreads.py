@@ -67,7 +67,7 @@ PERCENTILES = (0.50, 0.95, 0.99, 0.9925, 0.995)
 
 def quantile(ordered, p):
     """The p-quantile of values sorted in ascending order, by the nearest-rank rule: the
-    smallest value with at least p of the samples at or below it."""
+    smallest value with at least p of the samples at or below it (the smallest for p = 0)."""
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
@@ -86,6 +86,9 @@ def render(local):
         "# cv = population standard deviation / mean; input_tokens_p50 ... p99_5 are the prompts at",
         "# the 50th, 95th, 99th, 99.25th and 99.5th percentiles (nearest rank), which set the",
         "# first-token latency percentiles and the latency MLPerf's early stopping passes.",
+        "# output_tokens_quantiles are the answers at the 0th, 1st, ..., 100th percentiles (nearest",
+        "# rank; the 0th is the shortest): how long the last answers of an offline run keep it",
+        "# going once every sample is admitted (src/validate/finite.rs, `drain`).",
         "# A MLPerf case is matched by its model; a model with no entry is not predicted.",
     ]
     for model, benchmark, name, dataset in BENCHMARKS:
@@ -107,6 +110,9 @@ def render(local):
             *(f"input_tokens_{field(p)} = {quantile(ordered, p):.0f}" for p in PERCENTILES),
             f"output_tokens_mean = {mo:.2f}",
             f"output_tokens_cv = {co:.3f}",
+            "output_tokens_quantiles = ["
+            + ", ".join(f"{quantile(sorted(outputs), p / 100):.0f}" for p in range(101))
+            + "]",
         ]
     return "\n".join(out) + "\n"
 

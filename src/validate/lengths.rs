@@ -58,6 +58,9 @@ pub struct Dataset {
     pub input_tokens_p99_5: f64,
     pub output_tokens_mean: f64,
     pub output_tokens_cv: f64,
+    /// The answers at the 0th, 1st, ..., 100th percentiles (nearest rank), tokens: how long an
+    /// offline run's last answers keep it going (`finite::Answers`).
+    pub output_tokens_quantiles: Vec<f64>,
 }
 
 impl Dataset {

@@ -328,14 +328,19 @@ pub fn predict(case: &Case, catalog: &Catalog) -> Result<Prediction, String> {
         ));
     }
 
-    let finite_run = finite::requests_of(case);
-    if let Some(n) = finite_run {
-        notes.push(format!(
-            "a finite run of {n} requests, as trtllm-bench ran them: the batch ramps up and drains"
-        ));
+    let finite_run = finite::of_case(case);
+    match &finite_run {
+        Some(finite::Run::LockStep { requests }) => notes.push(format!(
+            "a finite run of {requests} requests, as trtllm-bench ran them: the batch ramps up and drains"
+        )),
+        Some(finite::Run::Spread { samples, answers }) => notes.push(format!(
+            "one offline query of {samples} samples (the submission's generated_samples_per_query), answers spread as the dataset's: the batch fills, runs full, and drains the residual answers (mean {:.0} tokens) of the sequences running at the last admission",
+            answers.mean_residual
+        )),
+        None => {}
     }
     let run = RunLength::of_case(case);
-    let best = choose(case, &ctx, &grid, batch_cap, finite_run, run)?;
+    let best = choose(case, &ctx, &grid, batch_cap, finite_run.as_ref(), run)?;
     if let (Some(run), Some(sv)) = (run, best.serving) {
         notes.push(run.note(sv.rate_per_s * f64::from(best.instance.layout.instances)));
     }
@@ -490,7 +495,7 @@ fn choose<'a>(
     ctx: &'a Context,
     grid: &Grid,
     batch_cap: Option<u32>,
-    finite_run: Option<u32>,
+    finite_run: Option<&finite::Run>,
     run: Option<RunLength>,
 ) -> Result<Best<'a>, String> {
     let s = &case.setup;
@@ -552,8 +557,8 @@ fn choose<'a>(
         let gpus = f64::from(inst.layout.gpus);
         let (score, output_tokens_per_s, serving) = match s.scenario.as_str() {
             "offline" | "max-throughput" => match finite_run {
-                Some(requests) => {
-                    let Some(per_instance) = finite_run_tokens_per_s(&inst, p.batch, requests)
+                Some(finite_run) => {
+                    let Some(per_instance) = finite_run_tokens_per_s(&inst, p.batch, finite_run)
                     else {
                         continue;
                     };
@@ -641,35 +646,57 @@ fn choose<'a>(
     })
 }
 
-/// Output tokens per second of one instance over a finite `trtllm-bench` run of `requests`,
-/// split evenly over the system's instances, with at most `batch` sequences at once
-/// (`finite`). An iteration admits, on each attention rank, the prompts that fit its token
-/// budget beside half the sequences it fills up to (the mean over the ramp), at least one
-/// (`perf::memory::prefill_budget`). `None` if the run's batch cannot be timed.
-fn finite_run_tokens_per_s(inst: &Instance, batch: u32, requests: u32) -> Option<f64> {
-    let requests = u64::from(requests.div_ceil(inst.layout.instances.max(1)));
+/// Output tokens per second of one instance over a finite run (`finite`): `trtllm-bench`'s
+/// requests or an MLPerf offline query's samples, split evenly over the system's instances,
+/// with at most `batch` sequences at once. An iteration admits, on each attention rank, the
+/// prompts that fit its token budget beside half the sequences it fills up to (the mean over
+/// the ramp), at least one (`perf::memory::prefill_budget`). `None` if the run's batch cannot
+/// be timed.
+fn finite_run_tokens_per_s(inst: &Instance, batch: u32, run: &finite::Run) -> Option<f64> {
+    let instances = u64::from(inst.layout.instances.max(1));
     let ranks = inst.layout.attention_dp.max(1);
-    let answer = inst.output_tokens.round().max(1.0) as u64;
     let prompt = inst.input_tokens.max(1.0);
-    let filled = f64::from(batch).min(requests as f64) / f64::from(ranks);
-    let per_rank = (perf::memory::prefill_budget(filled / 2.0, prompt) / prompt)
-        .floor()
-        .max(1.0);
-    let admitted = per_rank as u64 * u64::from(ranks);
-    let w = finite::running(requests, u64::from(batch), admitted, answer);
-    let h = (w / 2).max(1);
+    // Prompts an iteration admits: each attention rank's token budget beside half its batch,
+    // over the prompt, at least one.
+    let admitted = |requests: u64| {
+        let filled = f64::from(batch).min(requests as f64) / f64::from(ranks);
+        let per_rank = (perf::memory::prefill_budget(filled / 2.0, prompt) / prompt)
+            .floor()
+            .max(1.0);
+        per_rank as u64 * u64::from(ranks)
+    };
     let step_s = |n: u64| {
         let e = perf::estimate(inst, u32::try_from(n).ok()?);
         e.feasible().then(|| n as f64 / e.tokens_per_s_per_instance)
     };
-    let chord = finite::Chord {
-        w: w as f64,
-        s_w: step_s(w)?,
-        h: h as f64,
-        s_h: step_s(h)?,
+    let chord = |w: u64| {
+        let h = (w / 2).max(1);
+        Some(finite::Chord {
+            w: w as f64,
+            s_w: step_s(w)?,
+            h: h as f64,
+            s_h: step_s(h)?,
+        })
     };
-    let iterations = finite::iterations(requests, u64::from(batch), admitted, answer);
-    Some(finite::tokens_per_s(requests, answer, iterations, chord))
+    match run {
+        finite::Run::LockStep { requests } => {
+            let requests = u64::from(*requests).div_ceil(instances);
+            let answer = inst.output_tokens.round().max(1.0) as u64;
+            let a = admitted(requests);
+            let w = finite::running(requests, u64::from(batch), a, answer);
+            let iterations = finite::iterations(requests, u64::from(batch), a, answer);
+            let tokens = requests as f64 * answer as f64;
+            Some(finite::tokens_per_s(tokens, iterations as f64, chord(w)?))
+        }
+        finite::Run::Spread { samples, answers } => {
+            // Loadgen's one query is shared out among the instances.
+            let samples = samples.div_ceil(instances);
+            let w = u64::from(batch).min(samples).max(1);
+            let iterations = finite::spread_iterations(samples, w, admitted(samples), answers);
+            let tokens = samples as f64 * answers.mean;
+            Some(finite::tokens_per_s(tokens, iterations, chord(w)?))
+        }
+    }
 }
 
 /// The largest batch up to `batch` that fits the instance's memory (weights, the KV cache its

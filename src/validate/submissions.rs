@@ -1,7 +1,8 @@
 //! What each MLPerf submission ran that the measurements file has no column for, read from the
 //! submission's own logs and configs by `scripts/mlperf-submissions.py`
 //! (`mlperf-submissions.toml`): how many queries a server or interactive run issued (loadgen's
-//! early stopping depends on it, `early_stopping`), and whether its TensorRT-LLM engine fused
+//! early stopping depends on it, `early_stopping`), how many samples an offline run's query
+//! carried (its drain depends on it, `finite`), and whether its TensorRT-LLM engine fused
 //! each row-parallel GEMM with its tensor-parallel all-reduce (`gemm_allreduce_plugin`,
 //! docs/model.md §7), and the configuration of a case whose row leaves it blank where the
 //! submission's config states it (`scripts/mlperf-configs.toml`), and a server or interactive
@@ -29,8 +30,11 @@ struct RawSubmissions {
 #[serde(deny_unknown_fields)]
 pub struct Submission {
     pub case_id: String,
-    /// Queries the run issued (`result_query_count`), and the detail log that says so.
+    /// Queries a server or interactive run issued (`result_query_count`), the samples an
+    /// offline run's one query carried (`generated_samples_per_query`, `finite::Run::Spread`),
+    /// and the detail log that says so.
     pub queries: Option<u64>,
+    pub samples: Option<u64>,
     pub log: Option<String>,
     /// Whether the engine was built with `gemm_allreduce_plugin`, and the config that says so.
     pub gemm_allreduce_fusion: Option<bool>,
@@ -147,7 +151,8 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), s.len());
         assert!(s.iter().all(|s| {
-            s.queries.is_some() == s.log.is_some()
+            (s.queries.is_some() || s.samples.is_some()) == s.log.is_some()
+                && !(s.queries.is_some() && s.samples.is_some())
                 && (s.gemm_allreduce_fusion.is_some() || s.scheduler_steps.is_some())
                     == s.config.is_some()
                 && s.log
@@ -175,6 +180,9 @@ mod tests {
             })
         );
         assert_eq!(nebius.adp_balance(), None);
+        // The DeepSeek-R1 offline run's one query carried six passes over the 4,388 samples.
+        let offline = of("mlperf-5p1-nvidia-b200-sxm-180gbx8-deepseek-r1-offline").unwrap();
+        assert_eq!((offline.samples, offline.queries), (Some(6 * 4388), None));
         // AMD's v5.1 vLLM harness runs multi-step scheduling on the V0 engine: 9 steps for
         // Llama-2 on MI300X, 10 for Mixtral on MI325X; its v4.1 harness predates it.
         let steps = |id: &str| of(id).and_then(|s| s.scheduler_steps);
@@ -193,8 +201,9 @@ mod tests {
         assert_eq!(of("no-such-case"), None);
     }
 
-    /// Every entry is an MLPerf case of the committed measurements file, and a query count
-    /// belongs to a server or interactive run (offline runs have no latency limits to pass).
+    /// Every entry is an MLPerf case of the committed measurements file, a query count belongs
+    /// to a server or interactive run (offline runs have no latency limits to pass), and a
+    /// query's sample count to an offline run.
     #[test]
     fn submissions_are_cases_of_the_measurements() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -206,6 +215,11 @@ mod tests {
             assert_eq!(case.harness(), crate::validate::cases::Harness::MlPerf);
             let latency_bound = matches!(case.setup.scenario.as_str(), "server" | "interactive");
             assert!(s.queries.is_none() || latency_bound, "{}", s.case_id);
+            assert!(
+                s.samples.is_none() || case.setup.scenario == "offline",
+                "{}",
+                s.case_id
+            );
             // Logged means come from a server or interactive run's log, and a mean first-token
             // latency lies below the 99th percentile the file states for the same run.
             for mean in [s.tpot_mean_ms, s.ttft_mean_ms].into_iter().flatten() {
