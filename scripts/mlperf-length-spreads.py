@@ -88,7 +88,7 @@ def render(local):
         "# first-token latency percentiles and the latency MLPerf's early stopping passes.",
         "# output_tokens_quantiles are the answers at the 0th, 1st, ..., 100th percentiles (nearest",
         "# rank; the 0th is the shortest): how long the last answers of an offline run keep it",
-        "# going once every sample is admitted (src/validate/finite.rs, `drain`).",
+        "# going once every sample is admitted (src/validate/finite.rs, `Answers`).",
         "# A MLPerf case is matched by its model; a model with no entry is not predicted.",
     ]
     for model, benchmark, name, dataset in BENCHMARKS:
