@@ -132,36 +132,34 @@ impl Answers {
         let q: Vec<f64> = quantiles.iter().map(|v| v * k).collect();
         let longest = q[100];
         let dx = longest / GRID as f64;
-        // E[(L - x)+] over each interval [a, b] of mass 1/100: (b - x)^2 / (2 (b - a)) / 100 for
-        // a < x < b, ((a + b) / 2 - x) / 100 below it, nothing above it.
-        let excess = |x: f64| -> f64 {
-            q.windows(2)
-                .map(|w| {
-                    let (a, b) = (w[0], w[1]);
-                    if x >= b {
-                        0.0
-                    } else if x <= a {
-                        ((a + b) / 2.0 - x) / 100.0
-                    } else {
-                        (b - x) * (b - x) / (2.0 * (b - a)) / 100.0
-                    }
-                })
-                .sum()
+        // A sum over the intervals [a, b], each of mass 1/100.
+        let over_intervals = |f: &dyn Fn(f64, f64) -> f64| -> f64 {
+            q.windows(2).map(|w| f(w[0], w[1]) / 100.0).sum()
+        };
+        // E[(L - x)+]: (b - x)^2 / (2 (b - a)) of an interval holding x, (a + b) / 2 - x of one
+        // above it, nothing of one below it.
+        let excess = |x: f64| {
+            over_intervals(&|a, b| {
+                if x >= b {
+                    0.0
+                } else if x <= a {
+                    (a + b) / 2.0 - x
+                } else {
+                    (b - x) * (b - x) / (2.0 * (b - a))
+                }
+            })
         };
         // P(L > x): the intervals above x, and the part of the one holding it.
-        let beyond = |x: f64| -> f64 {
-            q.windows(2)
-                .map(|w| {
-                    let (a, b) = (w[0], w[1]);
-                    if x >= b {
-                        0.0
-                    } else if x < a || b == a {
-                        0.01
-                    } else {
-                        (b - x) / (b - a) / 100.0
-                    }
-                })
-                .sum()
+        let beyond = |x: f64| {
+            over_intervals(&|a, b| {
+                if x >= b {
+                    0.0
+                } else if x < a || b == a {
+                    1.0
+                } else {
+                    (b - x) / (b - a)
+                }
+            })
         };
         let grid = |f: &dyn Fn(f64) -> f64| -> Vec<f64> {
             (0..=GRID)
