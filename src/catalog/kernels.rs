@@ -997,6 +997,16 @@ mod tests {
         }
     }
 
+    /// `gpu`'s default TensorRT-LLM prefill-attention surface with bf16 attention and KV cache.
+    fn bf16_prefill(gpu: &str) -> &'static ContextAttention {
+        file(gpu, "trtllm")
+            .unwrap()
+            .context_attention
+            .iter()
+            .find(|a| a.attn_dtype == "bf16" && a.kv_dtype == "bf16" && a.default)
+            .unwrap()
+    }
+
     /// TensorRT-LLM's prefill attention on B200 with a bf16 KV cache, one prompt, 64 query and 8
     /// KV heads, from AIConfigurator 0.12's table
     /// (`b200_sxm/attention/trtllm/1.3.0rc20/context_attention_perf.parquet`). At 16,384 tokens
@@ -1008,12 +1018,7 @@ mod tests {
     /// prompts of 4,096 tokens and more at 0.73x on B200, median).
     #[test]
     fn prefill_attention_waits_for_its_exponentials_at_narrow_heads() {
-        let f = file("b200", "trtllm").unwrap();
-        let a = &f
-            .context_attention
-            .iter()
-            .find(|a| a.attn_dtype == "bf16" && a.kv_dtype == "bf16" && a.default)
-            .unwrap();
+        let a = bf16_prefill("b200");
         let c = &a.params;
         let (b, s, h, kv) = (1.0, 16384.0, 64.0, 8.0);
         for (d, measured_ms) in [(64.0, 2.9975), (128.0, 3.8934)] {
@@ -1054,13 +1059,7 @@ mod tests {
     /// prompt; a window the table did not time has none.
     #[test]
     fn a_window_layer_prefills_at_its_measured_share() {
-        let f = file("h200-sxm", "trtllm").unwrap();
-        let a = &f
-            .context_attention
-            .iter()
-            .find(|a| a.kv_dtype == "bf16" && a.default)
-            .unwrap()
-            .params;
+        let a = &bf16_prefill("h200-sxm").params;
         for (prompt, measured) in [(8192.0, 0.3445 / 1.3509), (1024.0, 0.0593 / 0.0662)] {
             let share = a.window_share(prompt, 128.0).unwrap();
             assert!(
